@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian's packages (idempotent).
+set -euo pipefail
+PKGS=(g++ cmake ninja-build pkg-config python3
+      libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,39 @@
+// Subcommands of the tessera CLI.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+struct SimulateArgs {
+  std::string workload;  // empty: the embedded default workload
+  std::string format;    // empty: guessed from the file
+  std::string cluster;   // empty: the default cluster
+  std::string policy = "fifo";
+  uint64_t seed = 1;
+  std::string json_out, events_out;
+  std::string data_dir;  // measured data (Pollux profiles, Gavel throughputs)
+  double tick = 60;
+  std::string backfill;  // empty: the policy's default
+  bool no_preemption = false;
+  size_t max_jobs = 0;
+  bool quiet = false;
+};
+CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);
+int run_simulate(const SimulateArgs& args);
+
+struct BenchArgs {
+  int nodes = 5000;
+  int gpus_per_node = 8;
+  int pending = 10000;
+  int gang = 1;
+  std::string policy = "fifo+bestfit";
+  int repeat = 3;
+};
+CLI::App* add_bench_command(CLI::App& app, BenchArgs& args);
+int run_bench(const BenchArgs& args);
+
+}  // namespace tessera

@@ -1,0 +1,131 @@
+// tessera simulate: replay a workload on a cluster through the engine and report metrics.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "engine/admission.h"
+#include "engine/policy.h"
+#include "model/cluster_spec.h"
+#include "model/input_error.h"
+#include "sim/execution_model.h"
+#include "sim/generator.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+#include "sim/trace_readers.h"
+
+#ifndef TESSERA_SHARED_DATA
+#define TESSERA_SHARED_DATA "../shared/data"
+#endif
+
+namespace tessera {
+
+CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
+  CLI::App* s = app.add_subcommand(
+      "simulate", "Replay a workload trace through the scheduler (default: embedded workload)");
+  s->add_option("--workload", a.workload, "workload trace (default: embedded synthetic workload)");
+  s->add_option("--format", a.format, "pollux|philly|tiresias|alibaba|jsonl (default: guessed)");
+  s->add_option("--cluster", a.cluster,
+                "cluster: YAML, Alibaba node CSV or Tiresias spec CSV (default: 16 nodes x 4 V100)");
+  s->add_option("--policy", a.policy,
+                "queue order (fifo|drf|las|sjf), optionally +placement "
+                "(bestfit|spread|topology|random), e.g. las+topology");
+  s->add_option("--seed", a.seed, "random seed (policies and the embedded workload)");
+  s->add_option("--json", a.json_out, "write metrics as JSON to this file");
+  s->add_option("--events", a.events_out, "write the event log (JSON lines) to this file");
+  s->add_option("--data-dir", a.data_dir,
+                "measured data: Pollux profiles, Gavel throughputs (default: $TESSERA_DATA or "
+                "../shared/data)");
+  s->add_option("--tick", a.tick, "seconds between re-evaluations for time-dependent orders (las)");
+  s->add_option("--backfill", a.backfill, "none|easy|greedy (default: the policy's own)");
+  s->add_flag("--no-preemption", a.no_preemption, "never preempt running jobs");
+  s->add_option("--max-jobs", a.max_jobs, "read at most this many jobs from the trace");
+  s->add_flag("--quiet", a.quiet, "do not print the summary table");
+  return s;
+}
+
+namespace {
+
+std::string data_dir(const SimulateArgs& a) {
+  if (!a.data_dir.empty()) return a.data_dir;
+  if (const char* env = std::getenv("TESSERA_DATA")) return env;
+  return TESSERA_SHARED_DATA;
+}
+
+Cluster default_cluster() { return make_uniform_cluster(1, 4, 4, 4, "V100"); }
+
+}  // namespace
+
+int run_simulate(const SimulateArgs& a) {
+  // Parse the policy first: a typo should fail before any trace is read.
+  Policy policy = make_policy(a.policy, a.seed);
+  if (!a.backfill.empty()) {
+    if (a.backfill == "none") {
+      policy.backfill = Backfill::kNone;
+    } else if (a.backfill == "easy") {
+      policy.backfill = Backfill::kEasy;
+    } else if (a.backfill == "greedy") {
+      policy.backfill = Backfill::kGreedy;
+    } else {
+      throw std::invalid_argument("--backfill: expected none, easy or greedy, got '" + a.backfill +
+                                  "'");
+    }
+  }
+  if (a.no_preemption) policy.preemption = false;
+
+  const Cluster cluster = a.cluster.empty() ? default_cluster() : load_cluster(a.cluster);
+  Workload w;
+  std::string source;
+  if (a.workload.empty()) {
+    GeneratorOptions g;
+    g.seed = a.seed;
+    w = generate_workload(g);
+    source = fmt::format("embedded(seed={})", a.seed);
+  } else {
+    TraceFormat f;
+    if (a.format.empty()) {
+      f = guess_trace_format(a.workload);
+    } else if (auto parsed = parse_trace_format(a.format)) {
+      f = *parsed;
+    } else {
+      throw std::invalid_argument("--format: unknown format '" + a.format +
+                                  "' (pollux, philly, tiresias, alibaba, jsonl)");
+    }
+    ReaderOptions ro;
+    ro.gpu_types = &cluster.gpu_types();
+    ro.max_jobs = a.max_jobs;
+    w = read_workload(a.workload, f, ro);
+    source = a.workload;
+  }
+  const auto model = make_measured_execution_model(data_dir(a));
+  for (JobSpec& job : w.jobs) {
+    model->prepare(job, w, cluster);
+    if (auto why = infeasible_reason(cluster, job)) {
+      throw InputError(job.source + ": job " + job.name + " can never run on this cluster: " +
+                       *why);
+    }
+  }
+
+  std::ofstream events;
+  SimOptions opt;
+  opt.tick_seconds = a.tick;
+  if (!a.events_out.empty()) {
+    events.open(a.events_out);
+    if (!events) throw std::runtime_error("cannot write " + a.events_out);
+    opt.events = &events;
+  }
+  const SimResult r = simulate(w, cluster, policy, *model, opt);
+  ReportContext ctx{policy.name(), a.seed, source};
+  const auto report = make_report(w, cluster, r, ctx);
+  if (!a.json_out.empty()) {
+    std::ofstream out(a.json_out);
+    if (!out) throw std::runtime_error("cannot write " + a.json_out);
+    out << report.dump(2) << '\n';
+  }
+  if (!a.quiet) std::cout << format_summary(report);
+  return 0;
+}
+
+}  // namespace tessera

@@ -1,0 +1,56 @@
+#include "engine/admission.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tessera {
+
+std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSpec& job) {
+  const MemberDemand& d = job.demand;
+  if (job.min_members < 1 || job.max_members < job.min_members) {
+    return fmt::format("gang size {}..{} is not a valid range", job.min_members, job.max_members);
+  }
+  if (d.gpus < 0 || d.gpu_milli < 1 || d.gpu_milli > kMilliPerGpu) {
+    return fmt::format("asks for {} GPUs of {} milli each", d.gpus, d.gpu_milli);
+  }
+  if (d.gpus > 0 && cluster.num_gpus_matching(job.allowed_types) == 0) {
+    return std::string("no GPU of an allowed type exists in the cluster");
+  }
+  if (d.gpus > 0) {
+    const uint32_t per_node = cluster.max_gpus_per_node(job.allowed_types);
+    if (static_cast<uint32_t>(d.gpus) > per_node) {
+      return fmt::format("each member asks for {} GPUs on one node, but the largest node has {}",
+                         d.gpus, per_node);
+    }
+    const int64_t need = int64_t{job.min_members} * d.gpus;
+    const uint32_t total = cluster.num_gpus_matching(job.allowed_types);
+    if (d.whole_gpus() && need > total) {
+      return fmt::format("asks for {} GPUs, but the cluster has {} of the allowed types", need,
+                         total);
+    }
+  }
+  // Finally the exact test: place it on an empty cluster, member by member, onto the nodes
+  // with the most room (CPU and memory included).
+  int64_t placed = 0;
+  for (const Node& node : cluster.nodes()) {
+    if (placed >= job.min_members) break;
+    if (d.gpus > 0 && !type_allowed(job.allowed_types, node.gpu_type)) continue;
+    int64_t k = INT32_MAX;
+    if (d.cpu_milli > 0) k = std::min(k, node.cpu_milli / d.cpu_milli);
+    if (d.mem_mib > 0) k = std::min(k, node.mem_mib / d.mem_mib);
+    if (d.gpus > 0) {
+      const int64_t per_gpu = d.whole_gpus() ? 1 : kMilliPerGpu / d.gpu_milli;
+      k = std::min(k, d.gpus == 1 ? node.num_gpus * per_gpu : int64_t{node.num_gpus} / d.gpus);
+    }
+    placed += k;
+  }
+  if (placed < job.min_members) {
+    return fmt::format("no set of nodes can host {} members of {} GPUs, {} mCPU, {} MiB each",
+                       job.min_members, d.gpus, d.cpu_milli, d.mem_mib);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tessera

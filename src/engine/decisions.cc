@@ -1,0 +1,39 @@
+#include "engine/decisions.h"
+
+#include <fmt/format.h>
+
+namespace tessera {
+
+const char* to_string(PendingCode c) {
+  switch (c) {
+    case PendingCode::kInsufficientGpus:
+      return "insufficient-gpus";
+    case PendingCode::kGangCannotFit:
+      return "gang-cannot-fit";
+    case PendingCode::kWaitingForReservation:
+      return "waiting-for-reservation";
+    case PendingCode::kBlockedByHead:
+      return "blocked-by-head";
+  }
+  return "unknown";
+}
+
+std::string describe(const PendingReason& r, const std::string& blocker_name) {
+  const double need = static_cast<double>(r.need_gpu_milli) / 1000.0;
+  const double free = static_cast<double>(r.free_gpu_milli) / 1000.0;
+  switch (r.code) {
+    case PendingCode::kInsufficientGpus:
+      return fmt::format("insufficient GPUs of an allowed type: needs {:g}, {:g} free", need, free);
+    case PendingCode::kGangCannotFit:
+      return fmt::format(
+          "gang cannot fit: {:g} GPUs free, but no set of nodes hosts every member ({:g} GPUs)",
+          free, need);
+    case PendingCode::kWaitingForReservation:
+      return fmt::format("waiting for reservation: starting now would delay job {}", blocker_name);
+    case PendingCode::kBlockedByHead:
+      return fmt::format("blocked behind head-of-line job {} (no backfill)", blocker_name);
+  }
+  return "pending";
+}
+
+}  // namespace tessera

@@ -1,0 +1,51 @@
+// What one scheduling cycle decided.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/allocation.h"
+#include "model/ids.h"
+
+namespace tessera {
+
+// Why a job is still pending. The "never" case (a job no cluster state could host) is caught
+// at admission (engine/admission.h), so every reason here is "not now".
+enum class PendingCode : uint8_t {
+  kInsufficientGpus,      // fewer free GPUs of an allowed type than the gang needs
+  kGangCannotFit,         // enough free GPUs in total, but no node set hosts every member
+  kWaitingForReservation, // would fit, but would delay the reserved head-of-line job
+  kBlockedByHead,         // strict order: behind a job that cannot start
+};
+
+struct PendingReason {
+  JobId job = 0;
+  PendingCode code = PendingCode::kInsufficientGpus;
+  int64_t need_gpu_milli = 0;  // what the gang needs (at its minimum size)
+  int64_t free_gpu_milli = 0;  // free on the GPU types it may use, when decided
+  JobId blocker = kNoId;       // the reserved / head-of-line job, where relevant
+};
+
+std::string describe(const PendingReason& r, const std::string& blocker_name = "");
+const char* to_string(PendingCode c);
+
+struct Start {
+  JobId job = 0;
+  uint32_t pending_index = 0;  // index into Snapshot::pending
+  Allocation alloc;
+  bool backfilled = false;     // started ahead of a reservation
+};
+
+struct Preemption {
+  JobId job = 0;  // the victim
+  JobId for_job = 0;
+};
+
+struct Decisions {
+  std::vector<Preemption> preemptions;  // apply these first
+  std::vector<Start> starts;
+  std::vector<PendingReason> pending;   // one per job left pending
+};
+
+}  // namespace tessera

@@ -1,0 +1,37 @@
+// A scheduling policy: queue order + placement + how blocked jobs are handled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "engine/placement.h"
+#include "engine/queue_order.h"
+
+namespace tessera {
+
+enum class Backfill : uint8_t {
+  kNone,    // strict order: nothing starts behind a job that cannot start
+  kEasy,    // EASY: the first blocked job gets a reservation; later jobs start only if they
+            // end before it (by their duration estimate) or use capacity it does not need
+  kGreedy,  // any job that fits starts (Tiresias); large gangs may wait indefinitely
+};
+std::string_view to_string(Backfill b);
+
+struct Policy {
+  std::unique_ptr<QueueOrder> order;
+  std::unique_ptr<PlacementScorer> scorer;
+  Backfill backfill = Backfill::kEasy;
+  bool preemption = true;  // pending jobs may preempt running jobs of lower rank
+  uint64_t seed = 0;
+
+  std::string name() const;  // "order+scorer"
+};
+
+// Parses "ORDER" or "ORDER+SCORER" (e.g. "las+topology"). A bare order gets its default
+// placement and backfill: fifo/drf/sjf -> bestfit + EASY; las -> spread + greedy (as Tiresias).
+// Throws std::invalid_argument naming the unknown part and listing the known names.
+Policy make_policy(std::string_view spec, uint64_t seed);
+
+}  // namespace tessera

@@ -1,0 +1,169 @@
+#include "engine/queue_order.h"
+
+#include <algorithm>
+#include <numeric>
+#include <queue>
+#include <tuple>
+
+namespace tessera {
+
+int64_t QueueOrder::rank(const JobSpec& job, double) const {
+  return static_cast<int64_t>(job.priority);
+}
+
+namespace {
+
+std::vector<uint32_t> iota_indices(size_t n) {
+  std::vector<uint32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0u);
+  return idx;
+}
+
+// Sorts by (priority class desc, key asc, queued_since asc, id asc): total and deterministic.
+template <typename Key>
+std::vector<uint32_t> sort_by(const Snapshot& snap, Key key) {
+  auto idx = iota_indices(snap.pending.size());
+  std::vector<double> keys(snap.pending.size());
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = key(snap.pending[i]);
+  std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
+    const PendingJob& x = snap.pending[a];
+    const PendingJob& y = snap.pending[b];
+    return std::make_tuple(-static_cast<int>(x.spec->priority), keys[a], x.queued_since, x.id) <
+           std::make_tuple(-static_cast<int>(y.spec->priority), keys[b], y.queued_since, y.id);
+  });
+  return idx;
+}
+
+class FifoOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "fifo"; }
+  std::vector<uint32_t> order(const Snapshot& snap) const override {
+    return sort_by(snap, [](const PendingJob&) { return 0.0; });
+  }
+};
+
+class SjfOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "sjf"; }
+  std::vector<uint32_t> order(const Snapshot& snap) const override {
+    return sort_by(snap, [](const PendingJob& p) {
+      const double est = p.spec->duration_estimate;
+      return est >= 0 ? est : std::numeric_limits<double>::infinity();
+    });
+  }
+};
+
+class LasOrder final : public QueueOrder {
+ public:
+  explicit LasOrder(std::vector<double> thresholds) : thresholds_(std::move(thresholds)) {
+    std::sort(thresholds_.begin(), thresholds_.end());
+  }
+  std::string_view name() const override { return "las"; }
+  bool time_dependent() const override { return true; }
+  int level(double attained) const {
+    return static_cast<int>(
+        std::upper_bound(thresholds_.begin(), thresholds_.end(), attained) - thresholds_.begin());
+  }
+  std::vector<uint32_t> order(const Snapshot& snap) const override {
+    return sort_by(snap, [this](const PendingJob& p) {
+      return static_cast<double>(level(p.attained_gpu_seconds));
+    });
+  }
+  int64_t rank(const JobSpec& job, double attained) const override {
+    // Priority class dominates; within a class a lower queue outranks a higher one.
+    return static_cast<int64_t>(job.priority) * 1024 - level(attained);
+  }
+
+ private:
+  std::vector<double> thresholds_;
+};
+
+class DrfOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "drf"; }
+  std::vector<uint32_t> order(const Snapshot& snap) const override {
+    // Dominant share per tenant. GPUs are the dominant resource of every GPU job we model;
+    // CPU and memory shares are counted too so CPU-only pods are ordered fairly.
+    const Cluster& c = snap.state->cluster();
+    double total_gpu = static_cast<double>(c.num_gpus()) * kMilliPerGpu, total_cpu = 0,
+           total_mem = 0;
+    for (const Node& n : c.nodes()) {
+      total_cpu += static_cast<double>(n.cpu_milli);
+      total_mem += static_cast<double>(n.mem_mib);
+    }
+    auto dominant = [&](double gpu, double cpu, double mem) {
+      return std::max({total_gpu > 0 ? gpu / total_gpu : 0.0, total_cpu > 0 ? cpu / total_cpu : 0.0,
+                       total_mem > 0 ? mem / total_mem : 0.0});
+    };
+    struct Usage {
+      double gpu = 0, cpu = 0, mem = 0;
+    };
+    std::vector<Usage> usage;
+    auto grow = [&](TenantId t) {
+      if (t >= usage.size()) usage.resize(t + 1);
+    };
+    for (const RunningJob& r : snap.running) {
+      grow(r.spec->tenant);
+      Usage& u = usage[r.spec->tenant];
+      u.gpu += static_cast<double>(r.alloc->gpu_milli());
+      u.cpu += static_cast<double>(r.alloc->cpu_milli_per_member * r.alloc->members());
+      u.mem += static_cast<double>(r.alloc->mem_mib_per_member * r.alloc->members());
+    }
+    // Per tenant, its pending jobs in FIFO order (priority class first).
+    auto fifo = sort_by(snap, [](const PendingJob&) { return 0.0; });
+    std::vector<std::vector<uint32_t>> queues;
+    for (uint32_t i : fifo) {
+      const TenantId t = snap.pending[i].spec->tenant;
+      grow(t);
+      if (t >= queues.size()) queues.resize(t + 1);
+      queues[t].push_back(i);
+    }
+    // Progressive filling: repeatedly take the head of the tenant with the lowest weighted
+    // dominant share, assuming it starts. Ties break by tenant id for determinism.
+    using Entry = std::tuple<int, double, TenantId>;  // (-priority of head, share, tenant)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    std::vector<size_t> head(queues.size(), 0);
+    auto push = [&](TenantId t) {
+      if (head[t] >= queues[t].size()) return;
+      const Usage& u = usage[t];
+      const double share = dominant(u.gpu, u.cpu, u.mem) / snap.weight(t);
+      heap.emplace(-static_cast<int>(snap.pending[queues[t][head[t]]].spec->priority), share, t);
+    };
+    for (TenantId t = 0; t < queues.size(); ++t) push(t);
+    std::vector<uint32_t> out;
+    out.reserve(snap.pending.size());
+    while (!heap.empty()) {
+      const TenantId t = std::get<2>(heap.top());
+      heap.pop();
+      const uint32_t i = queues[t][head[t]++];
+      out.push_back(i);
+      const JobSpec& s = *snap.pending[i].spec;
+      usage[t].gpu += static_cast<double>(s.gpu_milli_per_gang(s.max_members));
+      usage[t].cpu += static_cast<double>(s.demand.cpu_milli * s.max_members);
+      usage[t].mem += static_cast<double>(s.demand.mem_mib * s.max_members);
+      push(t);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<QueueOrder> make_fifo_order() { return std::make_unique<FifoOrder>(); }
+std::unique_ptr<QueueOrder> make_drf_order() { return std::make_unique<DrfOrder>(); }
+std::unique_ptr<QueueOrder> make_las_order(std::vector<double> thresholds) {
+  return std::make_unique<LasOrder>(std::move(thresholds));
+}
+std::unique_ptr<QueueOrder> make_sjf_order() { return std::make_unique<SjfOrder>(); }
+
+std::unique_ptr<QueueOrder> make_queue_order(std::string_view name) {
+  if (name == "fifo") return make_fifo_order();
+  if (name == "drf") return make_drf_order();
+  if (name == "las") return make_las_order();
+  if (name == "sjf") return make_sjf_order();
+  return nullptr;
+}
+
+std::vector<std::string> queue_order_names() { return {"fifo", "drf", "las", "sjf"}; }
+
+}  // namespace tessera

@@ -1,0 +1,46 @@
+// Queue order: which pending gang the engine considers next, and which running gangs a
+// pending one outranks (may preempt). Implementations share one behaviour test suite
+// (tests/queue_order_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/snapshot.h"
+
+namespace tessera {
+
+class QueueOrder {
+ public:
+  virtual ~QueueOrder() = default;
+  virtual std::string_view name() const = 0;
+  // Indices into snap.pending, in the order the engine should try them. Every order puts a
+  // higher priority class first; within a class the policy decides.
+  virtual std::vector<uint32_t> order(const Snapshot& snap) const = 0;
+  // Preemption rank: a pending job may preempt running jobs of strictly lower rank. By
+  // default the priority class; LAS also demotes by attained service.
+  virtual int64_t rank(const JobSpec& job, double attained_gpu_seconds) const;
+  // Whether the order changes as running jobs accumulate service (so callers must re-run the
+  // cycle periodically, not only when jobs arrive or finish).
+  virtual bool time_dependent() const { return false; }
+};
+
+// First come, first served (by priority class, then queued_since, then id).
+std::unique_ptr<QueueOrder> make_fifo_order();
+// Weighted dominant-resource fairness across tenants: progressive filling, the tenant with the
+// lowest weighted dominant share next; FIFO within a tenant.
+std::unique_ptr<QueueOrder> make_drf_order();
+// Tiresias' discretised two-dimensional least-attained-service: attained GPU-seconds put a job
+// in one of several queues (thresholds ascending); lower queues first, FIFO within a queue; a
+// job in a lower queue outranks (may preempt) jobs in higher queues.
+std::unique_ptr<QueueOrder> make_las_order(std::vector<double> thresholds_gpu_seconds = {57600});
+// Shortest job first by the duration estimate (unknown estimates last, by arrival).
+std::unique_ptr<QueueOrder> make_sjf_order();
+
+std::unique_ptr<QueueOrder> make_queue_order(std::string_view name);  // nullptr if unknown
+std::vector<std::string> queue_order_names();
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+// The state one scheduling cycle sees: a const view, built by the caller (simulator, local
+// backend, Kubernetes backend) as of the cycle's start. The engine never keeps it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/allocation.h"
+#include "model/cluster_state.h"
+#include "model/job.h"
+
+namespace tessera {
+
+struct PendingJob {
+  JobId id = 0;
+  const JobSpec* spec = nullptr;       // not owned
+  double attained_gpu_seconds = 0;     // service received so far (before preemptions)
+  double queued_since = 0;             // submit time, or the time it was last requeued
+};
+
+struct RunningJob {
+  JobId id = 0;
+  const JobSpec* spec = nullptr;        // not owned
+  const Allocation* alloc = nullptr;    // not owned
+  double start_time = 0;
+  double attained_gpu_seconds = 0;      // including this run so far
+  double expected_end = kUnknown;       // from the duration estimate; kUnknown if none
+  double last_checkpoint = 0;           // time of the last checkpoint (start if none yet)
+};
+
+struct Snapshot {
+  double now = 0;
+  uint64_t cycle = 0;                   // cycle number, mixed into the random seed
+  const ClusterState* state = nullptr;  // not owned
+  std::span<const PendingJob> pending;
+  std::span<const RunningJob> running;
+  std::span<const double> tenant_weights;  // by TenantId; missing tenants weigh 1
+
+  double weight(TenantId t) const { return t < tenant_weights.size() ? tenant_weights[t] : 1.0; }
+};
+
+}  // namespace tessera

@@ -1,0 +1,117 @@
+// The cluster topology: cluster -> spine -> rack -> node -> NVLink domain -> GPU.
+//
+// Invariants (established by ClusterBuilder::build and never changed afterwards):
+//  - nodes of one rack are contiguous in nodes(), racks of one spine contiguous in racks();
+//  - GPUs of one node are contiguous in gpus(), starting at Node::first_gpu;
+//  - every GPU of a node has the node's GPU type (Alibaba and Philly nodes are homogeneous).
+// A Cluster is immutable; what is allocated lives in ClusterState.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gpu_type.h"
+#include "model/ids.h"
+
+namespace tessera {
+
+// Topology levels, innermost first. The communication cost of a placement is set by the
+// outermost level its ring crosses.
+enum class Level : uint8_t { kNvlDomain = 0, kNode = 1, kRack = 2, kSpine = 3, kCluster = 4 };
+inline constexpr int kNumLevels = 5;
+
+struct Link {
+  double bandwidth_gbps = 0;  // per direction, gigabytes per second
+  double latency_us = 0;
+};
+
+struct Node {
+  std::string name;
+  RackId rack = 0;
+  GpuTypeId gpu_type = 0;
+  uint16_t num_gpus = 0;
+  uint16_t gpus_per_nvl_domain = 0;  // == num_gpus when the whole node is one NVLink domain
+  int64_t cpu_milli = 0;
+  int64_t mem_mib = 0;
+  GpuId first_gpu = 0;
+};
+
+struct Rack {
+  std::string name;
+  SpineId spine = 0;
+  NodeId first_node = 0;
+  uint32_t num_nodes = 0;
+};
+
+struct Spine {
+  std::string name;
+  RackId first_rack = 0;
+  uint32_t num_racks = 0;
+};
+
+class Cluster {
+ public:
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Rack>& racks() const { return racks_; }
+  const std::vector<Spine>& spines() const { return spines_; }
+  const Node& node(NodeId n) const { return nodes_[n]; }
+  const GpuTypeTable& gpu_types() const { return types_; }
+  // Link of each level (index by Level): what a ring crossing that level runs over.
+  const Link& link(Level l) const { return links_[static_cast<int>(l)]; }
+
+  NodeId node_of_gpu(GpuId g) const { return gpu_node_[g]; }
+  uint32_t num_gpus() const { return static_cast<uint32_t>(gpu_node_.size()); }
+  uint32_t num_gpus_of_type(GpuTypeId t) const { return t < gpus_by_type_.size() ? gpus_by_type_[t] : 0; }
+  // The most GPUs (of any of the types in mask) on one node.
+  uint32_t max_gpus_per_node(GpuTypeMask mask) const;
+  uint32_t num_gpus_matching(GpuTypeMask mask) const;
+  uint16_t max_node_gpus() const { return max_node_gpus_; }
+  // Which types occur at all (bit t set when some node has type t).
+  GpuTypeMask present_types() const { return present_types_; }
+
+ private:
+  friend class ClusterBuilder;
+  std::vector<Node> nodes_;
+  std::vector<Rack> racks_;
+  std::vector<Spine> spines_;
+  std::vector<NodeId> gpu_node_;
+  std::vector<uint32_t> gpus_by_type_;
+  GpuTypeTable types_ = GpuTypeTable::builtin();
+  Link links_[kNumLevels] = {};
+  uint16_t max_node_gpus_ = 0;
+  GpuTypeMask present_types_ = 0;
+};
+
+// Assembles a Cluster. Nodes may be added in any order; build() groups them by rack and
+// racks by spine (stable, in first-seen order) to establish the invariants above.
+class ClusterBuilder {
+ public:
+  ClusterBuilder();
+  GpuTypeTable& gpu_types() { return types_; }
+  void set_link(Level level, Link link) { links_[static_cast<int>(level)] = link; }
+  // Adds a node under rack `rack` of spine `spine` (created on first use).
+  void add_node(const std::string& spine, const std::string& rack, const std::string& name,
+                GpuTypeId type, uint16_t gpus, int64_t cpu_milli, int64_t mem_mib,
+                uint16_t gpus_per_nvl_domain = 0);
+  size_t num_nodes() const { return pending_.size(); }
+  Cluster build() const;
+
+ private:
+  struct PendingNode {
+    uint32_t spine, rack;
+    Node node;
+  };
+  GpuTypeTable types_ = GpuTypeTable::builtin();
+  Link links_[kNumLevels];
+  std::vector<std::string> spine_names_, rack_names_;
+  std::vector<uint32_t> rack_spine_;
+  std::vector<PendingNode> pending_;
+};
+
+// Default link speeds per level (documented in docs/execution-model.md): NVLink 3 300 GB/s,
+// PCIe/QPI between NVLink domains 32 GB/s, 100 Gb/s node NIC (12.5 GB/s), rack uplink
+// 12.5 GB/s, spine 2:1 oversubscribed (6.25 GB/s).
+void set_default_links(ClusterBuilder& b);
+
+}  // namespace tessera

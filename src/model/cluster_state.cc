@@ -1,0 +1,261 @@
+#include "model/cluster_state.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+ClusterState::ClusterState(const Cluster& cluster)
+    : cluster_(&cluster), max_k_(cluster.max_node_gpus()) {
+  const auto& nodes = cluster.nodes();
+  const size_t types = cluster.gpu_types().size();
+  gpu_free_.assign(cluster.num_gpus(), kMilliPerGpu);
+  node_free_whole_.resize(nodes.size());
+  node_partial_gpus_.assign(nodes.size(), 0);
+  node_free_cpu_.resize(nodes.size());
+  node_free_mem_.resize(nodes.size());
+  rack_free_whole_.assign(cluster.racks().size(), 0);
+  spine_free_whole_.assign(cluster.spines().size(), 0);
+  type_free_whole_.assign(types, 0);
+  type_free_milli_.assign(types, 0);
+  buckets_.assign(types * (max_k_ + 1), {});
+  bucket_pos_.resize(nodes.size());
+  partial_.assign(types, {});
+  partial_pos_.assign(nodes.size(), kNoId);
+  for (NodeId n = 0; n < nodes.size(); ++n) {
+    const Node& node = nodes[n];
+    node_free_whole_[n] = node.num_gpus;
+    node_free_cpu_[n] = node.cpu_milli;
+    node_free_mem_[n] = node.mem_mib;
+    rack_free_whole_[node.rack] += node.num_gpus;
+    spine_free_whole_[cluster.racks()[node.rack].spine] += node.num_gpus;
+    type_free_whole_[node.gpu_type] += node.num_gpus;
+    type_free_milli_[node.gpu_type] += int64_t{node.num_gpus} * kMilliPerGpu;
+    auto& b = buckets_[bucket_index(node.gpu_type, node.num_gpus)];
+    bucket_pos_[n] = static_cast<uint32_t>(b.size());
+    b.push_back(n);
+  }
+}
+
+uint32_t ClusterState::free_whole_matching(GpuTypeMask mask) const {
+  uint32_t total = 0;
+  for (size_t t = 0; t < type_free_whole_.size(); ++t) {
+    if (type_allowed(mask, static_cast<GpuTypeId>(t))) total += type_free_whole_[t];
+  }
+  return total;
+}
+
+int64_t ClusterState::free_milli_matching(GpuTypeMask mask) const {
+  int64_t total = 0;
+  for (size_t t = 0; t < type_free_milli_.size(); ++t) {
+    if (type_allowed(mask, static_cast<GpuTypeId>(t))) total += type_free_milli_[t];
+  }
+  return total;
+}
+
+int32_t ClusterState::capacity_for(NodeId n, const MemberDemand& d) const {
+  int32_t by_cpu = d.cpu_milli > 0 ? static_cast<int32_t>(node_free_cpu_[n] / d.cpu_milli)
+                                   : INT32_MAX;
+  int32_t by_mem = d.mem_mib > 0 ? static_cast<int32_t>(node_free_mem_[n] / d.mem_mib) : INT32_MAX;
+  int32_t by_gpu;
+  if (d.gpus == 0) {
+    by_gpu = INT32_MAX;
+  } else if (d.whole_gpus()) {
+    by_gpu = node_free_whole_[n] / d.gpus;
+  } else {
+    // Shares: each GPU hosts floor(free / milli) shares of this size.
+    const Node& node = cluster_->node(n);
+    int32_t slots = 0;
+    for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+      slots += gpu_free_[g] / d.gpu_milli;
+    }
+    by_gpu = d.gpus == 1 ? slots : 0;
+    if (d.gpus > 1) {
+      // Several fractional GPUs per member: count GPUs that fit at least one share.
+      int32_t fitting = 0;
+      for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+        fitting += gpu_free_[g] >= d.gpu_milli ? 1 : 0;
+      }
+      by_gpu = fitting / d.gpus;
+    }
+  }
+  return std::min({by_cpu, by_mem, by_gpu});
+}
+
+bool ClusterState::can_host(NodeId n, const MemberDemand& d) const {
+  if (node_free_cpu_[n] < d.cpu_milli || node_free_mem_[n] < d.mem_mib) return false;
+  if (d.gpus == 0) return true;
+  if (d.whole_gpus()) return node_free_whole_[n] >= d.gpus;
+  const Node& node = cluster_->node(n);
+  int32_t fitting = 0;
+  for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+    fitting += gpu_free_[g] >= d.gpu_milli ? 1 : 0;
+  }
+  return fitting >= d.gpus;
+}
+
+bool ClusterState::pick_gpus(NodeId n, const MemberDemand& d, bool pack,
+                             std::vector<GpuShare>& out) const {
+  if (!can_host(n, d)) return false;
+  const Node& node = cluster_->node(n);
+  const GpuId first = node.first_gpu;
+  const GpuId end = first + node.num_gpus;
+  if (d.whole_gpus()) {
+    // Prefer a single NVLink domain: the one with the fewest whole-free GPUs that still fits,
+    // so that emptier domains stay whole for larger members.
+    const int dom = node.gpus_per_nvl_domain;
+    int best_dom = -1, best_free = INT32_MAX;
+    if (d.gpus <= dom) {
+      for (GpuId s = first; s < end; s += dom) {
+        int free = 0;
+        for (GpuId g = s; g < std::min<GpuId>(s + dom, end); ++g) free += gpu_free_[g] == kMilliPerGpu;
+        if (free >= d.gpus && free < best_free) {
+          best_free = free;
+          best_dom = static_cast<int>(s - first);
+        }
+      }
+    }
+    int need = d.gpus;
+    if (best_dom >= 0) {
+      for (GpuId g = first + best_dom; need > 0 && g < end; ++g) {
+        if (gpu_free_[g] == kMilliPerGpu) {
+          out.push_back({g, kMilliPerGpu});
+          --need;
+        }
+      }
+    } else {
+      for (GpuId g = first; need > 0 && g < end; ++g) {
+        if (gpu_free_[g] == kMilliPerGpu) {
+          out.push_back({g, kMilliPerGpu});
+          --need;
+        }
+      }
+    }
+    return need == 0;
+  }
+  // Fractional shares: choose d.gpus distinct GPUs by tightness of fit.
+  const size_t start = out.size();
+  for (int i = 0; i < d.gpus; ++i) {
+    GpuId best = kNoId;
+    int32_t best_free = 0;
+    for (GpuId g = first; g < end; ++g) {
+      const int32_t f = gpu_free_[g];
+      if (f < d.gpu_milli) continue;
+      bool taken = false;
+      for (size_t j = start; j < out.size(); ++j) taken |= out[j].gpu == g;
+      if (taken) continue;
+      if (best == kNoId || (pack ? f < best_free : f > best_free)) {
+        best = g;
+        best_free = f;
+      }
+    }
+    if (best == kNoId) {
+      out.resize(start);
+      return false;
+    }
+    out.push_back({best, d.gpu_milli});
+  }
+  return true;
+}
+
+void ClusterState::move_bucket(NodeId n, uint16_t from, uint16_t to) {
+  const GpuTypeId t = cluster_->node(n).gpu_type;
+  auto& src = buckets_[bucket_index(t, from)];
+  const uint32_t pos = bucket_pos_[n];
+  src[pos] = src.back();
+  bucket_pos_[src[pos]] = pos;
+  src.pop_back();
+  auto& dst = buckets_[bucket_index(t, to)];
+  bucket_pos_[n] = static_cast<uint32_t>(dst.size());
+  dst.push_back(n);
+}
+
+void ClusterState::set_partial(NodeId n, bool in) {
+  const bool now_in = partial_pos_[n] != kNoId;
+  if (in == now_in) return;
+  auto& list = partial_[cluster_->node(n).gpu_type];
+  if (in) {
+    partial_pos_[n] = static_cast<uint32_t>(list.size());
+    list.push_back(n);
+  } else {
+    const uint32_t pos = partial_pos_[n];
+    list[pos] = list.back();
+    partial_pos_[list[pos]] = pos;
+    list.pop_back();
+    partial_pos_[n] = kNoId;
+  }
+}
+
+void ClusterState::set_gpu_free(GpuId g, int32_t value) {
+  const int32_t before = gpu_free_[g];
+  if (value < 0 || value > kMilliPerGpu) {
+    throw std::logic_error("GPU " + std::to_string(g) + " over-committed: free would be " +
+                           std::to_string(value));
+  }
+  gpu_free_[g] = value;
+  const NodeId n = cluster_->node_of_gpu(g);
+  const Node& node = cluster_->node(n);
+  type_free_milli_[node.gpu_type] += value - before;
+  allocated_milli_ -= value - before;
+  const int whole_delta = (value == kMilliPerGpu) - (before == kMilliPerGpu);
+  if (whole_delta != 0) {
+    const uint16_t old_whole = node_free_whole_[n];
+    const auto new_whole = static_cast<uint16_t>(old_whole + whole_delta);
+    node_free_whole_[n] = new_whole;
+    move_bucket(n, old_whole, new_whole);
+    rack_free_whole_[node.rack] += whole_delta;
+    spine_free_whole_[cluster_->racks()[node.rack].spine] += whole_delta;
+    type_free_whole_[node.gpu_type] += whole_delta;
+  }
+  const int partial_delta =
+      (value > 0 && value < kMilliPerGpu) - (before > 0 && before < kMilliPerGpu);
+  if (partial_delta != 0) {
+    node_partial_gpus_[n] = static_cast<uint16_t>(node_partial_gpus_[n] + partial_delta);
+    set_partial(n, node_partial_gpus_[n] > 0);
+  }
+}
+
+void ClusterState::allocate_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu,
+                                   int64_t mem) {
+  if (node_free_cpu_[n] < cpu || node_free_mem_[n] < mem) {
+    throw std::logic_error("node " + cluster_->node(n).name + " over-committed on CPU/memory");
+  }
+  // Check every share before changing anything, so a failed call leaves the ledger intact.
+  for (size_t i = 0; i < shares.size(); ++i) {
+    int32_t want = shares[i].milli;
+    for (size_t j = 0; j < i; ++j) want += shares[j].gpu == shares[i].gpu ? shares[j].milli : 0;
+    if (cluster_->node_of_gpu(shares[i].gpu) != n || gpu_free_[shares[i].gpu] < want) {
+      throw std::logic_error("GPU " + std::to_string(shares[i].gpu) + " on node " +
+                             cluster_->node(n).name + " over-committed");
+    }
+  }
+  for (const GpuShare& s : shares) set_gpu_free(s.gpu, gpu_free_[s.gpu] - s.milli);
+  node_free_cpu_[n] -= cpu;
+  node_free_mem_[n] -= mem;
+}
+
+void ClusterState::release_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu,
+                                  int64_t mem) {
+  for (const GpuShare& s : shares) set_gpu_free(s.gpu, gpu_free_[s.gpu] + s.milli);
+  node_free_cpu_[n] += cpu;
+  node_free_mem_[n] += mem;
+}
+
+void ClusterState::allocate(const Allocation& a) {
+  const size_t k = static_cast<size_t>(a.gpus_per_member);
+  for (size_t i = 0; i < a.member_node.size(); ++i) {
+    allocate_member(a.member_node[i], std::span(a.shares).subspan(i * k, k),
+                    a.cpu_milli_per_member, a.mem_mib_per_member);
+  }
+}
+
+void ClusterState::release(const Allocation& a) {
+  const size_t k = static_cast<size_t>(a.gpus_per_member);
+  for (size_t i = 0; i < a.member_node.size(); ++i) {
+    release_member(a.member_node[i], std::span(a.shares).subspan(i * k, k),
+                   a.cpu_milli_per_member, a.mem_mib_per_member);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,87 @@
+// The allocation ledger: what is free on every GPU and node, with indexes kept up to date on
+// every allocate/release so that placement never scans the whole cluster.
+//
+// Invariants:
+//  - gpu_free(g) in [0, 1000]; a GPU is "whole free" when gpu_free(g) == 1000 and "partial"
+//    when 0 < gpu_free(g) < 1000;
+//  - node n is in bucket (type(n), node_free_whole(n)) and in no other bucket;
+//  - node n is in the partial list of its type iff it has at least one partial GPU;
+//  - rack/spine/type aggregates equal the sums over their nodes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/allocation.h"
+#include "model/cluster.h"
+#include "model/resources.h"
+
+namespace tessera {
+
+class ClusterState {
+ public:
+  explicit ClusterState(const Cluster& cluster);
+
+  const Cluster& cluster() const { return *cluster_; }
+
+  int32_t gpu_free(GpuId g) const { return gpu_free_[g]; }
+  uint16_t node_free_whole(NodeId n) const { return node_free_whole_[n]; }
+  int64_t node_free_cpu(NodeId n) const { return node_free_cpu_[n]; }
+  int64_t node_free_mem(NodeId n) const { return node_free_mem_[n]; }
+  uint32_t rack_free_whole(RackId r) const { return rack_free_whole_[r]; }
+  uint32_t spine_free_whole(SpineId s) const { return spine_free_whole_[s]; }
+  uint32_t type_free_whole(GpuTypeId t) const { return type_free_whole_[t]; }
+  int64_t type_free_milli(GpuTypeId t) const { return type_free_milli_[t]; }
+  uint32_t free_whole_matching(GpuTypeMask mask) const;
+  int64_t free_milli_matching(GpuTypeMask mask) const;
+  int64_t allocated_milli() const { return allocated_milli_; }
+
+  // Nodes of GPU type t with exactly k whole GPUs free, 0 <= k <= cluster.max_node_gpus().
+  std::span<const NodeId> bucket(GpuTypeId t, int k) const {
+    return buckets_[bucket_index(t, k)];
+  }
+  // Nodes of GPU type t that have at least one partially used GPU.
+  std::span<const NodeId> partial_nodes(GpuTypeId t) const { return partial_[t]; }
+
+  // Whether node n can host one member with demand d right now (GPUs, CPU, memory).
+  bool can_host(NodeId n, const MemberDemand& d) const;
+  // How many members with demand d node n could host right now.
+  int32_t capacity_for(NodeId n, const MemberDemand& d) const;
+
+  // Picks GPUs on node n for one member and appends them to `out` (does not allocate).
+  // Whole GPUs prefer one NVLink domain, the fullest that fits; shares prefer the GPU whose
+  // free capacity fits most tightly (pack) or most loosely (spread). Returns false when the
+  // node cannot host the member.
+  bool pick_gpus(NodeId n, const MemberDemand& d, bool pack, std::vector<GpuShare>& out) const;
+
+  // Applies or reverts an allocation. allocate() requires that it fits (checked: throws
+  // std::logic_error on over-commit, so a bug never silently over-commits a GPU).
+  void allocate(const Allocation& a);
+  void release(const Allocation& a);
+  // One member at a time (used while a gang is being placed tentatively).
+  void allocate_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu, int64_t mem);
+  void release_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu, int64_t mem);
+
+ private:
+  size_t bucket_index(GpuTypeId t, int k) const { return size_t{t} * (max_k_ + 1) + k; }
+  void set_gpu_free(GpuId g, int32_t value);
+  void move_bucket(NodeId n, uint16_t from, uint16_t to);
+  void set_partial(NodeId n, bool in);
+
+  const Cluster* cluster_;
+  int max_k_;
+  std::vector<int32_t> gpu_free_;
+  std::vector<uint16_t> node_free_whole_;
+  std::vector<uint16_t> node_partial_gpus_;
+  std::vector<int64_t> node_free_cpu_, node_free_mem_;
+  std::vector<uint32_t> rack_free_whole_, spine_free_whole_, type_free_whole_;
+  std::vector<int64_t> type_free_milli_;
+  int64_t allocated_milli_ = 0;
+  std::vector<std::vector<NodeId>> buckets_;
+  std::vector<uint32_t> bucket_pos_;
+  std::vector<std::vector<NodeId>> partial_;
+  std::vector<uint32_t> partial_pos_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,50 @@
+#include "model/gpu_type.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace tessera {
+
+namespace {
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+GpuTypeTable GpuTypeTable::builtin() {
+  GpuTypeTable t;
+  // name, memory MiB, speed relative to V100. K80/P100: geometric mean of Gavel's measured
+  // single-GPU throughputs over the 26 model/batch configurations measured on all three types
+  // (K80 0.297, P100 0.943). The rest: dense FP32/TF32 vendor figures relative to V100's 15.7
+  // TFLOPS, a documented approximation (docs/execution-model.md).
+  t.types_ = {
+      {"V100", 16384, 1.0},      {"K80", 12288, 0.297},     {"P100", 16384, 0.943},
+      {"V100M16", 16384, 1.0},   {"V100M32", 32768, 1.0},   {"V100-32G", 32768, 1.0},
+      {"T4", 15360, 0.52},       {"A10", 24576, 1.99},      {"A100-40G", 40960, 2.5},
+      {"A100-80G", 81920, 2.5},  {"H100", 81920, 6.3},      {"G2", 16384, 1.0},
+      {"G3", 32768, 1.0},
+  };
+  return t;
+}
+
+std::optional<GpuTypeId> GpuTypeTable::find(std::string_view name) const {
+  for (size_t i = 0; i < types_.size(); ++i) {
+    if (iequal(types_[i].name, name)) return static_cast<GpuTypeId>(i);
+  }
+  return std::nullopt;
+}
+
+GpuTypeId GpuTypeTable::intern(std::string_view name) {
+  if (auto id = find(name)) return *id;
+  if (types_.size() >= 64) throw std::runtime_error("more than 64 GPU types");
+  types_.push_back(GpuType{std::string(name), 16384, 1.0});
+  return static_cast<GpuTypeId>(types_.size() - 1);
+}
+
+}  // namespace tessera

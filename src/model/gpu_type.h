@@ -1,0 +1,47 @@
+// GPU types and their relative speeds.
+//
+// The relative-speed table is documented in docs/execution-model.md: K80, P100 and V100
+// come from Gavel's measured throughputs (geometric mean over its models, V100 = 1.0);
+// newer types (T4, A10, A100, H100) and Alibaba's anonymised G2/G3 are scaled from vendor
+// FP32/TF32 dense figures relative to V100. Models with measured per-type throughput use
+// those measurements instead (sim/execution_model).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/ids.h"
+
+namespace tessera {
+
+struct GpuType {
+  std::string name;
+  int64_t memory_mib = 0;
+  double relative_speed = 1.0;  // throughput relative to V100 (1.0)
+};
+
+// A bitmask over GpuTypeId: bit t set means type t is acceptable. Zero means "any type".
+using GpuTypeMask = uint64_t;
+inline constexpr GpuTypeMask kAnyGpuType = 0;
+inline bool type_allowed(GpuTypeMask mask, GpuTypeId t) {
+  return mask == kAnyGpuType || (mask >> t) & 1u;
+}
+
+class GpuTypeTable {
+ public:
+  // The built-in table (see file comment); unknown names are added with speed 1.0.
+  static GpuTypeTable builtin();
+
+  GpuTypeId intern(std::string_view name);  // finds a known type (case-insensitive) or adds it
+  std::optional<GpuTypeId> find(std::string_view name) const;
+  const GpuType& at(GpuTypeId id) const { return types_.at(id); }
+  size_t size() const { return types_.size(); }
+
+ private:
+  std::vector<GpuType> types_;
+};
+
+}  // namespace tessera

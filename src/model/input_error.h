@@ -1,0 +1,19 @@
+// The error every reader throws for bad input: the message names the file, line and field,
+// e.g. "workload.csv:12: field num_gpus: expected a positive integer, got 'x'".
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "origin:line: field F: message" (line 0 or empty field are left out).
+std::string input_error_message(const std::string& origin, size_t line, const std::string& field,
+                                const std::string& message);
+
+}  // namespace tessera

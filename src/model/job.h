@@ -1,0 +1,70 @@
+// A job: a gang of identical members, all placed or none.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gpu_type.h"
+#include "model/ids.h"
+#include "model/interner.h"
+#include "model/resources.h"
+
+namespace tessera {
+
+// Priority classes, highest first in importance. The numeric value orders preemption: a job
+// may preempt only jobs of a strictly lower class (issue 3 adds per-class rules).
+enum class PriorityClass : uint8_t {
+  kBestEffort = 0,
+  kResearch = 1,
+  kProduction = 2,
+  kInferenceCritical = 3,
+};
+std::string_view to_string(PriorityClass p);
+bool parse_priority_class(std::string_view s, PriorityClass& out);
+
+inline constexpr double kUnknown = -1.0;
+
+struct JobSpec {
+  std::string name;
+  TenantId tenant = 0;
+  PriorityClass priority = PriorityClass::kResearch;
+  double submit_time = 0;  // seconds since the start of the trace
+
+  int32_t min_members = 1;  // elastic gangs run with min..max members
+  int32_t max_members = 1;
+  MemberDemand demand;
+  GpuTypeMask allowed_types = kAnyGpuType;
+
+  // Work to do, in seconds of running on the job's reference placement (consolidated, on the
+  // reference GPU type): the simulator's execution model scales it by the placement's speed.
+  double work_seconds = 0;
+  // What the scheduler is told about the duration (user estimate or trace), or kUnknown.
+  double duration_estimate = kUnknown;
+
+  uint32_t model = kNoId;  // interned model/application class (Workload::models), or kNoId
+  int32_t batch_size = 0;  // global batch size where the trace gives one
+
+  // Checkpointing: 0 means the job checkpoints when preempted (nothing lost); otherwise work
+  // since the last periodic checkpoint is lost on preemption or failure.
+  double checkpoint_interval = 0;
+  double restart_cost = 0;  // seconds of no progress after every (re)start
+
+  std::string source;  // "file:line" the job came from, for error messages
+
+  int64_t gpu_milli_per_gang(int32_t members) const {
+    return demand.total_gpu_milli() * members;
+  }
+};
+
+struct Workload {
+  std::vector<JobSpec> jobs;  // sorted by submit_time (stable) once loaded
+  Interner tenants;
+  Interner models;
+};
+
+// Sorts jobs by submit time, keeping file order among equal times.
+void sort_by_submit(Workload& w);
+
+}  // namespace tessera

@@ -1,0 +1,65 @@
+#include "sim/engine_fixture.h"
+
+#include <string>
+
+#include "model/cluster_spec.h"
+
+namespace tessera {
+
+EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
+  const int racks = (spec.nodes + spec.nodes_per_rack - 1) / spec.nodes_per_rack;
+  cluster_ = std::make_unique<Cluster>(
+      make_uniform_cluster(1, racks, spec.nodes_per_rack, spec.gpus_per_node, "A100-80G"));
+  state_ = std::make_unique<ClusterState>(*cluster_);
+  workload_.tenants.intern("bench");
+  // Pre-fill: every node gets the same number of busy GPUs, held by one running job per node.
+  const int busy = static_cast<int>(spec.fill * spec.gpus_per_node);
+  if (busy > 0) {
+    workload_.jobs.reserve(cluster_->nodes().size() + spec.pending);
+    for (NodeId n = 0; n < cluster_->nodes().size(); ++n) {
+      Allocation a;
+      a.gpus_per_member = busy;
+      a.member_node.push_back(n);
+      for (int g = 0; g < busy; ++g) {
+        a.shares.push_back({cluster_->node(n).first_gpu + static_cast<GpuId>(g), kMilliPerGpu});
+      }
+      state_->allocate(a);
+      fill_allocs_.push_back(std::move(a));
+      JobSpec s;
+      s.name = "fill-" + std::to_string(n);
+      s.demand.gpus = busy;
+      workload_.jobs.push_back(s);
+    }
+  }
+  const size_t first_pending = workload_.jobs.size();
+  for (int i = 0; i < spec.pending; ++i) {
+    JobSpec s;
+    s.name = "job-" + std::to_string(i);
+    s.submit_time = i;
+    s.min_members = s.max_members = spec.gang;
+    s.work_seconds = 3600;
+    workload_.jobs.push_back(s);
+  }
+  for (size_t i = 0; i < fill_allocs_.size(); ++i) {
+    RunningJob r;
+    r.id = static_cast<JobId>(i);
+    r.spec = &workload_.jobs[i];
+    r.alloc = &fill_allocs_[i];
+    running_.push_back(r);
+  }
+  for (size_t i = first_pending; i < workload_.jobs.size(); ++i) {
+    pending_.push_back(
+        PendingJob{static_cast<JobId>(i), &workload_.jobs[i], 0, workload_.jobs[i].submit_time});
+  }
+}
+
+Snapshot EngineFixture::snapshot() const {
+  Snapshot s;
+  s.now = 1e6;
+  s.state = state_.get();
+  s.pending = pending_;
+  s.running = running_;
+  return s;
+}
+
+}  // namespace tessera

@@ -1,0 +1,140 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera {
+
+Summary summarize(std::vector<double> v) {
+  Summary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  auto pct = [&](double p) {
+    const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.p50 = pct(50);
+  s.p95 = pct(95);
+  s.p99 = pct(99);
+  return s;
+}
+
+namespace {
+
+nlohmann::ordered_json to_json(const Summary& s) {
+  nlohmann::ordered_json j;
+  j["mean"] = s.mean;
+  j["p50"] = s.p50;
+  j["p95"] = s.p95;
+  j["p99"] = s.p99;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const SimResult& r,
+                                   const ReportContext& ctx) {
+  std::vector<double> jct, wait;
+  const size_t nt = std::max<size_t>(w.tenants.size(), 1);
+  std::vector<std::vector<double>> t_jct(nt), t_wait(nt);
+  std::vector<int64_t> reasons(4, 0);
+  size_t finished = 0;
+  for (JobId j = 0; j < w.jobs.size(); ++j) {
+    const JobOutcome& o = r.jobs[j];
+    if (o.finish < 0) continue;
+    ++finished;
+    const TenantId t = w.jobs[j].tenant;
+    jct.push_back(o.finish - o.submit);
+    wait.push_back(o.first_start - o.submit);
+    t_jct[t].push_back(o.finish - o.submit);
+    t_wait[t].push_back(o.first_start - o.submit);
+    if (o.has_first_reason) reasons[static_cast<size_t>(o.first_reason)]++;
+  }
+  const double makespan = r.last_finish - r.first_submit;
+  const double capacity = static_cast<double>(c.num_gpus()) * makespan;
+  nlohmann::ordered_json j;
+  j["policy"] = ctx.policy;
+  j["seed"] = ctx.seed;
+  j["workload"] = ctx.workload;
+  j["cluster"] = {{"nodes", c.nodes().size()}, {"gpus", c.num_gpus()}};
+  j["jobs"] = w.jobs.size();
+  j["finished"] = finished;
+  j["jct"] = to_json(summarize(jct));
+  j["queueing_delay"] = to_json(summarize(wait));
+  j["makespan"] = makespan;
+  j["gpu_allocation"] = capacity > 0 ? r.allocated_gpu_seconds / capacity : 0.0;
+  j["effective_utilisation"] = capacity > 0 ? r.effective_gpu_seconds / capacity : 0.0;
+  nlohmann::ordered_json fairness;
+  if (r.jain_time > 0) {
+    fairness["jain"] = r.jain_integral / r.jain_time;
+  } else {
+    // One tenant is trivially fair; with several, "every tenant had demand" never held.
+    fairness["jain"] =
+        w.tenants.size() <= 1 ? nlohmann::ordered_json(1.0) : nlohmann::ordered_json();
+  }
+  fairness["jain_seconds"] = r.jain_time;
+  j["fairness"] = fairness;
+  j["preemptions"] = r.preemptions;
+  double lost = 0;
+  for (const JobOutcome& o : r.jobs) lost += o.lost_work_seconds;
+  j["lost_work_seconds"] = lost;
+  nlohmann::ordered_json why;
+  for (size_t k = 0; k < reasons.size(); ++k)
+    why[to_string(static_cast<PendingCode>(k))] = reasons[k];
+  j["first_pending_reason"] = why;
+  nlohmann::ordered_json per;
+  for (TenantId t = 0; t < w.tenants.size(); ++t) {
+    nlohmann::ordered_json pt;
+    pt["jobs"] = t_jct[t].size();
+    pt["jct"] = to_json(summarize(t_jct[t]));
+    pt["queueing_delay"] = to_json(summarize(t_wait[t]));
+    pt["gpu_hours"] = r.tenants[t].gpu_seconds / 3600.0;
+    per[w.tenants.name(t)] = pt;
+  }
+  j["per_tenant"] = per;
+  j["sim"] = {{"cycles", r.cycles}, {"events", r.events}};
+  return j;
+}
+
+std::string format_summary(const nlohmann::ordered_json& j) {
+  auto h = [](double s) { return s / 3600.0; };
+  std::string out;
+  out += fmt::format("policy {}  seed {}  workload {}\n", j["policy"].get<std::string>(),
+                     j["seed"].get<uint64_t>(), j["workload"].get<std::string>());
+  out += fmt::format("cluster {} nodes, {} GPUs; jobs {}, finished {}\n",
+                     j["cluster"]["nodes"].get<size_t>(), j["cluster"]["gpus"].get<uint32_t>(),
+                     j["jobs"].get<size_t>(), j["finished"].get<size_t>());
+  out += fmt::format("{:<16}{:>10}{:>10}{:>10}{:>10}\n", "hours", "mean", "p50", "p95", "p99");
+  for (const char* k : {"jct", "queueing_delay"}) {
+    const auto& s = j[k];
+    out += fmt::format("{:<16}{:>10.3f}{:>10.3f}{:>10.3f}{:>10.3f}\n", k,
+                       h(s["mean"].get<double>()), h(s["p50"].get<double>()),
+                       h(s["p95"].get<double>()), h(s["p99"].get<double>()));
+  }
+  out += fmt::format("makespan {:.3f} h   GPU allocation {:.1f} %   effective {:.1f} %\n",
+                     h(j["makespan"].get<double>()), 100 * j["gpu_allocation"].get<double>(),
+                     100 * j["effective_utilisation"].get<double>());
+  const auto& jain = j["fairness"]["jain"];
+  out +=
+      fmt::format("fairness (Jain) {}   preemptions {}\n",
+                  jain.is_null() ? std::string("n/a") : fmt::format("{:.3f}", jain.get<double>()),
+                  j["preemptions"].get<uint64_t>());
+  if (j["per_tenant"].size() > 1) {
+    out += fmt::format("{:<20}{:>8}{:>14}{:>16}\n", "tenant", "jobs", "mean JCT h", "mean wait h");
+    for (const auto& [name, t] : j["per_tenant"].items()) {
+      out += fmt::format("{:<20}{:>8}{:>14.3f}{:>16.3f}\n", name, t["jobs"].get<size_t>(),
+                         h(t["jct"]["mean"].get<double>()),
+                         h(t["queueing_delay"]["mean"].get<double>()));
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera

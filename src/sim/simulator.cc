@@ -1,0 +1,318 @@
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/admission.h"
+#include "engine/cycle.h"
+#include "sim/event_queue.h"
+
+namespace tessera {
+
+namespace {
+
+enum class Phase : uint8_t { kFuture, kPending, kRunning, kDone };
+
+struct JobState {
+  Phase phase = Phase::kFuture;
+  double remaining = 0;     // reference-seconds of work left (as of run_start)
+  double speed = 1;         // progress rate of the current run
+  double run_start = 0;     // when the current run started
+  double restart_cost = 0;  // no progress for this long after run_start
+  double attained = 0;      // GPU-seconds before the current run
+  double queued_since = 0;
+  uint32_t generation = 0;
+  uint32_t slot = 0;  // index in pending_ or running_
+  Allocation alloc;
+};
+
+class Simulation {
+ public:
+  Simulation(const Workload& w, const Cluster& c, const Policy& p, const ExecutionModel& m,
+             const SimOptions& o)
+      : w_(w), c_(c), policy_(p), model_(m), opt_(o), state_(c), jobs_(w.jobs.size()) {
+    result_.jobs.resize(w.jobs.size());
+    result_.tenants.resize(std::max<size_t>(w.tenants.size(), 1));
+    tenant_alloc_.assign(result_.tenants.size(), 0);
+    tenant_active_.assign(result_.tenants.size(), 0);
+    tenants_in_workload_.assign(result_.tenants.size(), false);
+    for (JobId j = 0; j < w.jobs.size(); ++j) {
+      const JobSpec& s = w.jobs[j];
+      if (auto why = infeasible_reason(c, s)) {
+        throw std::invalid_argument(s.source + ": job " + s.name + " can never run: " + *why);
+      }
+      if (!(s.work_seconds > 0)) {
+        throw std::invalid_argument(s.source + ": job " + s.name + " has no work (duration)");
+      }
+      jobs_[j].remaining = s.work_seconds;
+      result_.jobs[j].submit = s.submit_time;
+      tenants_in_workload_[s.tenant] = true;
+      if (j > 0 && s.submit_time < w.jobs[j - 1].submit_time) {
+        throw std::invalid_argument("workload is not sorted by submit time");
+      }
+    }
+    for (bool b : tenants_in_workload_) num_tenants_ += b;
+  }
+
+  SimResult run() {
+    if (w_.jobs.empty()) return result_;
+    result_.first_submit = w_.jobs.front().submit_time;
+    now_ = result_.first_submit;
+    size_t next_submit = 0;
+    while (next_submit < w_.jobs.size() || !events_.empty()) {
+      double t = events_.empty() ? w_.jobs[next_submit].submit_time : events_.top().time;
+      if (next_submit < w_.jobs.size()) t = std::min(t, w_.jobs[next_submit].submit_time);
+      advance_to(t);
+      bool changed = false;
+      // Finishes first so their GPUs are free for this instant's cycle.
+      while (!events_.empty() && events_.top().time <= now_) {
+        const Event e = events_.pop();
+        ++result_.events;
+        if (e.kind == EventKind::kFinish) {
+          if (jobs_[e.job].phase == Phase::kRunning && jobs_[e.job].generation == e.generation) {
+            finish(e.job);
+            changed = true;
+          }
+        } else {
+          tick_pending_ = false;
+          changed = true;
+        }
+      }
+      while (next_submit < w_.jobs.size() && w_.jobs[next_submit].submit_time <= now_) {
+        submit(static_cast<JobId>(next_submit++));
+        ++result_.events;
+        changed = true;
+      }
+      if (changed && !pending_.empty()) cycle();
+      if (policy_.order->time_dependent() && !pending_.empty() && !running_.empty() &&
+          !tick_pending_) {
+        events_.push(now_ + opt_.tick_seconds, EventKind::kTick);
+        tick_pending_ = true;
+      }
+    }
+    if (!pending_.empty()) {
+      throw std::logic_error(fmt::format("{} jobs never started", pending_.size()));
+    }
+    result_.last_finish = now_;
+    return result_;
+  }
+
+ private:
+  // Integrates time-weighted metrics over [now_, t).
+  void advance_to(double t) {
+    const double dt = t - now_;
+    if (dt > 0 && num_tenants_ > 1) {
+      bool all_active = true;
+      for (size_t i = 0; i < tenant_active_.size(); ++i) {
+        if (tenants_in_workload_[i] && tenant_active_[i] == 0) all_active = false;
+      }
+      if (all_active) {
+        // Equal weights: every tenant is entitled to capacity / n, so received/entitled is
+        // proportional to allocation and Jain's index needs only the allocations.
+        double sum = 0, sq = 0;
+        for (size_t i = 0; i < tenant_alloc_.size(); ++i) {
+          if (!tenants_in_workload_[i]) continue;
+          const double x = static_cast<double>(tenant_alloc_[i]);
+          sum += x;
+          sq += x * x;
+        }
+        const double jain = sq > 0 ? sum * sum / (static_cast<double>(num_tenants_) * sq) : 1.0;
+        result_.jain_integral += jain * dt;
+        result_.jain_time += dt;
+      }
+    }
+    if (t > now_) now_ = t;
+  }
+
+  void write_event(std::string_view type, JobId j) {
+    if (opt_.events == nullptr) return;
+    *opt_.events << fmt::format(R"({{"t":{},"type":"{}","job":"{}"}})", now_, type, w_.jobs[j].name)
+                 << '\n';
+  }
+
+  void submit(JobId j) {
+    JobState& js = jobs_[j];
+    js.phase = Phase::kPending;
+    js.queued_since = now_;
+    add_pending(j);
+    tenant_active_[w_.jobs[j].tenant]++;
+    write_event("submit", j);
+  }
+
+  void add_pending(JobId j) {
+    jobs_[j].slot = static_cast<uint32_t>(pending_.size());
+    pending_.push_back(j);
+  }
+  void remove_from(std::vector<JobId>& v, JobId j) {
+    const uint32_t slot = jobs_[j].slot;
+    v[slot] = v.back();
+    jobs_[v[slot]].slot = slot;
+    v.pop_back();
+  }
+
+  double run_gpus(const JobState& js) const {
+    return static_cast<double>(js.alloc.gpu_milli()) / kMilliPerGpu;
+  }
+
+  // Accounts the current run of j up to now: GPU time, effective time, work done.
+  // Returns the reference-seconds of work done in this run.
+  double account_run(JobId j) {
+    JobState& js = jobs_[j];
+    const double elapsed = now_ - js.run_start;
+    const double gpus = run_gpus(js);
+    const double productive = std::max(0.0, elapsed - js.restart_cost);
+    JobOutcome& o = result_.jobs[j];
+    o.gpu_seconds += gpus * elapsed;
+    o.effective_gpu_seconds += gpus * productive * std::min(1.0, js.speed);
+    result_.allocated_gpu_seconds += gpus * elapsed;
+    result_.effective_gpu_seconds += gpus * productive * std::min(1.0, js.speed);
+    result_.tenants[w_.jobs[j].tenant].gpu_seconds += gpus * elapsed;
+    js.attained += gpus * elapsed;
+    return productive * js.speed;
+  }
+
+  void stop_run(JobId j) {
+    JobState& js = jobs_[j];
+    state_.release(js.alloc);
+    tenant_alloc_[w_.jobs[j].tenant] -= js.alloc.gpu_milli();
+    remove_from(running_, j);
+    js.alloc = Allocation{};
+    js.generation++;
+  }
+
+  void finish(JobId j) {
+    account_run(j);
+    stop_run(j);
+    jobs_[j].phase = Phase::kDone;
+    jobs_[j].remaining = 0;
+    result_.jobs[j].finish = now_;
+    tenant_active_[w_.jobs[j].tenant]--;
+    write_event("finish", j);
+  }
+
+  void preempt(JobId j) {
+    JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
+    const double done = account_run(j);
+    double kept = done;
+    if (s.checkpoint_interval > 0) {
+      // Only work up to the last periodic checkpoint survives.
+      const double productive = std::max(0.0, now_ - js.run_start - js.restart_cost);
+      kept = std::floor(productive / s.checkpoint_interval) * s.checkpoint_interval * js.speed;
+    }
+    js.remaining = std::max(0.0, js.remaining - kept);
+    result_.jobs[j].lost_work_seconds += done - kept;
+    result_.jobs[j].preemptions++;
+    result_.preemptions++;
+    stop_run(j);
+    js.phase = Phase::kPending;
+    js.queued_since = now_;
+    add_pending(j);
+    write_event("preempt", j);
+  }
+
+  void start(JobId j, Allocation alloc) {
+    JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
+    remove_from(pending_, j);
+    state_.allocate(alloc);
+    tenant_alloc_[s.tenant] += alloc.gpu_milli();
+    js.alloc = std::move(alloc);
+    js.phase = Phase::kRunning;
+    js.run_start = now_;
+    js.restart_cost = s.restart_cost;
+    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_);
+    if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
+    js.slot = static_cast<uint32_t>(running_.size());
+    running_.push_back(j);
+    JobOutcome& o = result_.jobs[j];
+    if (o.first_start < 0) o.first_start = now_;
+    events_.push(now_ + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
+                 js.generation);
+    if (opt_.events != nullptr) {
+      std::string gpus;
+      for (const GpuShare& sh : js.alloc.shares) {
+        const NodeId n = c_.node_of_gpu(sh.gpu);
+        if (!gpus.empty()) gpus += ',';
+        gpus +=
+            fmt::format(R"("{}/{}:{}")", c_.node(n).name, sh.gpu - c_.node(n).first_gpu, sh.milli);
+      }
+      *opt_.events << fmt::format(R"({{"t":{},"type":"start","job":"{}","gpus":[{}]}})", now_,
+                                  s.name, gpus)
+                   << '\n';
+    }
+  }
+
+  void cycle() {
+    ++result_.cycles;
+    snap_pending_.clear();
+    for (JobId j : pending_) {
+      snap_pending_.push_back(PendingJob{j, &w_.jobs[j], jobs_[j].attained, jobs_[j].queued_since});
+    }
+    snap_running_.clear();
+    for (JobId j : running_) {
+      const JobState& js = jobs_[j];
+      const JobSpec& s = w_.jobs[j];
+      RunningJob r;
+      r.id = j;
+      r.spec = &s;
+      r.alloc = &js.alloc;
+      r.start_time = js.run_start;
+      r.attained_gpu_seconds = js.attained + run_gpus(js) * (now_ - js.run_start);
+      // What the scheduler may believe: the estimate, scaled by the work already done.
+      if (s.duration_estimate >= 0) {
+        const double frac_left = js.remaining / s.work_seconds;
+        r.expected_end = js.run_start + js.restart_cost + s.duration_estimate * frac_left;
+      }
+      r.last_checkpoint = js.run_start;
+      snap_running_.push_back(r);
+    }
+    Snapshot snap;
+    snap.now = now_;
+    snap.cycle = result_.cycles;
+    snap.state = &state_;
+    snap.pending = snap_pending_;
+    snap.running = snap_running_;
+    Decisions d = schedule_cycle(snap, policy_);
+    for (const PendingReason& r : d.pending) {
+      JobOutcome& o = result_.jobs[r.job];
+      if (!o.has_first_reason) {
+        o.has_first_reason = true;
+        o.first_reason = r.code;
+      }
+    }
+    for (const Preemption& p : d.preemptions) preempt(p.job);
+    for (Start& s : d.starts) start(s.job, std::move(s.alloc));
+  }
+
+  const Workload& w_;
+  const Cluster& c_;
+  const Policy& policy_;
+  const ExecutionModel& model_;
+  const SimOptions& opt_;
+  ClusterState state_;
+  std::vector<JobState> jobs_;
+  std::vector<JobId> pending_, running_;
+  std::vector<PendingJob> snap_pending_;
+  std::vector<RunningJob> snap_running_;
+  std::vector<int64_t> tenant_alloc_;
+  std::vector<int32_t> tenant_active_;
+  std::vector<bool> tenants_in_workload_;
+  int num_tenants_ = 0;
+  EventQueue events_;
+  bool tick_pending_ = false;
+  double now_ = 0;
+  SimResult result_;
+};
+
+}  // namespace
+
+SimResult simulate(const Workload& w, const Cluster& c, const Policy& policy,
+                   const ExecutionModel& model, const SimOptions& opt) {
+  return Simulation(w, c, policy, model, opt).run();
+}
+
+}  // namespace tessera

@@ -1,0 +1,95 @@
+// Small builders shared by the engine tests.
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "engine/snapshot.h"
+#include "model/cluster.h"
+#include "model/cluster_spec.h"
+#include "model/cluster_state.h"
+#include "model/job.h"
+
+namespace tessera::testing {
+
+inline JobSpec gang(const std::string& name, int members, int gpus_per_member = 1,
+                    double submit = 0, TenantId tenant = 0,
+                    PriorityClass prio = PriorityClass::kResearch) {
+  JobSpec s;
+  s.name = name;
+  s.min_members = s.max_members = members;
+  s.demand.gpus = gpus_per_member;
+  s.submit_time = submit;
+  s.tenant = tenant;
+  s.priority = prio;
+  s.work_seconds = 100;
+  return s;
+}
+
+inline JobSpec fractional(const std::string& name, int milli, double submit = 0) {
+  JobSpec s = gang(name, 1, 1, submit);
+  s.demand.gpu_milli = milli;
+  return s;
+}
+
+// Owns the jobs, allocations and vectors a Snapshot points into.
+struct World {
+  explicit World(Cluster c) : cluster(std::move(c)), state(cluster) {}
+  Cluster cluster;
+  ClusterState state;
+  std::deque<JobSpec> specs;        // deque: stable addresses
+  std::deque<Allocation> allocs;
+  std::vector<PendingJob> pending;
+  std::vector<RunningJob> running;
+  std::vector<double> weights;
+  double now = 0;
+
+  JobId add_pending(JobSpec s, double attained = 0) {
+    specs.push_back(std::move(s));
+    const auto id = static_cast<JobId>(specs.size() - 1);
+    pending.push_back(PendingJob{id, &specs.back(), attained, specs.back().submit_time});
+    return id;
+  }
+  // Adds a running job holding `a` (allocated on state).
+  JobId add_running(JobSpec s, Allocation a, double start = 0, double expected_end = kUnknown,
+                    double attained = 0) {
+    specs.push_back(std::move(s));
+    allocs.push_back(std::move(a));
+    state.allocate(allocs.back());
+    const auto id = static_cast<JobId>(specs.size() - 1);
+    RunningJob r;
+    r.id = id;
+    r.spec = &specs.back();
+    r.alloc = &allocs.back();
+    r.start_time = start;
+    r.expected_end = expected_end;
+    r.attained_gpu_seconds = attained;
+    r.last_checkpoint = start;
+    running.push_back(r);
+    return id;
+  }
+  Snapshot snapshot(uint64_t cycle = 0) const {
+    Snapshot snap;
+    snap.now = now;
+    snap.cycle = cycle;
+    snap.state = &state;
+    snap.pending = pending;
+    snap.running = running;
+    snap.tenant_weights = weights;
+    return snap;
+  }
+};
+
+// Whole GPUs [first, first+count) of node n, one member.
+inline Allocation whole_gpus(const Cluster& c, NodeId n, int first, int count) {
+  Allocation a;
+  a.gpus_per_member = count;
+  a.member_node.push_back(n);
+  for (int g = first; g < first + count; ++g) {
+    a.shares.push_back({c.node(n).first_gpu + static_cast<GpuId>(g), kMilliPerGpu});
+  }
+  return a;
+}
+
+}  // namespace tessera::testing
