@@ -184,6 +184,15 @@ class Cycle {
   bool try_preempt(const PendingJob& pj, uint32_t idx) {
     const JobSpec& job = *pj.spec;
     const int64_t rank = policy_.order->rank(job, pj.attained_gpu_seconds);
+    if (running_rank_.empty() && !snap_.running.empty()) {
+      // Ranks are fixed for the cycle (attained service is as of the snapshot): compute once.
+      running_rank_.reserve(snap_.running.size());
+      for (const RunningJob& r : snap_.running) {
+        running_rank_.push_back(policy_.order->rank(*r.spec, r.attained_gpu_seconds));
+        min_running_rank_ = std::min(min_running_rank_, running_rank_.back());
+      }
+    }
+    if (rank <= min_running_rank_) return false;  // outranks nobody: the common case
     struct Candidate {
       int64_t rank;
       double lost;
@@ -196,7 +205,7 @@ class Cycle {
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       if (evicted_[i]) continue;
       const RunningJob& r = snap_.running[i];
-      const int64_t rr = policy_.order->rank(*r.spec, r.attained_gpu_seconds);
+      const int64_t rr = running_rank_[i];
       if (rr >= rank) continue;
       const int64_t m = milli_on_types(cluster_, *r.alloc, job.allowed_types);
       if (m == 0) continue;
@@ -270,6 +279,8 @@ class Cycle {
   Rng rng_;
   Decisions out_;
   std::vector<bool> evicted_;
+  std::vector<int64_t> running_rank_;  // by index in snap_.running, filled on first use
+  int64_t min_running_rank_ = std::numeric_limits<int64_t>::max();
   std::unordered_set<ShapeKey, ShapeHash> failed_;
   std::vector<std::pair<double, size_t>> started_;  // (expected end, index into out_.starts)
   JobId head_ = kNoId;
