@@ -30,10 +30,20 @@ void run_cycle(benchmark::State& st, const char* policy_name) {
       benchmark::Counter(static_cast<double>(placed), benchmark::Counter::kIsRate);
 }
 
-void BM_CycleBestFit(benchmark::State& st) { run_cycle(st, "fifo+bestfit"); }
-void BM_CycleTopology(benchmark::State& st) { run_cycle(st, "fifo+topology"); }
-BENCHMARK(BM_CycleBestFit)->Args({10000, 1, 0})->Args({10000, 1, 100})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CycleTopology)->Args({2000, 16, 0})->Args({2000, 16, 100})->Unit(benchmark::kMillisecond);
+void BM_CycleBestFit(benchmark::State& st) {
+  run_cycle(st, "fifo+bestfit");
+}
+void BM_CycleTopology(benchmark::State& st) {
+  run_cycle(st, "fifo+topology");
+}
+BENCHMARK(BM_CycleBestFit)
+    ->Args({10000, 1, 0})
+    ->Args({10000, 1, 100})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CycleTopology)
+    ->Args({2000, 16, 0})
+    ->Args({2000, 16, 100})
+    ->Unit(benchmark::kMillisecond);
 
 // Simulator throughput on the generated workload (scaled up) on 256 x 8 GPUs.
 void BM_Simulate(benchmark::State& st) {
@@ -50,7 +60,8 @@ void BM_Simulate(benchmark::State& st) {
     const SimResult r = simulate(w, c, policy, *model, SimOptions{});
     events += r.events;
   }
-  st.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  st.counters["events/s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Simulate)->Arg(5000)->Unit(benchmark::kMillisecond);
 

@@ -44,7 +44,9 @@ fs::path tmp(const std::string& name) {
 
 const std::string kData = TESSERA_SHARED_DATA;
 
-bool have(const std::string& rel) { return fs::exists(kData + "/" + rel); }
+bool have(const std::string& rel) {
+  return fs::exists(kData + "/" + rel);
+}
 
 TEST(Cli, DefaultRunPrintsASummary) {
   const CmdResult r = run("simulate");
@@ -56,10 +58,14 @@ TEST(Cli, DefaultRunPrintsASummary) {
 TEST(Cli, SameSeedGivesByteIdenticalJson) {
   for (const char* policy : {"fifo", "las+topology", "drf+random"}) {
     const auto a = tmp("a.json"), b = tmp("b.json");
-    ASSERT_EQ(run("simulate --quiet --seed 9 --policy " + std::string(policy) + " --json " +
-                  a.string()).status, 0);
-    ASSERT_EQ(run("simulate --quiet --seed 9 --policy " + std::string(policy) + " --json " +
-                  b.string()).status, 0);
+    ASSERT_EQ(
+        run("simulate --quiet --seed 9 --policy " + std::string(policy) + " --json " + a.string())
+            .status,
+        0);
+    ASSERT_EQ(
+        run("simulate --quiet --seed 9 --policy " + std::string(policy) + " --json " + b.string())
+            .status,
+        0);
     EXPECT_EQ(slurp(a), slurp(b)) << policy;
   }
 }
@@ -95,9 +101,11 @@ TEST(Cli, EventLogPassesTheIndependentAudit) {
     for (const char* policy : {"fifo", "las", "sjf+spread", "drf+topology"}) {
       const auto j = tmp("audit.json"), e = tmp("audit.jsonl");
       ASSERT_EQ(run("simulate --quiet " + in + " --policy " + policy + " --json " + j.string() +
-                    " --events " + e.string()).status, 0);
-      const int rc = std::system(("python3 " + audit + " " + e.string() + " " + j.string() +
-                                  " >/dev/null").c_str());
+                    " --events " + e.string())
+                    .status,
+                0);
+      const int rc = std::system(
+          ("python3 " + audit + " " + e.string() + " " + j.string() + " >/dev/null").c_str());
       EXPECT_EQ(rc, 0) << policy << " " << in;
     }
   }
@@ -111,8 +119,10 @@ TEST(Cli, UnknownPolicyFailsNamingIt) {
 
 TEST(Cli, ImpossibleJobFailsNamingTheLine) {
   const auto w = tmp("big.jsonl");
-  std::ofstream(w) << R"({"name":"ok","submit":0,"members":2,"work":60})" << "\n"
-                   << R"({"name":"huge","submit":5,"members":500,"work":60})" << "\n";
+  std::ofstream(w) << R"({"name":"ok","submit":0,"members":2,"work":60})"
+                   << "\n"
+                   << R"({"name":"huge","submit":5,"members":500,"work":60})"
+                   << "\n";
   const CmdResult r = run("simulate --workload " + w.string());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("big.jsonl:2"), std::string::npos) << r.output;
@@ -143,8 +153,9 @@ TEST(Cli, LasBeatsFifoOnAPolluxWorkload) {
   const std::string cluster = "philly/tiresias/cluster_spec.csv";
   auto mean_jct = [&](const std::string& policy) {
     const auto j = tmp(policy + ".json");
-    const CmdResult r = run("simulate --quiet --workload " + kData + "/" + w + " --cluster " + kData +
-                      "/" + cluster + " --policy " + policy + " --json " + j.string());
+    const CmdResult r =
+        run("simulate --quiet --workload " + kData + "/" + w + " --cluster " + kData + "/" +
+            cluster + " --policy " + policy + " --json " + j.string());
     EXPECT_EQ(r.status, 0) << r.output;
     return nlohmann::json::parse(slurp(j))["jct"]["mean"].get<double>();
   };

@@ -38,7 +38,7 @@ struct World {
   explicit World(Cluster c) : cluster(std::move(c)), state(cluster) {}
   Cluster cluster;
   ClusterState state;
-  std::deque<JobSpec> specs;        // deque: stable addresses
+  std::deque<JobSpec> specs;  // deque: stable addresses
   std::deque<Allocation> allocs;
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;

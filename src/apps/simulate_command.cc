@@ -27,8 +27,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
       "simulate", "Replay a workload trace through the scheduler (default: embedded workload)");
   s->add_option("--workload", a.workload, "workload trace (default: embedded synthetic workload)");
   s->add_option("--format", a.format, "pollux|philly|tiresias|alibaba|jsonl (default: guessed)");
-  s->add_option("--cluster", a.cluster,
-                "cluster: YAML, Alibaba node CSV or Tiresias spec CSV (default: 16 nodes x 4 V100)");
+  s->add_option(
+      "--cluster", a.cluster,
+      "cluster: YAML, Alibaba node CSV or Tiresias spec CSV (default: 16 nodes x 4 V100)");
   s->add_option("--policy", a.policy,
                 "queue order (fifo|drf|las|sjf), optionally +placement "
                 "(bestfit|spread|topology|random), e.g. las+topology");
@@ -54,7 +55,9 @@ std::string data_dir(const SimulateArgs& a) {
   return TESSERA_SHARED_DATA;
 }
 
-Cluster default_cluster() { return make_uniform_cluster(1, 4, 4, 4, "V100"); }
+Cluster default_cluster() {
+  return make_uniform_cluster(1, 4, 4, 4, "V100");
+}
 
 }  // namespace
 
@@ -103,8 +106,8 @@ int run_simulate(const SimulateArgs& a) {
   for (JobSpec& job : w.jobs) {
     model->prepare(job, w, cluster);
     if (auto why = infeasible_reason(cluster, job)) {
-      throw InputError(job.source + ": job " + job.name + " can never run on this cluster: " +
-                       *why);
+      throw InputError(job.source + ": job " + job.name +
+                       " can never run on this cluster: " + *why);
     }
   }
 

@@ -133,7 +133,7 @@ class Cycle {
     }
     if (policy_.preemption && try_preempt(pj, idx)) return;
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
-                                                                 : PendingCode::kGangCannotFit;
+                                                                : PendingCode::kGangCannotFit;
     out_.pending.push_back(reason);
     if (head_ == kNoId && policy_.backfill != Backfill::kGreedy) {
       head_ = pj.id;

@@ -13,10 +13,10 @@ namespace tessera {
 // Why a job is still pending. The "never" case (a job no cluster state could host) is caught
 // at admission (engine/admission.h), so every reason here is "not now".
 enum class PendingCode : uint8_t {
-  kInsufficientGpus,      // fewer free GPUs of an allowed type than the gang needs
-  kGangCannotFit,         // enough free GPUs in total, but no node set hosts every member
-  kWaitingForReservation, // would fit, but would delay the reserved head-of-line job
-  kBlockedByHead,         // strict order: behind a job that cannot start
+  kInsufficientGpus,       // fewer free GPUs of an allowed type than the gang needs
+  kGangCannotFit,          // enough free GPUs in total, but no node set hosts every member
+  kWaitingForReservation,  // would fit, but would delay the reserved head-of-line job
+  kBlockedByHead,          // strict order: behind a job that cannot start
 };
 
 struct PendingReason {
@@ -34,7 +34,7 @@ struct Start {
   JobId job = 0;
   uint32_t pending_index = 0;  // index into Snapshot::pending
   Allocation alloc;
-  bool backfilled = false;     // started ahead of a reservation
+  bool backfilled = false;  // started ahead of a reservation
 };
 
 struct Preemption {
@@ -45,7 +45,7 @@ struct Preemption {
 struct Decisions {
   std::vector<Preemption> preemptions;  // apply these first
   std::vector<Start> starts;
-  std::vector<PendingReason> pending;   // one per job left pending
+  std::vector<PendingReason> pending;  // one per job left pending
 };
 
 }  // namespace tessera

@@ -80,7 +80,9 @@ NodeId scan_partial(const ClusterState& state, const std::vector<GpuTypeId>& typ
   return best;
 }
 
-int max_k(const ClusterState& state) { return state.cluster().max_node_gpus(); }
+int max_k(const ClusterState& state) {
+  return state.cluster().max_node_gpus();
+}
 
 // Members that need no GPU (CPU-only pods) go to the first node with room.
 NodeId scan_cpu_only(const ClusterState& state, const MemberDemand& d) {
@@ -169,7 +171,8 @@ class Topology final : public PlacementScorer {
       whole.gpus = static_cast<int32_t>(need);
       whole.cpu_milli = d.cpu_milli * members;
       whole.mem_mib = d.mem_mib * members;
-      const NodeId n = scan_buckets(state, types, whole, static_cast<int>(need), max_k(state), true);
+      const NodeId n =
+          scan_buckets(state, types, whole, static_cast<int>(need), max_k(state), true);
       if (n != kNoId) return fill_nodes(state, job, members, std::vector<NodeId>{n}, out);
     }
     // Level 2: one rack, the one with the fewest free GPUs that hosts the gang.
@@ -295,10 +298,18 @@ class Random final : public PlacementScorer {
 
 }  // namespace
 
-std::unique_ptr<PlacementScorer> make_bestfit_scorer() { return std::make_unique<BestFit>(); }
-std::unique_ptr<PlacementScorer> make_spread_scorer() { return std::make_unique<Spread>(); }
-std::unique_ptr<PlacementScorer> make_topology_scorer() { return std::make_unique<Topology>(); }
-std::unique_ptr<PlacementScorer> make_random_scorer() { return std::make_unique<Random>(); }
+std::unique_ptr<PlacementScorer> make_bestfit_scorer() {
+  return std::make_unique<BestFit>();
+}
+std::unique_ptr<PlacementScorer> make_spread_scorer() {
+  return std::make_unique<Spread>();
+}
+std::unique_ptr<PlacementScorer> make_topology_scorer() {
+  return std::make_unique<Topology>();
+}
+std::unique_ptr<PlacementScorer> make_random_scorer() {
+  return std::make_unique<Random>();
+}
 
 std::unique_ptr<PlacementScorer> make_scorer(std::string_view name) {
   if (name == "bestfit") return make_bestfit_scorer();
@@ -308,6 +319,8 @@ std::unique_ptr<PlacementScorer> make_scorer(std::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> scorer_names() { return {"bestfit", "spread", "topology", "random"}; }
+std::vector<std::string> scorer_names() {
+  return {"bestfit", "spread", "topology", "random"};
+}
 
 }  // namespace tessera

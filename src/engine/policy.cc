@@ -37,8 +37,9 @@ Policy make_policy(std::string_view spec, uint64_t seed) {
   if (plus != std::string_view::npos) scorer_name = spec.substr(plus + 1);
   p.scorer = make_scorer(scorer_name);
   if (!p.scorer) {
-    throw std::invalid_argument(fmt::format("unknown placement '{}' in policy '{}': placements are {}",
-                                            scorer_name, spec, fmt::join(scorer_names(), ", ")));
+    throw std::invalid_argument(
+        fmt::format("unknown placement '{}' in policy '{}': placements are {}", scorer_name, spec,
+                    fmt::join(scorer_names(), ", ")));
   }
   p.backfill = order_name == "las" ? Backfill::kGreedy : Backfill::kEasy;
   return p;

@@ -61,8 +61,8 @@ class LasOrder final : public QueueOrder {
   std::string_view name() const override { return "las"; }
   bool time_dependent() const override { return true; }
   int level(double attained) const {
-    return static_cast<int>(
-        std::upper_bound(thresholds_.begin(), thresholds_.end(), attained) - thresholds_.begin());
+    return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), attained) -
+                            thresholds_.begin());
   }
   std::vector<uint32_t> order(const Snapshot& snap) const override {
     return sort_by(snap, [this](const PendingJob& p) {
@@ -149,12 +149,18 @@ class DrfOrder final : public QueueOrder {
 
 }  // namespace
 
-std::unique_ptr<QueueOrder> make_fifo_order() { return std::make_unique<FifoOrder>(); }
-std::unique_ptr<QueueOrder> make_drf_order() { return std::make_unique<DrfOrder>(); }
+std::unique_ptr<QueueOrder> make_fifo_order() {
+  return std::make_unique<FifoOrder>();
+}
+std::unique_ptr<QueueOrder> make_drf_order() {
+  return std::make_unique<DrfOrder>();
+}
 std::unique_ptr<QueueOrder> make_las_order(std::vector<double> thresholds) {
   return std::make_unique<LasOrder>(std::move(thresholds));
 }
-std::unique_ptr<QueueOrder> make_sjf_order() { return std::make_unique<SjfOrder>(); }
+std::unique_ptr<QueueOrder> make_sjf_order() {
+  return std::make_unique<SjfOrder>();
+}
 
 std::unique_ptr<QueueOrder> make_queue_order(std::string_view name) {
   if (name == "fifo") return make_fifo_order();
@@ -164,6 +170,8 @@ std::unique_ptr<QueueOrder> make_queue_order(std::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> queue_order_names() { return {"fifo", "drf", "las", "sjf"}; }
+std::vector<std::string> queue_order_names() {
+  return {"fifo", "drf", "las", "sjf"};
+}
 
 }  // namespace tessera

@@ -13,19 +13,19 @@ namespace tessera {
 
 struct PendingJob {
   JobId id = 0;
-  const JobSpec* spec = nullptr;       // not owned
-  double attained_gpu_seconds = 0;     // service received so far (before preemptions)
-  double queued_since = 0;             // submit time, or the time it was last requeued
+  const JobSpec* spec = nullptr;    // not owned
+  double attained_gpu_seconds = 0;  // service received so far (before preemptions)
+  double queued_since = 0;          // submit time, or the time it was last requeued
 };
 
 struct RunningJob {
   JobId id = 0;
-  const JobSpec* spec = nullptr;        // not owned
-  const Allocation* alloc = nullptr;    // not owned
+  const JobSpec* spec = nullptr;      // not owned
+  const Allocation* alloc = nullptr;  // not owned
   double start_time = 0;
-  double attained_gpu_seconds = 0;      // including this run so far
-  double expected_end = kUnknown;       // from the duration estimate; kUnknown if none
-  double last_checkpoint = 0;           // time of the last checkpoint (start if none yet)
+  double attained_gpu_seconds = 0;  // including this run so far
+  double expected_end = kUnknown;   // from the duration estimate; kUnknown if none
+  double last_checkpoint = 0;       // time of the last checkpoint (start if none yet)
 };
 
 struct Snapshot {

@@ -21,7 +21,9 @@ uint32_t Cluster::num_gpus_matching(GpuTypeMask mask) const {
   return total;
 }
 
-ClusterBuilder::ClusterBuilder() { set_default_links(*this); }
+ClusterBuilder::ClusterBuilder() {
+  set_default_links(*this);
+}
 
 void set_default_links(ClusterBuilder& b) {
   b.set_link(Level::kNvlDomain, {300.0, 1.0});

@@ -62,7 +62,9 @@ class Cluster {
 
   NodeId node_of_gpu(GpuId g) const { return gpu_node_[g]; }
   uint32_t num_gpus() const { return static_cast<uint32_t>(gpu_node_.size()); }
-  uint32_t num_gpus_of_type(GpuTypeId t) const { return t < gpus_by_type_.size() ? gpus_by_type_[t] : 0; }
+  uint32_t num_gpus_of_type(GpuTypeId t) const {
+    return t < gpus_by_type_.size() ? gpus_by_type_[t] : 0;
+  }
   // The most GPUs (of any of the types in mask) on one node.
   uint32_t max_gpus_per_node(GpuTypeMask mask) const;
   uint32_t num_gpus_matching(GpuTypeMask mask) const;

@@ -9,7 +9,8 @@
 //        node: {gpus: 8, gpu_type: V100, cpu_milli: 64000, mem_mib: 524288, nvlink_domain: 8}
 //    or explicit nodes
 //        nodes:
-//          - {name: n0, rack: r0, spine: s0, gpus: 8, gpu_type: A100-80G, cpu_milli: .., mem_mib: ..}
+//          - {name: n0, rack: r0, spine: s0, gpus: 8, gpu_type: A100-80G, cpu_milli: .., mem_mib:
+//          ..}
 //    plus optional `links: {nvlink: {bandwidth_gbps: 300, latency_us: 1}, node: .., rack: ..,
 //    spine: .., cluster: ..}` overriding the defaults of set_default_links().
 //    Alibaba's openb_node_list_gpu_node.yaml (a list of Kubernetes Node objects) is also read.

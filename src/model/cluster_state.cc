@@ -55,8 +55,8 @@ int64_t ClusterState::free_milli_matching(GpuTypeMask mask) const {
 }
 
 int32_t ClusterState::capacity_for(NodeId n, const MemberDemand& d) const {
-  int32_t by_cpu = d.cpu_milli > 0 ? static_cast<int32_t>(node_free_cpu_[n] / d.cpu_milli)
-                                   : INT32_MAX;
+  int32_t by_cpu =
+      d.cpu_milli > 0 ? static_cast<int32_t>(node_free_cpu_[n] / d.cpu_milli) : INT32_MAX;
   int32_t by_mem = d.mem_mib > 0 ? static_cast<int32_t>(node_free_mem_[n] / d.mem_mib) : INT32_MAX;
   int32_t by_gpu;
   if (d.gpus == 0) {
@@ -109,7 +109,8 @@ bool ClusterState::pick_gpus(NodeId n, const MemberDemand& d, bool pack,
     if (d.gpus <= dom) {
       for (GpuId s = first; s < end; s += dom) {
         int free = 0;
-        for (GpuId g = s; g < std::min<GpuId>(s + dom, end); ++g) free += gpu_free_[g] == kMilliPerGpu;
+        for (GpuId g = s; g < std::min<GpuId>(s + dom, end); ++g)
+          free += gpu_free_[g] == kMilliPerGpu;
         if (free >= d.gpus && free < best_free) {
           best_free = free;
           best_dom = static_cast<int>(s - first);
@@ -245,16 +246,16 @@ void ClusterState::release_member(NodeId n, std::span<const GpuShare> shares, in
 void ClusterState::allocate(const Allocation& a) {
   const size_t k = static_cast<size_t>(a.gpus_per_member);
   for (size_t i = 0; i < a.member_node.size(); ++i) {
-    allocate_member(a.member_node[i], std::span(a.shares).subspan(i * k, k),
-                    a.cpu_milli_per_member, a.mem_mib_per_member);
+    allocate_member(a.member_node[i], std::span(a.shares).subspan(i * k, k), a.cpu_milli_per_member,
+                    a.mem_mib_per_member);
   }
 }
 
 void ClusterState::release(const Allocation& a) {
   const size_t k = static_cast<size_t>(a.gpus_per_member);
   for (size_t i = 0; i < a.member_node.size(); ++i) {
-    release_member(a.member_node[i], std::span(a.shares).subspan(i * k, k),
-                   a.cpu_milli_per_member, a.mem_mib_per_member);
+    release_member(a.member_node[i], std::span(a.shares).subspan(i * k, k), a.cpu_milli_per_member,
+                   a.mem_mib_per_member);
   }
 }
 

@@ -38,9 +38,7 @@ class ClusterState {
   int64_t allocated_milli() const { return allocated_milli_; }
 
   // Nodes of GPU type t with exactly k whole GPUs free, 0 <= k <= cluster.max_node_gpus().
-  std::span<const NodeId> bucket(GpuTypeId t, int k) const {
-    return buckets_[bucket_index(t, k)];
-  }
+  std::span<const NodeId> bucket(GpuTypeId t, int k) const { return buckets_[bucket_index(t, k)]; }
   // Nodes of GPU type t that have at least one partially used GPU.
   std::span<const NodeId> partial_nodes(GpuTypeId t) const { return partial_[t]; }
 

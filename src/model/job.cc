@@ -30,8 +30,9 @@ bool parse_priority_class(std::string_view s, PriorityClass& out) {
 }
 
 void sort_by_submit(Workload& w) {
-  std::stable_sort(w.jobs.begin(), w.jobs.end(),
-                   [](const JobSpec& a, const JobSpec& b) { return a.submit_time < b.submit_time; });
+  std::stable_sort(w.jobs.begin(), w.jobs.end(), [](const JobSpec& a, const JobSpec& b) {
+    return a.submit_time < b.submit_time;
+  });
 }
 
 }  // namespace tessera

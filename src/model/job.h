@@ -53,9 +53,7 @@ struct JobSpec {
 
   std::string source;  // "file:line" the job came from, for error messages
 
-  int64_t gpu_milli_per_gang(int32_t members) const {
-    return demand.total_gpu_milli() * members;
-  }
+  int64_t gpu_milli_per_gang(int32_t members) const { return demand.total_gpu_milli() * members; }
 };
 
 struct Workload {

@@ -17,8 +17,8 @@ struct EngineFixtureSpec {
   int gpus_per_node = 8;
   int nodes_per_rack = 32;
   int pending = 10000;
-  int gang = 1;        // members per job, one GPU each
-  double fill = 0.0;   // fraction of GPUs already allocated (by single-GPU jobs) before the cycle
+  int gang = 1;       // members per job, one GPU each
+  double fill = 0.0;  // fraction of GPUs already allocated (by single-GPU jobs) before the cycle
 };
 
 class EngineFixture {

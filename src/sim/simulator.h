@@ -25,9 +25,9 @@ struct JobOutcome {
   double first_start = -1;
   double finish = -1;
   int32_t preemptions = 0;
-  double gpu_seconds = 0;        // allocated GPU time (whole-GPU equivalents x seconds)
+  double gpu_seconds = 0;            // allocated GPU time (whole-GPU equivalents x seconds)
   double effective_gpu_seconds = 0;  // allocated time weighted by the progress rate achieved
-  double lost_work_seconds = 0;  // reference-seconds of work lost to preemption
+  double lost_work_seconds = 0;      // reference-seconds of work lost to preemption
   bool has_first_reason = false;
   PendingCode first_reason = PendingCode::kInsufficientGpus;
 };
