@@ -103,6 +103,14 @@ class Cycle {
       out_.pending.push_back(reason);
       return;
     }
+    // A job that could only start by eating into the reservation waits without trying to
+    // place it: with a long queue behind a reserved head this is most of the queue.
+    if (reservation_active_ && !may_backfill(job, reason.need_gpu_milli)) {
+      reason.code = PendingCode::kWaitingForReservation;
+      reason.blocker = head_;
+      out_.pending.push_back(reason);
+      return;
+    }
     Allocation alloc;
     const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
     bool placed = false;
@@ -139,6 +147,17 @@ class Cycle {
       head_ = pj.id;
       if (policy_.backfill == Backfill::kEasy) reserve(job, reason.need_gpu_milli);
     }
+  }
+
+  // Whether `job` could pass the backfill test with its smallest possible footprint.
+  bool may_backfill(const JobSpec& job, int64_t need) const {
+    const GpuTypeMask present = cluster_.present_types();
+    const GpuTypeMask mine = job.allowed_types == kAnyGpuType ? present : job.allowed_types;
+    const GpuTypeMask reserved = reserved_types_ == kAnyGpuType ? present : reserved_types_;
+    if ((mine & reserved & present) == 0 || job.demand.gpus == 0) return true;
+    if (job.allowed_types != kAnyGpuType && (mine & ~reserved & present) != 0) return true;
+    const double est = job.duration_estimate;
+    return (est >= 0 && snap_.now + est <= shadow_time_) || need <= extra_milli_;
   }
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {

@@ -25,7 +25,7 @@ struct JobState {
   double attained = 0;      // GPU-seconds before the current run
   double queued_since = 0;
   uint32_t generation = 0;
-  uint32_t slot = 0;  // index in pending_ or running_
+  uint32_t slot = 0;  // index in running_ while running
   Allocation alloc;
 };
 
@@ -142,10 +142,10 @@ class Simulation {
     write_event("submit", j);
   }
 
-  void add_pending(JobId j) {
-    jobs_[j].slot = static_cast<uint32_t>(pending_.size());
-    pending_.push_back(j);
-  }
+  // pending_ stays in arrival order (queue orders sort it in O(n) when already ordered);
+  // running_ is unordered and removes by swapping with its last element.
+  void add_pending(JobId j) { pending_.push_back(j); }
+
   void remove_from(std::vector<JobId>& v, JobId j) {
     const uint32_t slot = jobs_[j].slot;
     v[slot] = v.back();
@@ -217,7 +217,6 @@ class Simulation {
   void start(JobId j, Allocation alloc) {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
-    remove_from(pending_, j);
     state_.allocate(alloc);
     tenant_alloc_[s.tenant] += alloc.gpu_milli();
     js.alloc = std::move(alloc);
@@ -286,6 +285,10 @@ class Simulation {
     }
     for (const Preemption& p : d.preemptions) preempt(p.job);
     for (Start& s : d.starts) start(s.job, std::move(s.alloc));
+    // One pass drops every job that started (keeping the rest in arrival order).
+    if (!d.starts.empty()) {
+      std::erase_if(pending_, [&](JobId j) { return jobs_[j].phase != Phase::kPending; });
+    }
   }
 
   const Workload& w_;
