@@ -165,6 +165,26 @@ TEST(Cycle, EasyBackfillNeverDelaysTheReservedJob) {
   EXPECT_EQ(find_reason(d, l)->blocker, head);
 }
 
+TEST(Cycle, BackfillOntoGpuTypesTheReservationDoesNotNeed) {
+  ClusterBuilder b;
+  const GpuTypeId v100 = b.gpu_types().intern("V100");
+  const GpuTypeId t4 = b.gpu_types().intern("T4");
+  b.add_node("s", "r", "v", v100, 4, 64000, 1 << 20);
+  b.add_node("s", "r", "t", t4, 4, 64000, 1 << 20);
+  World w(b.build());
+  w.add_running(gang("r", 1, 4), whole_gpus(w.cluster, 0, 0, 4), 0, 100);
+  JobSpec head = gang("head", 1, 4, 1);
+  head.allowed_types = GpuTypeMask{1} << v100;
+  const JobId h = w.add_pending(head);
+  JobSpec any = gang("any-type", 2, 1, 2);
+  any.duration_estimate = 500;  // outlasts the reservation, and no V100 is spare at t=100
+  const JobId a = w.add_pending(any);
+  const Decisions d = schedule_cycle(w.snapshot(), policy("fifo", Backfill::kEasy));
+  EXPECT_EQ(find_start(d, h), nullptr);
+  ASSERT_NE(find_start(d, a), nullptr) << "T4s are free and the head cannot use them";
+  for (NodeId n : find_start(d, a)->alloc.member_node) EXPECT_EQ(w.cluster.node(n).gpu_type, t4);
+}
+
 TEST(Cycle, StrictOrderBlocksEverythingBehindTheHead) {
   World w(make_uniform_cluster(1, 1, 1, 4));
   w.add_running(gang("r", 1, 2), whole_gpus(w.cluster, 0, 0, 2));

@@ -105,10 +105,9 @@ class Cycle {
     }
     // A job that could only start by eating into the reservation waits without trying to
     // place it: with a long queue behind a reserved head this is most of the queue.
-    if (reservation_active_ && !may_backfill(job, reason.need_gpu_milli)) {
-      reason.code = PendingCode::kWaitingForReservation;
-      reason.blocker = head_;
-      out_.pending.push_back(reason);
+    if (reservation_active_ &&
+        backfit(must_use_reserved_types(job) ? reason.need_gpu_milli : 0, job) == Backfit::kNo) {
+      wait_for_reservation(reason);
       return;
     }
     Allocation alloc;
@@ -121,19 +120,18 @@ class Cycle {
     bool backfilled = false;
     if (placed && reservation_active_) {
       const int64_t overlap = milli_on_types(cluster_, alloc, reserved_types_);
-      const double est = job.duration_estimate;
-      if (overlap == 0 || (est >= 0 && snap_.now + est <= shadow_time_)) {
-        backfilled = true;
-      } else if (overlap <= extra_milli_) {
-        extra_milli_ -= overlap;
-        backfilled = true;
-      } else {
-        scratch_.release(alloc);
-        reason.code = PendingCode::kWaitingForReservation;
-        reason.blocker = head_;
-        out_.pending.push_back(reason);
-        return;
+      switch (backfit(overlap, job)) {
+        case Backfit::kFree:
+          break;
+        case Backfit::kFromExtra:
+          extra_milli_ -= overlap;
+          break;
+        case Backfit::kNo:
+          scratch_.release(alloc);
+          wait_for_reservation(reason);
+          return;
       }
+      backfilled = true;
     }
     if (placed) {
       record_start(pj, idx, std::move(alloc), backfilled);
@@ -149,15 +147,30 @@ class Cycle {
     }
   }
 
-  // Whether `job` could pass the backfill test with its smallest possible footprint.
-  bool may_backfill(const JobSpec& job, int64_t need) const {
+  // EASY's test for a job that would hold `overlap` milli-GPUs of the reserved types: it may
+  // start freely (no overlap, or it ends before the shadow time), out of the capacity the head
+  // job will not need, or not at all.
+  enum class Backfit { kFree, kFromExtra, kNo };
+  Backfit backfit(int64_t overlap, const JobSpec& job) const {
+    const double est = job.duration_estimate;
+    if (overlap == 0 || (est >= 0 && snap_.now + est <= shadow_time_)) return Backfit::kFree;
+    return overlap <= extra_milli_ ? Backfit::kFromExtra : Backfit::kNo;
+  }
+
+  // Whether every GPU `job` could be placed on is of a type the reservation holds, so that its
+  // overlap is known (its whole demand) before placing it.
+  bool must_use_reserved_types(const JobSpec& job) const {
+    if (job.demand.gpus == 0) return false;
     const GpuTypeMask present = cluster_.present_types();
     const GpuTypeMask mine = job.allowed_types == kAnyGpuType ? present : job.allowed_types;
     const GpuTypeMask reserved = reserved_types_ == kAnyGpuType ? present : reserved_types_;
-    if ((mine & reserved & present) == 0 || job.demand.gpus == 0) return true;
-    if (job.allowed_types != kAnyGpuType && (mine & ~reserved & present) != 0) return true;
-    const double est = job.duration_estimate;
-    return (est >= 0 && snap_.now + est <= shadow_time_) || need <= extra_milli_;
+    return (mine & ~reserved & present) == 0;
+  }
+
+  void wait_for_reservation(PendingReason& reason) {
+    reason.code = PendingCode::kWaitingForReservation;
+    reason.blocker = head_;
+    out_.pending.push_back(reason);
   }
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
