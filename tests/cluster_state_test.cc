@@ -30,6 +30,16 @@ void expect_consistent(const ClusterState& s) {
     rack[node.rack] += whole;
     spine[c.racks()[node.rack].spine] += whole;
   }
+  for (GpuTypeId t = 0; t < c.gpu_types().size(); ++t) {
+    const auto p = s.partial_nodes(t);
+    EXPECT_TRUE(std::adjacent_find(p.begin(), p.end(), std::greater_equal<>()) == p.end())
+        << "partial list not strictly ascending";
+    for (int k = 0; k <= c.max_node_gpus(); ++k) {
+      const auto b = s.bucket(t, k);
+      EXPECT_TRUE(std::adjacent_find(b.begin(), b.end(), std::greater_equal<>()) == b.end())
+          << "bucket not strictly ascending";
+    }
+  }
   for (RackId r = 0; r < rack.size(); ++r) EXPECT_EQ(s.rack_free_whole(r), rack[r]);
   for (SpineId sp = 0; sp < spine.size(); ++sp) EXPECT_EQ(s.spine_free_whole(sp), spine[sp]);
 }
@@ -55,6 +65,35 @@ TEST(ClusterState, AllocateReleaseKeepsIndexesAndReturnsToStart) {
   expect_consistent(s);
   for (GpuId g = 0; g < c.num_gpus(); ++g) EXPECT_EQ(s.gpu_free(g), empty.gpu_free(g));
   EXPECT_EQ(s.allocated_milli(), 0);
+}
+
+// Placement reads the indexes in order, so they must not remember history: the same
+// allocations reached in any order (or after trying and undoing others) index identically.
+TEST(ClusterState, IndexesDependOnlyOnWhatIsAllocated) {
+  const Cluster c = make_uniform_cluster(1, 2, 4, 4);
+  std::vector<Allocation> allocs;
+  for (NodeId n = 0; n < 8; ++n) allocs.push_back(whole_gpus(c, n, 0, 1 + n % 3));
+  Allocation share;
+  share.gpus_per_member = 1;
+  share.member_node = {6};
+  share.shares = {{c.node(6).first_gpu + 3, 250}};
+  ClusterState forward(c), backward(c);
+  for (const auto& a : allocs) forward.allocate(a);
+  forward.allocate(share);
+  backward.allocate(share);
+  for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+    backward.allocate(whole_gpus(c, 7, 3, 1));  // tried and undone
+    backward.release(whole_gpus(c, 7, 3, 1));
+    backward.allocate(*it);
+  }
+  expect_consistent(forward);
+  expect_consistent(backward);
+  for (int k = 0; k <= c.max_node_gpus(); ++k) {
+    const auto f = forward.bucket(0, k), b = backward.bucket(0, k);
+    EXPECT_EQ(std::vector<NodeId>(f.begin(), f.end()), std::vector<NodeId>(b.begin(), b.end()));
+  }
+  const auto fp = forward.partial_nodes(0), bp = backward.partial_nodes(0);
+  EXPECT_EQ(std::vector<NodeId>(fp.begin(), fp.end()), std::vector<NodeId>(bp.begin(), bp.end()));
 }
 
 TEST(ClusterState, OverCommitThrowsInsteadOfCorrupting) {

@@ -6,6 +6,10 @@
 //    when 0 < gpu_free(g) < 1000;
 //  - node n is in bucket (type(n), node_free_whole(n)) and in no other bucket;
 //  - node n is in the partial list of its type iff it has at least one partial GPU;
+//  - buckets and partial lists are sorted by node id, so the ledger's state (and so every
+//    placement decision) depends only on what is allocated, not on the order it happened in:
+//    a ledger rebuilt after a restart, or a scratch copy that tried and undid a placement,
+//    decides exactly as the original would;
 //  - rack/spine/type aggregates equal the sums over their nodes.
 #pragma once
 
@@ -77,9 +81,7 @@ class ClusterState {
   std::vector<int64_t> type_free_milli_;
   int64_t allocated_milli_ = 0;
   std::vector<std::vector<NodeId>> buckets_;
-  std::vector<uint32_t> bucket_pos_;
   std::vector<std::vector<NodeId>> partial_;
-  std::vector<uint32_t> partial_pos_;
 };
 
 }  // namespace tessera
