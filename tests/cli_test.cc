@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct CmdResult {
-  int status;
+  int status;  // exit status; -1 if the process did not exit normally (a crash)
   std::string output;
 };
 
@@ -26,7 +26,7 @@ CmdResult run(const std::string& args) {
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int rc = pclose(p);
-  return {WEXITSTATUS(rc), out};
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
 std::string slurp(const fs::path& p) {
@@ -111,10 +111,16 @@ TEST(Cli, EventLogPassesTheIndependentAudit) {
   }
 }
 
+// Bad input exits with tessera's error status (2, not a crash) and a message naming each of
+// `mentions` (the file and line, the field, the bad value).
+void expect_clean_failure(const std::string& args, const std::vector<std::string>& mentions) {
+  const CmdResult r = run(args);
+  EXPECT_EQ(r.status, 2) << r.output;
+  for (const std::string& m : mentions) EXPECT_NE(r.output.find(m), std::string::npos) << m;
+}
+
 TEST(Cli, UnknownPolicyFailsNamingIt) {
-  const CmdResult r = run("simulate --policy lifo");
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("lifo"), std::string::npos) << r.output;
+  expect_clean_failure("simulate --policy lifo", {"lifo", "fifo"});
 }
 
 TEST(Cli, ImpossibleJobFailsNamingTheLine) {
@@ -123,10 +129,7 @@ TEST(Cli, ImpossibleJobFailsNamingTheLine) {
                    << "\n"
                    << R"({"name":"huge","submit":5,"members":500,"work":60})"
                    << "\n";
-  const CmdResult r = run("simulate --workload " + w.string());
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("big.jsonl:2"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("huge"), std::string::npos) << r.output;
+  expect_clean_failure("simulate --workload " + w.string(), {"big.jsonl:2", "huge"});
 }
 
 TEST(Cli, MalformedCsvRowFailsNamingLineAndField) {
@@ -134,16 +137,11 @@ TEST(Cli, MalformedCsvRowFailsNamingLineAndField) {
   std::ofstream(w) << "name,time,application,num_replicas,batch_size\n"
                    << "a,0,cifar10,2,128\n"
                    << "b,10,cifar10,two,128\n";
-  const CmdResult r = run("simulate --workload " + w.string());
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("bad.csv:3"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("num_replicas"), std::string::npos) << r.output;
+  expect_clean_failure("simulate --workload " + w.string(), {"bad.csv:3", "num_replicas"});
 }
 
 TEST(Cli, MissingFileIsAnErrorNotACrash) {
-  const CmdResult r = run("simulate --workload /nonexistent/trace.csv");
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("/nonexistent/trace.csv"), std::string::npos) << r.output;
+  expect_clean_failure("simulate --workload /nonexistent/trace.csv", {"/nonexistent/trace.csv"});
 }
 
 // Tiresias' finding, reproduced on Pollux's workload: LAS beats FIFO on mean JCT.
