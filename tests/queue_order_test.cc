@@ -110,7 +110,12 @@ TEST(QueueOrder, DrfInterleavesTenantsByDominantShare) {
 
 TEST(QueueOrder, DrfHonoursWeights) {
   World w(make_uniform_cluster(1, 1, 4, 4));
-  w.weights = {2.0, 1.0};
+  Interner tenants;
+  tenants.intern("a");
+  tenants.intern("b");
+  QueueTree tree = QueueTree::flat(tenants.names(), {2.0, 1.0});
+  tree.bind(tenants, "test");
+  w.queues = &tree;
   for (int i = 0; i < 3; ++i) {
     w.add_pending(gang("a" + std::to_string(i), 1, 4, i, 0));
     w.add_pending(gang("b" + std::to_string(i), 1, 4, 10 + i, 1));

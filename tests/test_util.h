@@ -42,7 +42,7 @@ struct World {
   std::deque<Allocation> allocs;
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
-  std::vector<double> weights;
+  const QueueTree* queues = nullptr;  // not owned; null = one equal queue per tenant
   double now = 0;
 
   JobId add_pending(JobSpec s, double attained = 0) {
@@ -76,7 +76,7 @@ struct World {
     snap.state = &state;
     snap.pending = pending;
     snap.running = running;
-    snap.tenant_weights = weights;
+    snap.queues = queues;
     return snap;
   }
 };

@@ -21,6 +21,9 @@ struct SimulateArgs {
   bool no_preemption = false;
   size_t max_jobs = 0;
   bool quiet = false;
+  std::string queues;             // queue tree YAML; empty: one equal queue per tenant
+  double checkpoint_grace = -1;   // < 0: the queue tree's, else 30 s
+  double series_interval = 3600;  // share-vs-entitlement series buckets; 0: none
 };
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);
 int run_simulate(const SimulateArgs& args);

@@ -10,6 +10,7 @@
 #include "engine/policy.h"
 #include "model/cluster_spec.h"
 #include "model/input_error.h"
+#include "model/queue_tree.h"
 #include "sim/execution_model.h"
 #include "sim/generator.h"
 #include "sim/report.h"
@@ -31,7 +32,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
       "--cluster", a.cluster,
       "cluster: YAML, Alibaba node CSV or Tiresias spec CSV (default: 16 nodes x 4 V100)");
   s->add_option("--policy", a.policy,
-                "queue order (fifo|drf|las|sjf), optionally +placement "
+                "queue order (fifo|drf|las|sjf|fair), optionally +placement "
                 "(bestfit|spread|topology|random), e.g. las+topology");
   s->add_option("--seed", a.seed, "random seed (policies and the embedded workload)");
   s->add_option("--json", a.json_out, "write metrics as JSON to this file");
@@ -44,6 +45,14 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_flag("--no-preemption", a.no_preemption, "never preempt running jobs");
   s->add_option("--max-jobs", a.max_jobs, "read at most this many jobs from the trace");
   s->add_flag("--quiet", a.quiet, "do not print the summary table");
+  s->add_option("--queues", a.queues,
+                "queue tree YAML: weights, guarantees, borrowing limits, priority classes "
+                "(default: one equal queue per tenant)");
+  s->add_option("--checkpoint-grace", a.checkpoint_grace,
+                "seconds a preempted job has to checkpoint before its GPUs are handed over "
+                "(default: the queue tree's, else 30)");
+  s->add_option("--series-interval", a.series_interval,
+                "seconds per bucket of the share-vs-entitlement series in --json (0: none)");
   return s;
 }
 
@@ -102,6 +111,12 @@ int run_simulate(const SimulateArgs& a) {
     w = read_workload(a.workload, f, ro);
     source = a.workload;
   }
+  QueueTree queues = a.queues.empty() ? QueueTree::flat(w.tenants) : load_queue_tree(a.queues);
+  if (!a.queues.empty()) {
+    queues.bind(w.tenants, source);
+    queues.validate_against(cluster);
+    apply_queue_defaults(queues, w);
+  }
   const auto model = make_measured_execution_model(data_dir(a));
   for (JobSpec& job : w.jobs) {
     model->prepare(job, w, cluster);
@@ -114,6 +129,13 @@ int run_simulate(const SimulateArgs& a) {
   std::ofstream events;
   SimOptions opt;
   opt.tick_seconds = a.tick;
+  opt.queues = &queues;
+  opt.series_interval = a.series_interval;
+  if (a.checkpoint_grace >= 0) {
+    opt.checkpoint_grace = a.checkpoint_grace;
+  } else if (queues.settings().checkpoint_grace_seconds >= 0) {
+    opt.checkpoint_grace = queues.settings().checkpoint_grace_seconds;
+  }
   if (!a.events_out.empty()) {
     events.open(a.events_out);
     if (!events) throw std::runtime_error("cannot write " + a.events_out);

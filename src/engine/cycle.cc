@@ -5,6 +5,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "engine/fair_share.h"
 #include "engine/rng.h"
 
 namespace tessera {
@@ -29,6 +30,14 @@ struct ShapeHash {
     return h * 31 + std::hash<uint64_t>()(k.types);
   }
 };
+
+int64_t milli_of_type(const Cluster& c, const Allocation& a, GpuTypeId type) {
+  int64_t m = 0;
+  for (const GpuShare& s : a.shares) {
+    if (c.node(c.node_of_gpu(s.gpu)).gpu_type == type) m += s.milli;
+  }
+  return m;
+}
 
 int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask) {
   int64_t m = 0;
@@ -76,18 +85,127 @@ class Cycle {
         cluster_(snap.state->cluster()),
         scratch_(*snap.state),
         rng_(mix_seed(policy.seed, snap.cycle)),
-        evicted_(snap.running.size(), false) {}
+        evicted_(snap.running.size(), false),
+        shares_(compute_queue_shares(snap)),
+        tree_(*shares_.tree),
+        live_(shares_.usage) {
+    running_leaf_.reserve(snap.running.size());
+    for (const RunningJob& r : snap.running)
+      running_leaf_.push_back(shares_.leaf_of(r.spec->tenant));
+    init_type_usage();
+  }
 
   Decisions run() {
-    for (uint32_t idx : policy_.order->order(snap_)) consider(idx);
+    for (uint32_t idx : policy_.order->order(snap_, shares_)) consider(idx);
     return std::move(out_);
   }
 
  private:
+  // Places the gang at its largest size the queue's quota allows (max, else min members).
   bool try_place(const JobSpec& job, Allocation& alloc) {
-    if (policy_.scorer->place(scratch_, job, job.max_members, rng_, alloc)) return true;
+    const bool max_fits_quota =
+        job.max_members == job.min_members ||
+        over_limit(current_leaf_, amounts_of(job, job.max_members)) == kNoId;
+    if (max_fits_quota && policy_.scorer->place(scratch_, job, job.max_members, rng_, alloc)) {
+      return true;
+    }
     return job.min_members < job.max_members &&
            policy_.scorer->place(scratch_, job, job.min_members, rng_, alloc);
+  }
+
+  // ---- queue usage: live_ is what every queue holds on the scratch state ----
+
+  void add_usage(QueueId leaf, const Allocation& a, int sign) {
+    const Amounts amt = amounts_of(a);
+    for (QueueId q = leaf; q != kNoId; q = tree_.queue(q).parent) {
+      for (size_t d = 0; d < kNumDims; ++d) live_[q][d] += sign * amt[d];
+      const auto& types = tree_.queue(q).by_type;
+      for (size_t k = 0; k < types.size(); ++k) {
+        type_live_[q][k] += sign * milli_of_type(cluster_, a, types[k].type);
+      }
+    }
+  }
+
+  void init_type_usage() {
+    type_live_.resize(tree_.size());
+    bool any = false;
+    for (QueueId q = 0; q < tree_.size(); ++q) {
+      type_live_[q].assign(tree_.queue(q).by_type.size(), 0);
+      any = any || !tree_.queue(q).by_type.empty();
+    }
+    if (!any) return;
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      for (QueueId q = running_leaf_[i]; q != kNoId; q = tree_.queue(q).parent) {
+        const auto& types = tree_.queue(q).by_type;
+        for (size_t k = 0; k < types.size(); ++k) {
+          type_live_[q][k] += milli_of_type(cluster_, *snap_.running[i].alloc, types[k].type);
+        }
+      }
+    }
+  }
+
+  // The first queue on the leaf's path whose limit `need` more would exceed, or kNoId.
+  QueueId over_limit(QueueId leaf, const Amounts& need) const {
+    for (QueueId q = leaf; q != kNoId; q = tree_.queue(q).parent) {
+      if (!all_le(live_[q] + need, tree_.queue(q).limit)) return q;
+    }
+    return kNoId;
+  }
+
+  // Per-GPU-type limits, known only once the placement is: the first queue `a` would take past
+  // its limit on a GPU type, or kNoId.
+  QueueId over_type_limit(QueueId leaf, const Allocation& a) const {
+    for (QueueId q = leaf; q != kNoId; q = tree_.queue(q).parent) {
+      const auto& types = tree_.queue(q).by_type;
+      for (size_t k = 0; k < types.size(); ++k) {
+        if (type_live_[q][k] + milli_of_type(cluster_, a, types[k].type) > types[k].limit_milli) {
+          return q;
+        }
+      }
+    }
+    return kNoId;
+  }
+
+  // The first queue on the leaf's path (below the root) that `need` more would take past its
+  // fair share, or kNoId: a queue may reclaim only while it stays within its entitlement.
+  QueueId over_entitlement(QueueId leaf, const Amounts& need) const {
+    for (QueueId q = leaf; q != kRootQueue && q != kNoId; q = tree_.queue(q).parent) {
+      if (!all_le(live_[q] + need, shares_.entitled[q])) return q;
+    }
+    return kNoId;
+  }
+
+  // Whether the reclaimer's queues below `lca` (those whose usage the reclaim changes) stay
+  // within their fair share with `need` more.
+  bool within_share_below(QueueId leaf, QueueId lca, const Amounts& need) const {
+    for (QueueId q = leaf; q != lca && q != kNoId; q = tree_.queue(q).parent) {
+      if (!all_le(live_[q] + need, shares_.entitled[q])) return false;
+    }
+    return true;
+  }
+
+  // The queue on the victim's side just below the lowest common ancestor of the two leaves:
+  // the one whose borrowing the reclaim takes back.
+  QueueId victim_side(QueueId reclaimer_leaf, QueueId victim_leaf) const {
+    QueueId v = victim_leaf;
+    while (v != kNoId) {
+      const QueueId parent = tree_.queue(v).parent;
+      bool common = false;
+      for (QueueId a = reclaimer_leaf; a != kNoId; a = tree_.queue(a).parent) {
+        common = common || a == parent;
+      }
+      if (common) return v;
+      v = parent;
+    }
+    return kRootQueue;
+  }
+
+  void quota_reason(PendingReason& reason, QueueId q) {
+    reason.code = PendingCode::kQuotaExceeded;
+    reason.queue = q;
+    reason.queue_holds_milli = live_[q][kGpuDim];
+    reason.queue_bound_milli = tree_.queue(q).limit[kGpuDim];
+    out_.pending.push_back(reason);
   }
 
   void consider(uint32_t idx) {
@@ -103,6 +221,13 @@ class Cycle {
       out_.pending.push_back(reason);
       return;
     }
+    current_leaf_ = shares_.leaf_of(job.tenant);
+    // Quota before capacity: a job its queue may not run now waits without holding a
+    // reservation (it is not short of GPUs, its queue is short of quota).
+    if (const QueueId q = over_limit(current_leaf_, amounts_of(job, job.min_members)); q != kNoId) {
+      quota_reason(reason, q);
+      return;
+    }
     // A job that could only start by eating into the reservation waits without trying to
     // place it: with a long queue behind a reserved head this is most of the queue.
     if (reservation_active_ &&
@@ -116,6 +241,13 @@ class Cycle {
     if (reason.free_gpu_milli >= reason.need_gpu_milli && !failed_.contains(shape)) {
       placed = try_place(job, alloc);
       if (!placed) failed_.insert(shape);
+    }
+    if (placed) {
+      if (const QueueId q = over_type_limit(current_leaf_, alloc); q != kNoId) {
+        scratch_.release(alloc);
+        quota_reason(reason, q);
+        return;
+      }
     }
     bool backfilled = false;
     if (placed && reservation_active_) {
@@ -140,6 +272,15 @@ class Cycle {
     if (policy_.preemption && try_preempt(pj, idx)) return;
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
                                                                 : PendingCode::kGangCannotFit;
+    if (policy_.reclaim && job.priority != PriorityClass::kBestEffort) {
+      const QueueId q = over_entitlement(current_leaf_, amounts_of(job, job.min_members));
+      if (q != kNoId) {
+        reason.code = PendingCode::kOverFairShare;
+        reason.queue = q;
+        reason.queue_holds_milli = live_[q][kGpuDim];
+        reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
+      }
+    }
     out_.pending.push_back(reason);
     if (head_ == kNoId && policy_.backfill != Backfill::kGreedy) {
       head_ = pj.id;
@@ -174,6 +315,8 @@ class Cycle {
   }
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
+    add_usage(current_leaf_, alloc, +1);
+    preempt_failed_.clear();  // usage changed: a queue may now be over its share
     const double est = pj.spec->duration_estimate;
     started_.emplace_back(est >= 0 ? snap_.now + est : kNever, out_.starts.size());
     out_.starts.push_back(Start{pj.id, idx, std::move(alloc), backfilled});
@@ -210,9 +353,36 @@ class Cycle {
     }
   }
 
-  // Frees running jobs of lower rank until `pj` fits, then keeps back every victim that was not
-  // needed. Victims: lowest rank first, then least work lost since the last checkpoint, then
-  // the youngest.
+  // Who may give way to a pending job. Without queue-aware preemption: any running job of
+  // strictly lower rank. With it (policy.reclaim): within the job's own queue by rank; across
+  // queues, best-effort jobs give way to anyone, inference-critical jobs preempt lower classes
+  // anywhere, and otherwise only by reclaim: the job's queue stays within its fair share, the
+  // victim's class is not above the job's (never inference-critical), and the victim's side
+  // of the tree is over its fair share (checked again as victims are taken, so a queue gives
+  // back only what it borrowed, give or take one gang).
+  enum class Kind : uint8_t { kNo, kPriority, kReclaim };
+  Kind victim_kind(const JobSpec& job, int64_t rank, bool may_reclaim, const Amounts& need,
+                   size_t i) const {
+    const int64_t rr = running_rank_[i];
+    if (!policy_.reclaim || running_leaf_[i] == current_leaf_) {
+      return rr < rank ? Kind::kPriority : Kind::kNo;
+    }
+    const PriorityClass mine = job.priority;
+    const PriorityClass theirs = snap_.running[i].spec->priority;
+    if (theirs == PriorityClass::kBestEffort && mine != PriorityClass::kBestEffort) {
+      return Kind::kPriority;
+    }
+    if (mine == PriorityClass::kInferenceCritical && theirs < mine) return Kind::kPriority;
+    if (may_reclaim && theirs <= mine && theirs != PriorityClass::kInferenceCritical) {
+      const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
+      if (within_share_below(current_leaf_, tree_.queue(side).parent, need)) return Kind::kReclaim;
+    }
+    return Kind::kNo;
+  }
+
+  // Frees running jobs that may give way (victim_kind) until `pj` fits, then keeps back every
+  // victim that was not needed. Victims: lowest rank first, then least work lost since the
+  // last checkpoint, then the youngest.
   bool try_preempt(const PendingJob& pj, uint32_t idx) {
     const JobSpec& job = *pj.spec;
     const int64_t rank = policy_.order->rank(job, pj.attained_gpu_seconds);
@@ -222,23 +392,37 @@ class Cycle {
       for (const RunningJob& r : snap_.running) {
         running_rank_.push_back(policy_.order->rank(*r.spec, r.attained_gpu_seconds));
         min_running_rank_ = std::min(min_running_rank_, running_rank_.back());
+        any_best_effort_running_ |= r.spec->priority == PriorityClass::kBestEffort;
       }
     }
-    if (rank <= min_running_rank_) return false;  // outranks nobody: the common case
+    const Amounts need = amounts_of(job, job.min_members);
+    // Whether the job's queues stay within their share is checked per victim (only the queues
+    // below the common ancestor change usage), in victim_kind.
+    const bool may_reclaim = policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
+                             all_le(live_[current_leaf_] + need, shares_.entitled[current_leaf_]);
+    const bool cross_queue = may_reclaim ||
+                             (policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
+                              any_best_effort_running_) ||
+                             job.priority == PriorityClass::kInferenceCritical;
+    if (rank <= min_running_rank_ && !cross_queue) return false;  // outranks nobody
+    const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
+    const PreemptKey key{shape, current_leaf_, rank, may_reclaim};
+    if (preempt_failed_.contains(key)) return false;  // nothing changed since it last failed
     struct Candidate {
       int64_t rank;
       double lost;
       double start;
       JobId id;
       size_t index;
+      Kind kind;
     };
     std::vector<Candidate> cands;
     int64_t available = scratch_.free_milli_matching(job.allowed_types);
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       if (evicted_[i]) continue;
+      const Kind kind = victim_kind(job, rank, may_reclaim, need, i);
+      if (kind == Kind::kNo) continue;
       const RunningJob& r = snap_.running[i];
-      const int64_t rr = running_rank_[i];
-      if (rr >= rank) continue;
       const int64_t m = milli_on_types(cluster_, *r.alloc, job.allowed_types);
       if (m == 0) continue;
       available += m;
@@ -246,9 +430,12 @@ class Cycle {
                               ? static_cast<double>(r.alloc->gpu_milli()) *
                                     std::max(0.0, snap_.now - r.last_checkpoint)
                               : 0.0;
-      cands.push_back({rr, lost, r.start_time, r.id, i});
+      cands.push_back({running_rank_[i], lost, r.start_time, r.id, i, kind});
     }
-    if (cands.empty() || available < job.gpu_milli_per_gang(job.min_members)) return false;
+    if (cands.empty() || available < job.gpu_milli_per_gang(job.min_members)) {
+      preempt_failed_.insert(key);
+      return false;
+    }
     std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
       return std::make_tuple(a.rank, a.lost, -a.start, a.id) <
              std::make_tuple(b.rank, b.lost, -b.start, b.id);
@@ -256,16 +443,33 @@ class Cycle {
     std::vector<size_t> victims;
     Allocation alloc;
     bool placed = false;
+    auto evict = [&](size_t v, int sign) {
+      const Allocation& va = *snap_.running[v].alloc;
+      if (sign < 0) {
+        scratch_.release(va);
+      } else {
+        scratch_.allocate(va);
+      }
+      add_usage(running_leaf_[v], va, sign);
+    };
     for (const Candidate& c : cands) {
-      scratch_.release(*snap_.running[c.index].alloc);
+      if (c.kind == Kind::kReclaim) {
+        const QueueId side = victim_side(current_leaf_, running_leaf_[c.index]);
+        if (all_le(live_[side], shares_.entitled[side])) continue;  // gave back its borrowing
+      }
+      evict(c.index, -1);
       victims.push_back(c.index);
       if (try_place(job, alloc)) {
-        placed = true;
-        break;
+        if (over_type_limit(current_leaf_, alloc) == kNoId) {
+          placed = true;
+          break;
+        }
+        scratch_.release(alloc);
       }
     }
     if (!placed) {
-      for (size_t v : victims) scratch_.allocate(*snap_.running[v].alloc);
+      for (size_t v : victims) evict(v, +1);
+      preempt_failed_.insert(key);
       return false;
     }
     // Keep back victims that were not needed, last chosen first.
@@ -277,22 +481,19 @@ class Cycle {
         needed.push_back(victims[k]);
         continue;
       }
-      scratch_.allocate(va);
+      evict(victims[k], +1);
       Allocation probe;
       if (try_place(job, probe)) {
         scratch_.release(probe);  // still fits without this victim: keep it running
       } else {
-        scratch_.release(va);
+        evict(victims[k], -1);
         needed.push_back(victims[k]);
       }
     }
     if (!try_place(job, alloc)) {
       // A randomised scorer may miss a placement that exists; undo everything.
-      for (size_t v : victims) {
-        if (std::find(needed.begin(), needed.end(), v) != needed.end()) {
-          scratch_.allocate(*snap_.running[v].alloc);
-        }
-      }
+      for (size_t v : needed) evict(v, +1);
+      preempt_failed_.insert(key);
       return false;
     }
     for (size_t v : needed) {
@@ -314,6 +515,29 @@ class Cycle {
   std::vector<int64_t> running_rank_;  // by index in snap_.running, filled on first use
   int64_t min_running_rank_ = std::numeric_limits<int64_t>::max();
   std::unordered_set<ShapeKey, ShapeHash> failed_;
+  // Preemption attempts that failed since usage last changed: the same shape from the same
+  // queue at the same rank fails again.
+  struct PreemptKey {
+    ShapeKey shape;
+    QueueId leaf;
+    int64_t rank;
+    bool may_reclaim;
+    bool operator==(const PreemptKey&) const = default;
+  };
+  struct PreemptHash {
+    size_t operator()(const PreemptKey& k) const {
+      return ShapeHash()(k.shape) * 131 +
+             std::hash<int64_t>()(k.rank * 65599 + k.leaf * 2 + (k.may_reclaim ? 1 : 0));
+    }
+  };
+  std::unordered_set<PreemptKey, PreemptHash> preempt_failed_;
+  bool any_best_effort_running_ = false;
+  QueueShares shares_;
+  const QueueTree& tree_;
+  std::vector<Amounts> live_;                       // by QueueId: usage on the scratch state
+  std::vector<std::vector<int64_t>> type_live_;     // by QueueId, then its by_type entries
+  std::vector<QueueId> running_leaf_;               // by index in snap_.running
+  QueueId current_leaf_ = kRootQueue;               // the leaf of the job being considered
   std::vector<std::pair<double, size_t>> started_;  // (expected end, index into out_.starts)
   JobId head_ = kNoId;
   bool reservation_active_ = false;

@@ -14,11 +14,16 @@ const char* to_string(PendingCode c) {
       return "waiting-for-reservation";
     case PendingCode::kBlockedByHead:
       return "blocked-by-head";
+    case PendingCode::kQuotaExceeded:
+      return "quota-exceeded";
+    case PendingCode::kOverFairShare:
+      return "over-fair-share";
   }
   return "unknown";
 }
 
-std::string describe(const PendingReason& r, const std::string& blocker_name) {
+std::string describe(const PendingReason& r, const std::string& blocker_name,
+                     const std::string& queue_path) {
   const double need = static_cast<double>(r.need_gpu_milli) / 1000.0;
   const double free = static_cast<double>(r.free_gpu_milli) / 1000.0;
   switch (r.code) {
@@ -32,6 +37,18 @@ std::string describe(const PendingReason& r, const std::string& blocker_name) {
       return fmt::format("waiting for reservation: starting now would delay job {}", blocker_name);
     case PendingCode::kBlockedByHead:
       return fmt::format("blocked behind head-of-line job {} (no backfill)", blocker_name);
+    case PendingCode::kQuotaExceeded:
+      return fmt::format(
+          "quota: queue {} holds {:g} GPUs of its limit {:g} (guarantee + borrowing limit); "
+          "this job needs {:g}",
+          queue_path, static_cast<double>(r.queue_holds_milli) / 1000.0,
+          static_cast<double>(r.queue_bound_milli) / 1000.0, need);
+    case PendingCode::kOverFairShare:
+      return fmt::format(
+          "fair share: {:g} GPUs free, needs {:g}; queue {} holds {:g} GPUs and is entitled to "
+          "{:g}, so it may not reclaim GPUs from other queues",
+          free, need, queue_path, static_cast<double>(r.queue_holds_milli) / 1000.0,
+          static_cast<double>(r.queue_bound_milli) / 1000.0);
   }
   return "pending";
 }

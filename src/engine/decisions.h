@@ -17,6 +17,9 @@ enum class PendingCode : uint8_t {
   kGangCannotFit,          // enough free GPUs in total, but no node set hosts every member
   kWaitingForReservation,  // would fit, but would delay the reserved head-of-line job
   kBlockedByHead,          // strict order: behind a job that cannot start
+  kQuotaExceeded,          // starting it would take its queue (or a parent) past its limit
+  kOverFairShare,          // no room, and its queue already holds its fair share, so it may not
+                           // reclaim from other queues
 };
 
 struct PendingReason {
@@ -25,9 +28,15 @@ struct PendingReason {
   int64_t need_gpu_milli = 0;  // what the gang needs (at its minimum size)
   int64_t free_gpu_milli = 0;  // free on the GPU types it may use, when decided
   JobId blocker = kNoId;       // the reserved / head-of-line job, where relevant
+  // For kQuotaExceeded and kOverFairShare: the queue whose rule holds it (a QueueId), what
+  // that queue holds and its limit (quota) or entitlement (fair share), in milli-GPU.
+  uint32_t queue = kNoId;
+  int64_t queue_holds_milli = 0;
+  int64_t queue_bound_milli = 0;
 };
 
-std::string describe(const PendingReason& r, const std::string& blocker_name = "");
+std::string describe(const PendingReason& r, const std::string& blocker_name = "",
+                     const std::string& queue_path = "");
 const char* to_string(PendingCode c);
 
 struct Start {

@@ -42,6 +42,7 @@ Policy make_policy(std::string_view spec, uint64_t seed) {
                     fmt::join(scorer_names(), ", ")));
   }
   p.backfill = order_name == "las" ? Backfill::kGreedy : Backfill::kEasy;
+  p.reclaim = order_name == "fair";
   return p;
 }
 

@@ -24,13 +24,18 @@ struct Policy {
   std::unique_ptr<PlacementScorer> scorer;
   Backfill backfill = Backfill::kEasy;
   bool preemption = true;  // pending jobs may preempt running jobs of lower rank
+  // Queue-aware preemption (the fair policy): priority preemption stays within a queue (except
+  // that inference-critical jobs may preempt lower classes anywhere and best-effort jobs give
+  // way to anyone), and a queue under its fair share reclaims GPUs from queues over theirs.
+  bool reclaim = false;
   uint64_t seed = 0;
 
   std::string name() const;  // "order+scorer"
 };
 
 // Parses "ORDER" or "ORDER+SCORER" (e.g. "las+topology"). A bare order gets its default
-// placement and backfill: fifo/drf/sjf -> bestfit + EASY; las -> spread + greedy (as Tiresias).
+// placement and backfill: fifo/drf/sjf -> bestfit + EASY; las -> spread + greedy (as Tiresias);
+// fair -> bestfit + EASY + reclaim.
 // Throws std::invalid_argument naming the unknown part and listing the known names.
 Policy make_policy(std::string_view spec, uint64_t seed);
 

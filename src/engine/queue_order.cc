@@ -1,6 +1,8 @@
 #include "engine/queue_order.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <numeric>
 #include <queue>
 #include <tuple>
@@ -39,7 +41,7 @@ std::vector<uint32_t> sort_by(const Snapshot& snap, Key key) {
 class FifoOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "fifo"; }
-  std::vector<uint32_t> order(const Snapshot& snap) const override {
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
     return sort_by(snap, [](const PendingJob&) { return 0.0; });
   }
 };
@@ -47,7 +49,7 @@ class FifoOrder final : public QueueOrder {
 class SjfOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "sjf"; }
-  std::vector<uint32_t> order(const Snapshot& snap) const override {
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
     return sort_by(snap, [](const PendingJob& p) {
       const double est = p.spec->duration_estimate;
       return est >= 0 ? est : std::numeric_limits<double>::infinity();
@@ -66,7 +68,7 @@ class LasOrder final : public QueueOrder {
     return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), attained) -
                             thresholds_.begin());
   }
-  std::vector<uint32_t> order(const Snapshot& snap) const override {
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
     return sort_by(snap, [this](const PendingJob& p) {
       return static_cast<double>(level(p.attained_gpu_seconds));
     });
@@ -83,7 +85,7 @@ class LasOrder final : public QueueOrder {
 class DrfOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "drf"; }
-  std::vector<uint32_t> order(const Snapshot& snap) const override {
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& shares) const override {
     // Dominant share per tenant. GPUs are the dominant resource of every GPU job we model;
     // CPU and memory shares are counted too so CPU-only pods are ordered fairly.
     const Cluster& c = snap.state->cluster();
@@ -128,7 +130,8 @@ class DrfOrder final : public QueueOrder {
     auto push = [&](TenantId t) {
       if (head[t] >= queues[t].size()) return;
       const Usage& u = usage[t];
-      const double share = dominant(u.gpu, u.cpu, u.mem) / snap.weight(t);
+      const double share =
+          dominant(u.gpu, u.cpu, u.mem) / shares.tree->queue(shares.leaf_of(t)).weight;
       heap.emplace(-static_cast<int>(snap.pending[queues[t][head[t]]].spec->priority), share, t);
     };
     for (TenantId t = 0; t < queues.size(); ++t) push(t);
@@ -149,8 +152,83 @@ class DrfOrder final : public QueueOrder {
   }
 };
 
+class FairOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "fair"; }
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& sh) const override {
+    // Class first, then earliest deadline, then arrival: the order within each queue.
+    const auto sorted = sort_by(snap, [](const PendingJob& p) {
+      const double sla = p.spec->sla_max_queueing;
+      return sla >= 0 ? p.spec->submit_time + sla : std::numeric_limits<double>::infinity();
+    });
+    const QueueTree& tree = *sh.tree;
+    const size_t n = tree.size();
+    // Usage so far, grown as the progressive filling assumes jobs start.
+    std::vector<std::array<double, kNumDims>> eff(n);
+    for (QueueId q = 0; q < n; ++q) {
+      for (size_t d = 0; d < kNumDims; ++d) eff[q][d] = static_cast<double>(sh.usage[q][d]);
+    }
+    auto ratio = [&](QueueId q) {
+      double r = 0;
+      for (size_t d = 0; d < kNumDims; ++d) {
+        if (eff[q][d] <= 0) continue;
+        if (sh.entitled[q][d] <= 0) return std::numeric_limits<double>::infinity();
+        r = std::max(r, eff[q][d] / static_cast<double>(sh.entitled[q][d]));
+      }
+      return r;
+    };
+    std::vector<uint32_t> out;
+    out.reserve(sorted.size());
+    std::vector<std::vector<uint32_t>> jobs(n);
+    std::vector<size_t> head(n, 0), count(n, 0);
+    for (size_t begin = 0; begin < sorted.size();) {
+      // One priority class at a time: every class outranks the fairness between queues.
+      const PriorityClass tier = snap.pending[sorted[begin]].spec->priority;
+      size_t end = begin;
+      for (; end < sorted.size() && snap.pending[sorted[end]].spec->priority == tier; ++end) {
+        const QueueId leaf = sh.leaf_of(snap.pending[sorted[end]].spec->tenant);
+        jobs[leaf].push_back(sorted[end]);
+        for (QueueId q = leaf; q != kNoId; q = tree.queue(q).parent) ++count[q];
+      }
+      while (count[kRootQueue] > 0) {
+        QueueId q = kRootQueue;
+        while (!tree.queue(q).leaf()) {
+          QueueId best = kNoId;
+          double best_ratio = 0;
+          for (QueueId c : tree.queue(q).children) {
+            if (count[c] == 0) continue;
+            const double r = ratio(c);
+            if (best == kNoId || r < best_ratio) {
+              best = c;
+              best_ratio = r;
+            }
+          }
+          q = best;
+        }
+        const uint32_t i = jobs[q][head[q]++];
+        out.push_back(i);
+        const JobSpec& s = *snap.pending[i].spec;
+        const Amounts a = amounts_of(s, s.min_members);
+        for (QueueId u = q; u != kNoId; u = tree.queue(u).parent) {
+          --count[u];
+          for (size_t d = 0; d < kNumDims; ++d) eff[u][d] += static_cast<double>(a[d]);
+        }
+      }
+      for (QueueId q = 0; q < n; ++q) {
+        jobs[q].clear();
+        head[q] = 0;
+      }
+      begin = end;
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
+std::unique_ptr<QueueOrder> make_fair_order() {
+  return std::make_unique<FairOrder>();
+}
 std::unique_ptr<QueueOrder> make_fifo_order() {
   return std::make_unique<FifoOrder>();
 }
@@ -169,11 +247,12 @@ std::unique_ptr<QueueOrder> make_queue_order(std::string_view name) {
   if (name == "drf") return make_drf_order();
   if (name == "las") return make_las_order();
   if (name == "sjf") return make_sjf_order();
+  if (name == "fair") return make_fair_order();
   return nullptr;
 }
 
 std::vector<std::string> queue_order_names() {
-  return {"fifo", "drf", "las", "sjf"};
+  return {"fifo", "drf", "las", "sjf", "fair"};
 }
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/fair_share.h"
 #include "engine/snapshot.h"
 
 namespace tessera {
@@ -18,8 +19,12 @@ class QueueOrder {
   virtual ~QueueOrder() = default;
   virtual std::string_view name() const = 0;
   // Indices into snap.pending, in the order the engine should try them. Every order puts a
-  // higher priority class first; within a class the policy decides.
-  virtual std::vector<uint32_t> order(const Snapshot& snap) const = 0;
+  // higher priority class first; within a class the policy decides. `shares` is
+  // compute_queue_shares(snap) (the cycle computes it once for every consumer).
+  virtual std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& shares) const = 0;
+  std::vector<uint32_t> order(const Snapshot& snap) const {
+    return order(snap, compute_queue_shares(snap));
+  }
   // Preemption rank: a pending job may preempt running jobs of strictly lower rank. By
   // default the priority class; LAS also demotes by attained service.
   virtual int64_t rank(const JobSpec& job, double attained_gpu_seconds) const;
@@ -37,6 +42,11 @@ std::unique_ptr<QueueOrder> make_drf_order();
 // in one of several queues (thresholds ascending); lower queues first, FIFO within a queue; a
 // job in a lower queue outranks (may preempt) jobs in higher queues.
 std::unique_ptr<QueueOrder> make_las_order(std::vector<double> thresholds_gpu_seconds = {57600});
+// Hierarchical fair share: progressive filling down the queue tree, at each level the child
+// whose usage is the smallest fraction of its entitlement (fair_share.h: guarantees, weights,
+// limits and long-term usage) next; within a queue, earliest SLA deadline first (submit + max
+// queueing delay; jobs without one after), then arrival.
+std::unique_ptr<QueueOrder> make_fair_order();
 // Shortest job first by the duration estimate (unknown estimates last, by arrival).
 std::unique_ptr<QueueOrder> make_sjf_order();
 

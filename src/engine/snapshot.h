@@ -8,6 +8,7 @@
 #include "model/allocation.h"
 #include "model/cluster_state.h"
 #include "model/job.h"
+#include "model/queue_tree.h"
 
 namespace tessera {
 
@@ -34,9 +35,12 @@ struct Snapshot {
   const ClusterState* state = nullptr;  // not owned
   std::span<const PendingJob> pending;
   std::span<const RunningJob> running;
-  std::span<const double> tenant_weights;  // by TenantId; missing tenants weigh 1
-
-  double weight(TenantId t) const { return t < tenant_weights.size() ? tenant_weights[t] : 1.0; }
+  // The queue tree, bound to the jobs' tenants (QueueTree::bind); null means one queue per
+  // tenant, equal weights, no quotas.
+  const QueueTree* queues = nullptr;  // not owned
+  // Long-term usage per queue (by QueueId, leaves; decayed by the caller with the tree's
+  // half-life), in the same units as Amounts; empty when long-term fairness is off.
+  std::span<const Amounts> decayed_usage;
 };
 
 }  // namespace tessera

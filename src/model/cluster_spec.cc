@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
@@ -10,6 +9,7 @@
 
 #include "model/csv.h"
 #include "model/input_error.h"
+#include "model/yaml_util.h"
 
 namespace tessera {
 
@@ -26,77 +26,6 @@ std::string rack_name(size_t i) {
 }
 std::string spine_name(size_t i) {
   return "spine-" + std::to_string(i);
-}
-
-// ---- YAML helpers: every error names the line of the offending node. ----
-
-size_t line_of(const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : static_cast<size_t>(m.line) + 1;
-}
-
-[[noreturn]] void yaml_fail(const std::string& origin, const YAML::Node& n,
-                            const std::string& field, const std::string& msg) {
-  throw InputError(input_error_message(origin, line_of(n), field, msg));
-}
-
-std::string scalar_of(const std::string& origin, const YAML::Node& n, const std::string& field,
-                      const char* what) {
-  if (!n.IsScalar()) yaml_fail(origin, n, field, std::string("expected ") + what);
-  return n.Scalar();
-}
-
-int64_t yaml_int(const std::string& origin, const YAML::Node& n, const std::string& field,
-                 int64_t min, int64_t max) {
-  const std::string s = scalar_of(origin, n, field, "an integer");
-  int64_t v = 0;
-  if (!csv::parse_int(s, v)) yaml_fail(origin, n, field, "expected an integer, got '" + s + "'");
-  if (v < min || v > max) {
-    const std::string range = max == kInt64Max
-                                  ? ">= " + std::to_string(min)
-                                  : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-    yaml_fail(origin, n, field, "expected an integer " + range + ", got " + s);
-  }
-  return v;
-}
-
-double yaml_number(const std::string& origin, const YAML::Node& n, const std::string& field,
-                   bool strictly_positive) {
-  const std::string s = scalar_of(origin, n, field, "a number");
-  double v = 0;
-  if (!csv::parse_double(s, v)) yaml_fail(origin, n, field, "expected a number, got '" + s + "'");
-  if (v < 0 || (strictly_positive && v == 0)) {
-    yaml_fail(origin, n, field,
-              std::string("expected a ") + (strictly_positive ? "positive" : "non-negative") +
-                  " number, got " + s);
-  }
-  return v;
-}
-
-std::string yaml_string(const std::string& origin, const YAML::Node& n, const std::string& field) {
-  std::string s = scalar_of(origin, n, field, "a string");
-  if (s.empty()) yaml_fail(origin, n, field, "must not be empty");
-  return s;
-}
-
-// Unknown keys are errors: a misspelt key would otherwise silently take its default.
-void check_keys(const std::string& origin, const YAML::Node& map, const std::string& where,
-                std::initializer_list<std::string_view> known) {
-  if (!map.IsMap()) yaml_fail(origin, map, where, "expected a mapping");
-  for (const auto& kv : map) {
-    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
-    bool ok = false;
-    for (std::string_view k : known) ok = ok || k == key;
-    if (!ok) {
-      std::string list;
-      for (std::string_view k : known) {
-        if (!list.empty()) list += ", ";
-        list += k;
-      }
-      const std::string field = where.empty() ? key : where + "." + key;
-      yaml_fail(origin, kv.first, field, "unknown key (known: " + list + ")");
-    }
-  }
 }
 
 // The attributes a node description shares between the uniform and the explicit shape.
@@ -153,39 +82,6 @@ void read_links(const std::string& origin, const YAML::Node& links, ClusterBuild
     }
     b.set_link(level, link);
   }
-}
-
-// Kubernetes resource quantities: "64000m" or "64" CPUs -> milli-CPU; "262144Mi", "256Gi",
-// plain bytes, ... -> MiB. Returns false on anything else.
-bool parse_cpu_quantity(std::string_view s, int64_t& milli) {
-  if (!s.empty() && s.back() == 'm') return csv::parse_int(s.substr(0, s.size() - 1), milli);
-  double cores = 0;
-  if (!csv::parse_double(s, cores)) return false;
-  milli = std::llround(cores * 1000.0);
-  return true;
-}
-
-bool parse_memory_quantity(std::string_view s, int64_t& mib) {
-  struct Suffix {
-    std::string_view text;
-    double bytes;
-  };
-  static constexpr Suffix kSuffixes[] = {
-      {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
-      {"k", 1e3},     {"M", 1e6},        {"G", 1e9},           {"T", 1e12},
-  };
-  double factor = 1.0;
-  for (const Suffix& suf : kSuffixes) {
-    if (s.size() > suf.text.size() && s.substr(s.size() - suf.text.size()) == suf.text) {
-      factor = suf.bytes;
-      s.remove_suffix(suf.text.size());
-      break;
-    }
-  }
-  double v = 0;
-  if (!csv::parse_double(s, v) || v < 0) return false;
-  mib = static_cast<int64_t>(std::floor(v * factor / 1048576.0));
-  return true;
 }
 
 // Alibaba's openb_node_list_gpu_node.yaml: one Kubernetes Node object per document.

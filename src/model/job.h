@@ -30,6 +30,9 @@ struct JobSpec {
   std::string name;
   TenantId tenant = 0;
   PriorityClass priority = PriorityClass::kResearch;
+  bool priority_given = false;  // the trace named the class (else its queue's default applies)
+  // Latency SLA: the most the job may wait from submission to its first start, or kUnknown.
+  double sla_max_queueing = -1;
   double submit_time = 0;  // seconds since the start of the trace
 
   int32_t min_members = 1;  // elastic gangs run with min..max members

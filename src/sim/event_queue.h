@@ -8,7 +8,9 @@
 
 namespace tessera {
 
-enum class EventKind : uint8_t { kFinish, kTick };
+// kRequeue: a preempted job has checkpointed (its grace is over) and waits again.
+// kBegin: a job that preempted others gets their GPUs (their grace is over).
+enum class EventKind : uint8_t { kFinish, kTick, kRequeue, kBegin };
 
 struct Event {
   double time = 0;

@@ -44,8 +44,17 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   std::vector<double> jct, wait;
   const size_t nt = std::max<size_t>(w.tenants.size(), 1);
   std::vector<std::vector<double>> t_jct(nt), t_wait(nt);
-  std::vector<int64_t> reasons(4, 0);
+  std::vector<int64_t> reasons(6, 0);
   size_t finished = 0;
+  // SLA: jobs with a maximum queueing delay, and how many started within it.
+  size_t sla_jobs = 0, sla_met = 0;
+  std::vector<size_t> t_sla_jobs(nt, 0), t_sla_met(nt, 0), t_preempt(nt, 0);
+  std::vector<double> t_lost_gpu(nt, 0.0);
+  // Finish-time fairness (Themis): JCT shared / JCT isolated, where isolated is the job's
+  // reference duration on its own 1/N of the cluster (N tenants): a gang bigger than that
+  // share would run proportionally longer there.
+  std::vector<double> ftf;
+  const double slice = static_cast<double>(c.num_gpus()) / static_cast<double>(nt);
   for (JobId j = 0; j < w.jobs.size(); ++j) {
     const JobOutcome& o = r.jobs[j];
     if (o.finish < 0) continue;
@@ -56,6 +65,21 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     t_jct[t].push_back(o.finish - o.submit);
     t_wait[t].push_back(o.first_start - o.submit);
     if (o.has_first_reason) reasons[static_cast<size_t>(o.first_reason)]++;
+    const JobSpec& spec = w.jobs[j];
+    if (spec.sla_max_queueing >= 0) {
+      const bool met = o.first_start - o.submit <= spec.sla_max_queueing;
+      ++sla_jobs;
+      ++t_sla_jobs[t];
+      sla_met += met;
+      t_sla_met[t] += met;
+    }
+    const double gpus = static_cast<double>(spec.gpu_milli_per_gang(spec.min_members)) / 1000.0;
+    const double isolated = spec.work_seconds * std::max(1.0, slice > 0 ? gpus / slice : 1.0);
+    if (isolated > 0) ftf.push_back((o.finish - o.submit) / isolated);
+  }
+  for (JobId j = 0; j < w.jobs.size(); ++j) {
+    t_preempt[w.jobs[j].tenant] += static_cast<size_t>(r.jobs[j].preemptions);
+    t_lost_gpu[w.jobs[j].tenant] += r.jobs[j].lost_gpu_seconds;
   }
   const double makespan = r.last_finish - r.first_submit;
   const double capacity = static_cast<double>(c.num_gpus()) * makespan;
@@ -80,11 +104,23 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
         w.tenants.size() <= 1 ? nlohmann::ordered_json(1.0) : nlohmann::ordered_json();
   }
   fairness["jain_seconds"] = r.jain_time;
+  const Summary f = summarize(ftf);
+  fairness["finish_time_fairness"] = {
+      {"mean", f.mean}, {"max", ftf.empty() ? 0.0 : *std::max_element(ftf.begin(), ftf.end())}};
   j["fairness"] = fairness;
+  j["sla"] = {{"jobs", sla_jobs},
+              {"met", sla_met},
+              {"satisfaction", sla_jobs > 0
+                                   ? nlohmann::ordered_json(static_cast<double>(sla_met) / sla_jobs)
+                                   : nlohmann::ordered_json()}};
   j["preemptions"] = r.preemptions;
-  double lost = 0;
-  for (const JobOutcome& o : r.jobs) lost += o.lost_work_seconds;
+  double lost = 0, lost_gpu = 0;
+  for (const JobOutcome& o : r.jobs) {
+    lost += o.lost_work_seconds;
+    lost_gpu += o.lost_gpu_seconds;
+  }
   j["lost_work_seconds"] = lost;
+  j["lost_gpu_hours"] = lost_gpu / 3600.0;
   nlohmann::ordered_json why;
   for (size_t k = 0; k < reasons.size(); ++k)
     why[to_string(static_cast<PendingCode>(k))] = reasons[k];
@@ -96,9 +132,28 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     pt["jct"] = to_json(summarize(t_jct[t]));
     pt["queueing_delay"] = to_json(summarize(t_wait[t]));
     pt["gpu_hours"] = r.tenants[t].gpu_seconds / 3600.0;
+    pt["preemptions"] = t_preempt[t];
+    pt["lost_gpu_hours"] = t_lost_gpu[t] / 3600.0;
+    if (t_sla_jobs[t] > 0) {
+      pt["sla"] = {{"jobs", t_sla_jobs[t]},
+                   {"met", t_sla_met[t]},
+                   {"satisfaction", static_cast<double>(t_sla_met[t]) / t_sla_jobs[t]}};
+    }
     per[w.tenants.name(t)] = pt;
   }
   j["per_tenant"] = per;
+  if (!r.series.queues.empty()) {
+    // Mean GPUs held and entitled per leaf queue, per bucket of `interval_s`.
+    nlohmann::ordered_json series;
+    series["start"] = r.series.start;
+    series["interval_s"] = r.series.interval;
+    nlohmann::ordered_json queues;
+    for (size_t i = 0; i < r.series.queues.size(); ++i) {
+      queues[r.series.queues[i]] = {{"gpus", r.series.gpus[i]}, {"entitled", r.series.entitled[i]}};
+    }
+    series["queues"] = queues;
+    j["share_series"] = series;
+  }
   j["sim"] = {{"cycles", r.cycles}, {"events", r.events}};
   return j;
 }
@@ -122,10 +177,12 @@ std::string format_summary(const nlohmann::ordered_json& j) {
                      h(j["makespan"].get<double>()), 100 * j["gpu_allocation"].get<double>(),
                      100 * j["effective_utilisation"].get<double>());
   const auto& jain = j["fairness"]["jain"];
-  out +=
-      fmt::format("fairness (Jain) {}   preemptions {}\n",
-                  jain.is_null() ? std::string("n/a") : fmt::format("{:.3f}", jain.get<double>()),
-                  j["preemptions"].get<uint64_t>());
+  const auto& sla = j["sla"]["satisfaction"];
+  out += fmt::format(
+      "fairness (Jain) {}   SLA met {}   preemptions {}   lost {:.1f} GPU-h\n",
+      jain.is_null() ? std::string("n/a") : fmt::format("{:.3f}", jain.get<double>()),
+      sla.is_null() ? std::string("n/a") : fmt::format("{:.1f} %", 100 * sla.get<double>()),
+      j["preemptions"].get<uint64_t>(), j["lost_gpu_hours"].get<double>());
   if (j["per_tenant"].size() > 1) {
     out += fmt::format("{:<20}{:>8}{:>14}{:>16}\n", "tenant", "jobs", "mean JCT h", "mean wait h");
     for (const auto& [name, t] : j["per_tenant"].items()) {

@@ -8,13 +8,29 @@
 
 #include "engine/admission.h"
 #include "engine/cycle.h"
+#include "engine/fair_share.h"
 #include "sim/event_queue.h"
 
 namespace tessera {
 
 namespace {
 
-enum class Phase : uint8_t { kFuture, kPending, kRunning, kDone };
+// kCheckpointing: preempted, writing its checkpoint during the grace; neither pending nor
+// holding GPUs.
+enum class Phase : uint8_t { kFuture, kPending, kRunning, kCheckpointing, kDone };
+
+// The tree the simulation uses: the caller's, or one equal queue per tenant.
+const QueueTree& tree_for(const Workload& w, const SimOptions& o, std::unique_ptr<QueueTree>& own) {
+  if (o.queues != nullptr) {
+    if (o.queues->bound_tenants() < w.tenants.size()) {
+      throw std::invalid_argument(
+          "simulate: the queue tree is not bound to the workload's tenants");
+    }
+    return *o.queues;
+  }
+  own = std::make_unique<QueueTree>(QueueTree::flat(w.tenants));
+  return *own;
+}
 
 struct JobState {
   Phase phase = Phase::kFuture;
@@ -27,18 +43,27 @@ struct JobState {
   uint32_t generation = 0;
   uint32_t slot = 0;  // index in running_ while running
   Allocation alloc;
+  bool begun = false;  // running and past its victims' grace (holds its GPUs in the metrics)
+  // While checkpointing after a preemption: what it still holds in the metrics.
+  double grace_gpus = 0;
+  Amounts grace_amounts = kZeroAmounts;
 };
 
 class Simulation {
  public:
   Simulation(const Workload& w, const Cluster& c, const Policy& p, const ExecutionModel& m,
              const SimOptions& o)
-      : w_(w), c_(c), policy_(p), model_(m), opt_(o), state_(c), jobs_(w.jobs.size()) {
+      : w_(w),
+        c_(c),
+        policy_(p),
+        model_(m),
+        opt_(o),
+        state_(c),
+        jobs_(w.jobs.size()),
+        tree_(tree_for(w, o, own_tree_)),
+        fair_(tree_, c, w, o.series_interval, w.jobs.empty() ? 0.0 : w.jobs.front().submit_time) {
     result_.jobs.resize(w.jobs.size());
     result_.tenants.resize(std::max<size_t>(w.tenants.size(), 1));
-    tenant_alloc_.assign(result_.tenants.size(), 0);
-    tenant_active_.assign(result_.tenants.size(), 0);
-    tenants_in_workload_.assign(result_.tenants.size(), false);
     for (JobId j = 0; j < w.jobs.size(); ++j) {
       const JobSpec& s = w.jobs[j];
       if (auto why = infeasible_reason(c, s)) {
@@ -49,12 +74,10 @@ class Simulation {
       }
       jobs_[j].remaining = s.work_seconds;
       result_.jobs[j].submit = s.submit_time;
-      tenants_in_workload_[s.tenant] = true;
       if (j > 0 && s.submit_time < w.jobs[j - 1].submit_time) {
         throw std::invalid_argument("workload is not sorted by submit time");
       }
     }
-    for (bool b : tenants_in_workload_) num_tenants_ += b;
   }
 
   SimResult run() {
@@ -75,6 +98,13 @@ class Simulation {
           if (jobs_[e.job].phase == Phase::kRunning && jobs_[e.job].generation == e.generation) {
             finish(e.job);
             changed = true;
+          }
+        } else if (e.kind == EventKind::kRequeue) {
+          if (jobs_[e.job].generation == e.generation) requeue(e.job);
+          changed = true;
+        } else if (e.kind == EventKind::kBegin) {
+          if (jobs_[e.job].phase == Phase::kRunning && jobs_[e.job].generation == e.generation) {
+            begin(e.job);
           }
         } else {
           tick_pending_ = false;
@@ -97,33 +127,16 @@ class Simulation {
       throw std::logic_error(fmt::format("{} jobs never started", pending_.size()));
     }
     result_.last_finish = now_;
+    result_.jain_integral = fair_.jain_integral();
+    result_.jain_time = fair_.jain_time();
+    result_.series = fair_.series();
     return result_;
   }
 
  private:
   // Integrates time-weighted metrics over [now_, t).
   void advance_to(double t) {
-    const double dt = t - now_;
-    if (dt > 0 && num_tenants_ > 1) {
-      bool all_active = true;
-      for (size_t i = 0; i < tenant_active_.size(); ++i) {
-        if (tenants_in_workload_[i] && tenant_active_[i] == 0) all_active = false;
-      }
-      if (all_active) {
-        // Equal weights: every tenant is entitled to capacity / n, so received/entitled is
-        // proportional to allocation and Jain's index needs only the allocations.
-        double sum = 0, sq = 0;
-        for (size_t i = 0; i < tenant_alloc_.size(); ++i) {
-          if (!tenants_in_workload_[i]) continue;
-          const double x = static_cast<double>(tenant_alloc_[i]);
-          sum += x;
-          sq += x * x;
-        }
-        const double jain = sq > 0 ? sum * sum / (static_cast<double>(num_tenants_) * sq) : 1.0;
-        result_.jain_integral += jain * dt;
-        result_.jain_time += dt;
-      }
-    }
+    fair_.advance(now_, t);
     if (t > now_) now_ = t;
   }
 
@@ -138,7 +151,9 @@ class Simulation {
     js.phase = Phase::kPending;
     js.queued_since = now_;
     add_pending(j);
-    tenant_active_[w_.jobs[j].tenant]++;
+    const JobSpec& s = w_.jobs[j];
+    fair_.job_arrived(s.tenant);
+    fair_.add_demand(s, amounts_of(s, s.min_members), +1);
     write_event("submit", j);
   }
 
@@ -161,23 +176,33 @@ class Simulation {
   // Returns the reference-seconds of work done in this run.
   double account_run(JobId j) {
     JobState& js = jobs_[j];
-    const double elapsed = now_ - js.run_start;
+    // A run that has not begun (waiting for its victims' grace) has held nothing yet.
+    const double elapsed = std::max(0.0, now_ - js.run_start);
     const double gpus = run_gpus(js);
     const double productive = std::max(0.0, elapsed - js.restart_cost);
     JobOutcome& o = result_.jobs[j];
-    o.gpu_seconds += gpus * elapsed;
     o.effective_gpu_seconds += gpus * productive * std::min(1.0, js.speed);
-    result_.allocated_gpu_seconds += gpus * elapsed;
     result_.effective_gpu_seconds += gpus * productive * std::min(1.0, js.speed);
-    result_.tenants[w_.jobs[j].tenant].gpu_seconds += gpus * elapsed;
+    account_held(j, gpus * elapsed);
     js.attained += gpus * elapsed;
     return productive * js.speed;
   }
 
-  void stop_run(JobId j) {
+  void account_held(JobId j, double gpu_seconds) {
+    result_.jobs[j].gpu_seconds += gpu_seconds;
+    result_.allocated_gpu_seconds += gpu_seconds;
+    result_.tenants[w_.jobs[j].tenant].gpu_seconds += gpu_seconds;
+  }
+
+  // Takes j off the ledger and the running list. Its usage as the fairness metrics see it
+  // ends here too unless `keep_usage` (a victim holds its GPUs while it checkpoints).
+  void stop_run(JobId j, bool keep_usage) {
     JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
     state_.release(js.alloc);
-    tenant_alloc_[w_.jobs[j].tenant] -= js.alloc.gpu_milli();
+    const Amounts held = amounts_of(js.alloc);
+    if (js.begun && !keep_usage) fair_.add_usage(s.tenant, held, -1);
+    fair_.add_demand(s, held, -1);
     remove_from(running_, j);
     js.alloc = Allocation{};
     js.generation++;
@@ -185,14 +210,18 @@ class Simulation {
 
   void finish(JobId j) {
     account_run(j);
-    stop_run(j);
+    stop_run(j, false);
     jobs_[j].phase = Phase::kDone;
     jobs_[j].remaining = 0;
     result_.jobs[j].finish = now_;
-    tenant_active_[w_.jobs[j].tenant]--;
+    fair_.job_done(w_.jobs[j].tenant);
     write_event("finish", j);
   }
 
+  // The victim stops now and loses what its checkpoints do not cover. Its GPUs go to the job
+  // that preempted it at once on the ledger (so no other job takes them), but the victim holds
+  // them for the checkpoint grace in the metrics (allocation, fair shares), and the other job
+  // begins only then.
   void preempt(JobId j) {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
@@ -205,32 +234,72 @@ class Simulation {
     }
     js.remaining = std::max(0.0, js.remaining - kept);
     result_.jobs[j].lost_work_seconds += done - kept;
+    if (js.speed > 0) result_.jobs[j].lost_gpu_seconds += (done - kept) / js.speed * run_gpus(js);
     result_.jobs[j].preemptions++;
     result_.preemptions++;
-    stop_run(j);
+    const bool was_begun = js.begun;
+    js.grace_gpus = was_begun ? run_gpus(js) : 0.0;
+    js.grace_amounts = was_begun ? amounts_of(js.alloc) : kZeroAmounts;
+    stop_run(j, /*keep_usage=*/true);
+    fair_.add_demand(s, amounts_of(s, s.min_members), +1);  // it wants to run again
+    // The event log shows the GPUs released now, when the ledger releases them, so that no
+    // reader sees them over-committed whatever happens during the grace.
+    if (was_begun) write_event("preempt", j);
+    js.phase = Phase::kCheckpointing;
+    if (opt_.checkpoint_grace > 0) {
+      events_.push(now_ + opt_.checkpoint_grace, EventKind::kRequeue, j, js.generation);
+    } else {
+      requeue(j);
+    }
+  }
+
+  // The victim's checkpoint is written: it lets go of its GPUs and waits again.
+  void requeue(JobId j) {
+    JobState& js = jobs_[j];
+    if (js.phase != Phase::kCheckpointing) return;
+    if (js.begun) {
+      account_held(j, js.grace_gpus * opt_.checkpoint_grace);
+      fair_.add_usage(w_.jobs[j].tenant, js.grace_amounts, -1);
+    }
+    js.begun = false;
     js.phase = Phase::kPending;
     js.queued_since = now_;
     add_pending(j);
-    write_event("preempt", j);
   }
 
-  void start(JobId j, Allocation alloc) {
+  // Puts j on the ledger now. It begins (holds the GPUs in the metrics and the event log, and
+  // starts its restart) after `delay`: the checkpoint grace of the jobs it preempted.
+  void start(JobId j, Allocation alloc, double delay) {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     state_.allocate(alloc);
-    tenant_alloc_[s.tenant] += alloc.gpu_milli();
+    fair_.add_demand(s, amounts_of(s, s.min_members), -1);
+    fair_.add_demand(s, amounts_of(alloc), +1);
     js.alloc = std::move(alloc);
     js.phase = Phase::kRunning;
-    js.run_start = now_;
+    js.begun = false;
+    js.run_start = now_ + delay;
     js.restart_cost = s.restart_cost;
     js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_);
     if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
     js.slot = static_cast<uint32_t>(running_.size());
     running_.push_back(j);
+    events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
+                 js.generation);
+    if (delay > 0) {
+      events_.push(js.run_start, EventKind::kBegin, j, js.generation);
+    } else {
+      begin(j);
+    }
+  }
+
+  void begin(JobId j) {
+    JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
+    js.begun = true;
+    fair_.add_usage(s.tenant, amounts_of(js.alloc), +1);
     JobOutcome& o = result_.jobs[j];
     if (o.first_start < 0) o.first_start = now_;
-    events_.push(now_ + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
-                 js.generation);
     if (opt_.events != nullptr) {
       std::string gpus;
       for (const GpuShare& sh : js.alloc.shares) {
@@ -260,7 +329,7 @@ class Simulation {
       r.spec = &s;
       r.alloc = &js.alloc;
       r.start_time = js.run_start;
-      r.attained_gpu_seconds = js.attained + run_gpus(js) * (now_ - js.run_start);
+      r.attained_gpu_seconds = js.attained + run_gpus(js) * std::max(0.0, now_ - js.run_start);
       // What the scheduler may believe: the estimate, scaled by the work already done.
       if (s.duration_estimate >= 0) {
         const double frac_left = js.remaining / s.work_seconds;
@@ -275,6 +344,8 @@ class Simulation {
     snap.state = &state_;
     snap.pending = snap_pending_;
     snap.running = snap_running_;
+    snap.queues = &tree_;
+    snap.decayed_usage = fair_.decayed_usage();
     Decisions d = schedule_cycle(snap, policy_);
     for (const PendingReason& r : d.pending) {
       JobOutcome& o = result_.jobs[r.job];
@@ -283,8 +354,16 @@ class Simulation {
         o.first_reason = r.code;
       }
     }
-    for (const Preemption& p : d.preemptions) preempt(p.job);
-    for (Start& s : d.starts) start(s.job, std::move(s.alloc));
+    preemptors_.clear();
+    for (const Preemption& p : d.preemptions) {
+      preempt(p.job);
+      preemptors_.push_back(p.for_job);
+    }
+    for (Start& s : d.starts) {
+      const bool waits =
+          std::find(preemptors_.begin(), preemptors_.end(), s.job) != preemptors_.end();
+      start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0);
+    }
     // One pass drops every job that started (keeping the rest in arrival order).
     if (!d.starts.empty()) {
       std::erase_if(pending_, [&](JobId j) { return jobs_[j].phase != Phase::kPending; });
@@ -301,10 +380,10 @@ class Simulation {
   std::vector<JobId> pending_, running_;
   std::vector<PendingJob> snap_pending_;
   std::vector<RunningJob> snap_running_;
-  std::vector<int64_t> tenant_alloc_;
-  std::vector<int32_t> tenant_active_;
-  std::vector<bool> tenants_in_workload_;
-  int num_tenants_ = 0;
+  std::vector<JobId> preemptors_;  // jobs that preempted others in this cycle
+  std::unique_ptr<QueueTree> own_tree_;
+  const QueueTree& tree_;
+  FairnessTracker fair_;
   EventQueue events_;
   bool tick_pending_ = false;
   double now_ = 0;

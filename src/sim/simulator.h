@@ -10,7 +10,9 @@
 #include "engine/policy.h"
 #include "model/cluster.h"
 #include "model/job.h"
+#include "model/queue_tree.h"
 #include "sim/execution_model.h"
+#include "sim/fairness_tracker.h"
 
 namespace tessera {
 
@@ -18,6 +20,15 @@ struct SimOptions {
   // Orders whose ranking changes with time (las) are re-evaluated this often while work waits.
   double tick_seconds = 60;
   std::ostream* events = nullptr;  // JSON-lines event log, or none
+  // The queue tree, bound to the workload's tenants; null: one equal queue per tenant.
+  const QueueTree* queues = nullptr;
+  // A preempted job is asked to checkpoint: it stops at once, but its GPUs reach the job that
+  // preempted it only after this long (that job starts then), and it waits again only after
+  // its checkpoint is written. Jobs that checkpoint on request (checkpoint_interval 0) lose
+  // nothing; others lose the work since their last periodic checkpoint.
+  double checkpoint_grace = 30;
+  // Buckets of the share-vs-entitlement time series; <= 0: none.
+  double series_interval = 3600;
 };
 
 struct JobOutcome {
@@ -28,6 +39,7 @@ struct JobOutcome {
   double gpu_seconds = 0;            // allocated GPU time (whole-GPU equivalents x seconds)
   double effective_gpu_seconds = 0;  // allocated time weighted by the progress rate achieved
   double lost_work_seconds = 0;      // reference-seconds of work lost to preemption
+  double lost_gpu_seconds = 0;       // GPU-seconds of allocated time whose work was lost
   bool has_first_reason = false;
   PendingCode first_reason = PendingCode::kInsufficientGpus;
 };
@@ -43,10 +55,11 @@ struct SimResult {
   double last_finish = 0;
   double allocated_gpu_seconds = 0;
   double effective_gpu_seconds = 0;
-  // Jain's index over tenants of received/entitled share, integrated over the time every
-  // tenant had demand, and that time.
+  // Jain's index over leaf queues of received/entitled share, integrated over the time every
+  // queue with jobs had demand, and that time.
   double jain_integral = 0;
   double jain_time = 0;
+  ShareSeries series;
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;

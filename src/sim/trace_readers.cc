@@ -352,7 +352,8 @@ constexpr std::string_view kJsonlKeys[] = {"name",
                                            "model",
                                            "batch_size",
                                            "checkpoint_interval",
-                                           "restart_cost"};
+                                           "restart_cost",
+                                           "sla"};
 
 class JsonlLine {
  public:
@@ -444,7 +445,9 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
             "priority",
             "expected best-effort, research, production or inference-critical, got '" + p + "'");
       }
+      j.priority_given = true;
     }
+    j.sla_max_queueing = in.number("sla", kUnknown, 0);
     if (!in.has("submit")) in.fail("submit", "missing");
     j.submit_time = in.number("submit", 0, 0);
     if (in.has("members")) {
@@ -624,6 +627,7 @@ void write_jsonl(const Workload& w, std::ostream& out, const GpuTypeTable* gpu_t
     if (j.batch_size != 0) o["batch_size"] = j.batch_size;
     if (j.checkpoint_interval != 0) o["checkpoint_interval"] = j.checkpoint_interval;
     if (j.restart_cost != 0) o["restart_cost"] = j.restart_cost;
+    if (j.sla_max_queueing >= 0) o["sla"] = j.sla_max_queueing;
     out << o.dump() << '\n';
   }
 }

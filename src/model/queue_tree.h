@@ -1,0 +1,163 @@
+// The tree of tenant queues: who is entitled to what. Leaves hold jobs (a workload's tenants
+// bind to leaves by name); inner queues group teams. Every queue has a weight (its share of
+// what its parent gets beyond guarantees), a guaranteed quota, and a limit (guarantee plus
+// borrowing limit: the most it may hold).
+//
+// YAML (load_queue_tree):
+//   fairness:                      # optional
+//     half_life: 24h               # decayed-usage half-life (s, m, h, d suffixes); 0 = off
+//     long_term_weight: 0.5        # 0..1: how much decayed usage counts against instant usage
+//   preemption:                    # optional
+//     checkpoint_grace: 30s        # a victim is asked to checkpoint; its GPUs free after this
+//   queues:
+//     - name: research
+//       weight: 2                  # > 0, default 1
+//       guarantee: {gpus: 16, cpu: 64, memory: 256Gi, gpu_types: {A100-80G: 8}}
+//       borrow_limit: {gpus: 16}   # most it may hold beyond its guarantee; absent = no limit
+//       priority_classes: [research, best-effort]   # absent = all classes
+//       default_priority_class: research            # for jobs whose trace names none
+//       default_sla: 10m           # max queueing delay for its jobs that name none
+//       queues: [...]              # children (a queue with children holds no jobs)
+//
+// Invariants after loading (finish() checks them, naming the queue and field):
+//  - queue 0 is the root; every other queue's parent precedes it (parents before children);
+//  - sibling names are unique and contain no '/';
+//  - limit >= guarantee on every dimension;
+//  - a parent's guarantee is at least the sum of its children's (a parent that names none
+//    takes that sum), per dimension and per GPU type.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/cluster.h"
+#include "model/ids.h"
+#include "model/job.h"
+
+namespace tessera {
+
+using QueueId = uint32_t;  // index into QueueTree::queues(); 0 is the root
+inline constexpr QueueId kRootQueue = 0;
+
+// The dimensions a quota speaks about. GPUs count all types together (milli-GPU); per-type
+// guarantees and limits refine them (QueueSpec::by_type).
+enum Dim : uint8_t { kGpuDim = 0, kCpuDim = 1, kMemDim = 2 };
+inline constexpr size_t kNumDims = 3;
+using Amounts = std::array<int64_t, kNumDims>;  // milli-GPU, milli-CPU, MiB
+// A limit that never binds; small enough that adding two of them cannot overflow.
+inline constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
+inline constexpr Amounts kZeroAmounts{0, 0, 0};
+inline constexpr Amounts kUnlimitedAmounts{kUnlimited, kUnlimited, kUnlimited};
+
+inline Amounts operator+(Amounts a, const Amounts& b) {
+  for (size_t d = 0; d < kNumDims; ++d) a[d] += b[d];
+  return a;
+}
+inline Amounts operator-(Amounts a, const Amounts& b) {
+  for (size_t d = 0; d < kNumDims; ++d) a[d] -= b[d];
+  return a;
+}
+inline bool all_le(const Amounts& a, const Amounts& b) {
+  for (size_t d = 0; d < kNumDims; ++d) {
+    if (a[d] > b[d]) return false;
+  }
+  return true;
+}
+
+// What one member-set of a job asks for, in quota dimensions.
+inline Amounts amounts_of(const JobSpec& job, int32_t members) {
+  return Amounts{job.gpu_milli_per_gang(members), job.demand.cpu_milli * members,
+                 job.demand.mem_mib * members};
+}
+
+struct TypeQuota {
+  GpuTypeId type = 0;
+  int64_t guarantee_milli = 0;
+  int64_t limit_milli = kUnlimited;
+};
+
+// Bit per PriorityClass (1 << value).
+using ClassMask = uint8_t;
+inline constexpr ClassMask kAllClasses = 0x0f;
+inline constexpr ClassMask class_bit(PriorityClass p) {
+  return static_cast<ClassMask>(1u << static_cast<unsigned>(p));
+}
+
+struct QueueSpec {
+  std::string name;  // "" for the root
+  std::string path;  // "research/nlp"; "" for the root
+  QueueId parent = kNoId;
+  std::vector<QueueId> children;
+  uint32_t depth = 0;  // root 0
+  double weight = 1;
+  Amounts guarantee = kZeroAmounts;
+  Amounts limit = kUnlimitedAmounts;  // guarantee + borrowing limit
+  std::vector<TypeQuota> by_type;     // sorted by type; types not listed: no refinement
+  ClassMask allowed_classes = kAllClasses;
+  bool has_default_class = false;
+  PriorityClass default_class = PriorityClass::kResearch;
+  double default_sla_seconds = kUnknown;  // max queueing delay; kUnknown = none
+  std::string source;                     // "file:line" of its definition
+
+  bool leaf() const { return children.empty(); }
+};
+
+struct FairnessSettings {
+  double half_life_seconds = 0;          // decayed-usage half-life; 0 = long-term fairness off
+  double long_term_weight = 0;           // 0..1; defaults to 0.5 when a half-life is set
+  double checkpoint_grace_seconds = -1;  // < 0: not set (the caller's default applies)
+};
+
+class QueueTree {
+ public:
+  // One leaf per tenant of `tenants`, weight 1, no guarantees, no limits, all classes.
+  static QueueTree flat(const Interner& tenants);
+  // One leaf per name in `names`, in order (tests, generated experiments).
+  static QueueTree flat(const std::vector<std::string>& names,
+                        const std::vector<double>& weights = {});
+
+  const std::vector<QueueSpec>& queues() const { return queues_; }
+  const QueueSpec& queue(QueueId q) const { return queues_[q]; }
+  size_t size() const { return queues_.size(); }
+  const FairnessSettings& settings() const { return settings_; }
+  FairnessSettings& settings() { return settings_; }
+
+  // Binds tenant ids to leaves: a tenant named "nlp" or "research/nlp" binds to that leaf.
+  // Throws InputError naming the tenant (and `where`, e.g. the workload file) if a tenant
+  // names no leaf or an ambiguous one.
+  void bind(const Interner& tenants, const std::string& where);
+  // The leaf of tenant t; kNoId if unbound.
+  QueueId leaf_of(TenantId t) const {
+    return t < leaf_of_tenant_.size() ? leaf_of_tenant_[t] : kNoId;
+  }
+  size_t bound_tenants() const { return leaf_of_tenant_.size(); }
+
+  // Checks the tree against a cluster: guarantees (top-level sums, per GPU type) must fit its
+  // capacity. Throws InputError naming the queue and the resource.
+  void validate_against(const Cluster& c) const;
+
+  // Building (readers and tests): add a queue under `parent`; returns its id. Call finish()
+  // once every queue is added: it derives inner guarantees and checks the invariants above.
+  QueueId add(QueueId parent, QueueSpec spec);
+  void finish();
+
+ private:
+  std::vector<QueueSpec> queues_{QueueSpec{}};
+  std::vector<QueueId> leaf_of_tenant_;  // by TenantId
+  FairnessSettings settings_;
+};
+
+// Reads the YAML format above. Throws InputError naming the file, line and field.
+QueueTree load_queue_tree(const std::string& path);
+QueueTree parse_queue_tree_yaml(std::string_view text, const std::string& origin);
+
+// Gives jobs of `w` whose trace named no priority class or SLA their queue's defaults, and
+// rejects (InputError naming the job's source) a job whose class its queue does not allow.
+// `tree` must be bound to w.tenants.
+void apply_queue_defaults(const QueueTree& tree, Workload& w);
+
+}  // namespace tessera

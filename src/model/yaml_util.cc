@@ -1,0 +1,117 @@
+#include "model/yaml_util.h"
+
+#include <cmath>
+#include <limits>
+
+#include "model/csv.h"
+#include "model/input_error.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+}  // namespace
+
+size_t line_of(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : static_cast<size_t>(m.line) + 1;
+}
+
+[[noreturn]] void yaml_fail(const std::string& origin, const YAML::Node& n,
+                            const std::string& field, const std::string& msg) {
+  throw InputError(input_error_message(origin, line_of(n), field, msg));
+}
+
+std::string scalar_of(const std::string& origin, const YAML::Node& n, const std::string& field,
+                      const char* what) {
+  if (!n.IsScalar()) yaml_fail(origin, n, field, std::string("expected ") + what);
+  return n.Scalar();
+}
+
+int64_t yaml_int(const std::string& origin, const YAML::Node& n, const std::string& field,
+                 int64_t min, int64_t max) {
+  const std::string s = scalar_of(origin, n, field, "an integer");
+  int64_t v = 0;
+  if (!csv::parse_int(s, v)) yaml_fail(origin, n, field, "expected an integer, got '" + s + "'");
+  if (v < min || v > max) {
+    const std::string range = max == kInt64Max
+                                  ? ">= " + std::to_string(min)
+                                  : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    yaml_fail(origin, n, field, "expected an integer " + range + ", got " + s);
+  }
+  return v;
+}
+
+double yaml_number(const std::string& origin, const YAML::Node& n, const std::string& field,
+                   bool strictly_positive) {
+  const std::string s = scalar_of(origin, n, field, "a number");
+  double v = 0;
+  if (!csv::parse_double(s, v)) yaml_fail(origin, n, field, "expected a number, got '" + s + "'");
+  if (v < 0 || (strictly_positive && v == 0)) {
+    yaml_fail(origin, n, field,
+              std::string("expected a ") + (strictly_positive ? "positive" : "non-negative") +
+                  " number, got " + s);
+  }
+  return v;
+}
+
+std::string yaml_string(const std::string& origin, const YAML::Node& n, const std::string& field) {
+  std::string s = scalar_of(origin, n, field, "a string");
+  if (s.empty()) yaml_fail(origin, n, field, "must not be empty");
+  return s;
+}
+
+// Unknown keys are errors: a misspelt key would otherwise silently take its default.
+void check_keys(const std::string& origin, const YAML::Node& map, const std::string& where,
+                std::initializer_list<std::string_view> known) {
+  if (!map.IsMap()) yaml_fail(origin, map, where, "expected a mapping");
+  for (const auto& kv : map) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || k == key;
+    if (!ok) {
+      std::string list;
+      for (std::string_view k : known) {
+        if (!list.empty()) list += ", ";
+        list += k;
+      }
+      const std::string field = where.empty() ? key : where + "." + key;
+      yaml_fail(origin, kv.first, field, "unknown key (known: " + list + ")");
+    }
+  }
+}
+
+bool parse_cpu_quantity(std::string_view s, int64_t& milli) {
+  if (!s.empty() && s.back() == 'm') return csv::parse_int(s.substr(0, s.size() - 1), milli);
+  double cores = 0;
+  if (!csv::parse_double(s, cores)) return false;
+  milli = std::llround(cores * 1000.0);
+  return true;
+}
+
+bool parse_memory_quantity(std::string_view s, int64_t& mib) {
+  struct Suffix {
+    std::string_view text;
+    double bytes;
+  };
+  static constexpr Suffix kSuffixes[] = {
+      {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+      {"k", 1e3},     {"M", 1e6},        {"G", 1e9},           {"T", 1e12},
+  };
+  double factor = 1.0;
+  for (const Suffix& suf : kSuffixes) {
+    if (s.size() > suf.text.size() && s.substr(s.size() - suf.text.size()) == suf.text) {
+      factor = suf.bytes;
+      s.remove_suffix(suf.text.size());
+      break;
+    }
+  }
+  double v = 0;
+  if (!csv::parse_double(s, v) || v < 0) return false;
+  mib = static_cast<int64_t>(std::floor(v * factor / 1048576.0));
+  return true;
+}
+
+}  // namespace tessera

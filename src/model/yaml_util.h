@@ -1,0 +1,44 @@
+// Helpers the YAML readers share (cluster descriptions, queue trees). Every failure is an
+// InputError naming the file, the line of the offending node and the field.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+
+// 1-based line of a node, or 0 when yaml-cpp knows none.
+size_t line_of(const YAML::Node& n);
+
+[[noreturn]] void yaml_fail(const std::string& origin, const YAML::Node& n,
+                            const std::string& field, const std::string& msg);
+
+// The node's scalar text; fails with "expected <what>" on a sequence or mapping.
+std::string scalar_of(const std::string& origin, const YAML::Node& n, const std::string& field,
+                      const char* what);
+
+// An integer in [min, max]; the message names the range.
+int64_t yaml_int(const std::string& origin, const YAML::Node& n, const std::string& field,
+                 int64_t min, int64_t max);
+
+// A finite number >= 0 (> 0 when strictly_positive).
+double yaml_number(const std::string& origin, const YAML::Node& n, const std::string& field,
+                   bool strictly_positive);
+
+// A non-empty string.
+std::string yaml_string(const std::string& origin, const YAML::Node& n, const std::string& field);
+
+// Fails unless `map` is a mapping whose keys are all in `known`; the message lists them.
+void check_keys(const std::string& origin, const YAML::Node& map, const std::string& where,
+                std::initializer_list<std::string_view> known);
+
+// Kubernetes resource quantities: "64000m" or "64" CPUs -> milli-CPU; "262144Mi", "256Gi",
+// plain bytes, ... -> MiB. Return false on anything else.
+bool parse_cpu_quantity(std::string_view s, int64_t& milli);
+bool parse_memory_quantity(std::string_view s, int64_t& mib);
+
+}  // namespace tessera

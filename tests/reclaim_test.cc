@@ -1,0 +1,310 @@
+// Queue-aware scheduling in one cycle: quotas, reclaim of borrowed GPUs, priority classes
+// across queues, and invariants every queue order keeps under a queue tree.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/cycle.h"
+#include "engine/fair_share.h"
+#include "engine/placement.h"
+#include "engine/rng.h"
+#include "test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::gang;
+using testing::whole_gpus;
+using testing::World;
+
+QueueSpec queue(const std::string& name, double weight = 1, int64_t guarantee_gpus = 0,
+                int64_t limit_gpus = -1) {
+  QueueSpec s;
+  s.name = name;
+  s.weight = weight;
+  s.guarantee[kGpuDim] = guarantee_gpus * kMilliPerGpu;
+  if (limit_gpus >= 0) s.limit[kGpuDim] = limit_gpus * kMilliPerGpu;
+  return s;
+}
+
+// Binds tenants 0..n-1 to the tree's leaves named in `names`.
+void bind(QueueTree& t, const std::vector<std::string>& names) {
+  Interner in;
+  for (const std::string& n : names) in.intern(n);
+  t.bind(in, "test");
+}
+
+QueueTree two_queues(int64_t a_guarantee = 0, int64_t a_limit = -1) {
+  QueueTree t;
+  t.add(kRootQueue, queue("a", 1, a_guarantee, a_limit));
+  t.add(kRootQueue, queue("b"));
+  t.finish();
+  bind(t, {"a", "b"});
+  return t;
+}
+
+const PendingReason* reason_of(const Decisions& d, JobId id) {
+  for (const PendingReason& r : d.pending) {
+    if (r.job == id) return &r;
+  }
+  return nullptr;
+}
+
+// Tenant 0 runs one 1-GPU job on every GPU of a 4 x 4 cluster.
+void fill_with_tenant_a(World& w, PriorityClass p = PriorityClass::kResearch) {
+  for (NodeId n = 0; n < 4; ++n) {
+    for (int g = 0; g < 4; ++g) {
+      w.add_running(gang("a" + std::to_string(n * 4 + g), 1, 1, 0, 0, p),
+                    whole_gpus(w.cluster, n, g, 1), /*start=*/n * 4 + g);
+    }
+  }
+}
+
+int64_t gpus_by_tenant_after(const World& w, const Decisions& d, TenantId t) {
+  int64_t milli = 0;
+  for (const RunningJob& r : w.running) {
+    bool evicted = false;
+    for (const Preemption& p : d.preemptions) evicted = evicted || p.job == r.id;
+    if (!evicted && r.spec->tenant == t) milli += r.alloc->gpu_milli();
+  }
+  for (const Start& s : d.starts) {
+    if (w.specs[s.job].tenant == t) milli += s.alloc.gpu_milli();
+  }
+  return milli / kMilliPerGpu;
+}
+
+TEST(Reclaim, AQueueUnderItsShareTakesBackExactlyItsShare) {
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t = two_queues();
+  w.queues = &t;
+  fill_with_tenant_a(w);
+  for (int i = 0; i < 16; ++i) w.add_pending(gang("b" + std::to_string(i), 1, 1, 100 + i, 1));
+  w.now = 200;
+  const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  EXPECT_EQ(d.preemptions.size(), 8u);
+  EXPECT_EQ(gpus_by_tenant_after(w, d, 0), 8);
+  EXPECT_EQ(gpus_by_tenant_after(w, d, 1), 8);
+  // The youngest of a's jobs give way (equal class, nothing lost on checkpoint).
+  for (const Preemption& p : d.preemptions) EXPECT_GE(w.specs[p.job].name.size(), 2u);
+  for (const Preemption& p : d.preemptions) {
+    EXPECT_GE(std::stoi(w.specs[p.job].name.substr(1)), 8) << w.specs[p.job].name;
+  }
+  // The first of b that waits (the rest wait behind its reservation) names fair share and
+  // its queue.
+  const PendingReason* r = reason_of(d, w.pending[8].id);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code, PendingCode::kOverFairShare);
+  EXPECT_EQ(t.queue(r->queue).name, "b");
+  EXPECT_NE(describe(*r, "", t.queue(r->queue).path).find("queue b"), std::string::npos);
+}
+
+TEST(Reclaim, FifoAndDrfNeverPreemptAcrossEqualClasses) {
+  for (const char* name : {"fifo", "drf"}) {
+    World w(make_uniform_cluster(1, 1, 4, 4));
+    QueueTree t = two_queues();
+    w.queues = &t;
+    fill_with_tenant_a(w);
+    w.add_pending(gang("b", 1, 1, 100, 1));
+    EXPECT_TRUE(schedule_cycle(w.snapshot(), make_policy(name, 1)).preemptions.empty()) << name;
+  }
+}
+
+TEST(Reclaim, GuaranteeIsReclaimedEvenAgainstEqualWeights) {
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t;
+  t.add(kRootQueue, queue("a"));
+  t.add(kRootQueue, queue("b", 1, 12));
+  t.finish();
+  bind(t, {"a", "b"});
+  w.queues = &t;
+  fill_with_tenant_a(w);
+  for (int i = 0; i < 16; ++i) w.add_pending(gang("b" + std::to_string(i), 1, 1, 100 + i, 1));
+  const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  // b: guarantee 12 + half of the remaining 4 = 14.
+  EXPECT_EQ(gpus_by_tenant_after(w, d, 1), 14);
+}
+
+TEST(Reclaim, TwoGangsLargerThanHalfTheClusterDoNotDeadlock) {
+  // Two 8-GPU gangs on 12 GPUs with equal weights (the 100-GPU gangs on 150 GPUs, scaled):
+  // the running one keeps running; the other waits whole, with a reason naming fair share.
+  World w(make_uniform_cluster(1, 1, 3, 4));
+  QueueTree t = two_queues();
+  w.queues = &t;
+  Allocation a = whole_gpus(w.cluster, 0, 0, 4);
+  const Allocation b = whole_gpus(w.cluster, 1, 0, 4);
+  a.member_node.push_back(1);
+  a.shares.insert(a.shares.end(), b.shares.begin(), b.shares.end());
+  w.add_running(gang("big-a", 2, 4, 0, 0), a);
+  const JobId big_b = w.add_pending(gang("big-b", 2, 4, 10, 1));
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    const Decisions d = schedule_cycle(w.snapshot(cycle), make_policy("fair", 1));
+    EXPECT_TRUE(d.preemptions.empty());
+    EXPECT_TRUE(d.starts.empty());
+    ASSERT_NE(reason_of(d, big_b), nullptr);
+    EXPECT_EQ(reason_of(d, big_b)->code, PendingCode::kOverFairShare);
+  }
+}
+
+TEST(Reclaim, BestEffortGoesFirstAndInferenceCriticalNeverGoes) {
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t = two_queues();
+  w.queues = &t;
+  // a holds everything: 4 inference-critical, 8 research, 4 best-effort GPUs.
+  std::map<JobId, PriorityClass> cls;
+  for (NodeId n = 0; n < 4; ++n) {
+    const PriorityClass p = n == 0   ? PriorityClass::kInferenceCritical
+                            : n == 3 ? PriorityClass::kBestEffort
+                                     : PriorityClass::kResearch;
+    for (int g = 0; g < 4; ++g) {
+      cls[w.add_running(gang("a", 1, 1, 0, 0, p), whole_gpus(w.cluster, n, g, 1), n * 4 + g)] = p;
+    }
+  }
+  for (int i = 0; i < 16; ++i) w.add_pending(gang("b", 1, 1, 100 + i, 1));
+  const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  ASSERT_EQ(d.preemptions.size(), 8u);
+  int best_effort = 0;
+  for (const Preemption& p : d.preemptions) {
+    EXPECT_NE(cls[p.job], PriorityClass::kInferenceCritical);
+    best_effort += cls[p.job] == PriorityClass::kBestEffort;
+  }
+  EXPECT_EQ(best_effort, 4);
+}
+
+TEST(Reclaim, InferenceCriticalPreemptsLowerClassesInOtherQueues) {
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t = two_queues();
+  w.queues = &t;
+  // b already holds its whole share, so it could not reclaim; its SLA class may still preempt.
+  for (NodeId n = 0; n < 4; ++n) {
+    for (int g = 0; g < 4; ++g) {
+      w.add_running(gang("x", 1, 1, 0, n < 2 ? 0 : 1), whole_gpus(w.cluster, n, g, 1), 0);
+    }
+  }
+  const JobId ic = w.add_pending(gang("ic", 1, 2, 10, 1, PriorityClass::kInferenceCritical));
+  const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  EXPECT_EQ(d.preemptions.size(), 2u);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, ic);
+}
+
+TEST(Reclaim, BestEffortDoesNotReclaim) {
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t = two_queues();
+  w.queues = &t;
+  fill_with_tenant_a(w);
+  w.add_pending(gang("be", 1, 1, 100, 1, PriorityClass::kBestEffort));
+  EXPECT_TRUE(schedule_cycle(w.snapshot(), make_policy("fair", 1)).preemptions.empty());
+}
+
+TEST(Reclaim, SiblingsReclaimFromEachOtherBeforeTheRestOfTheTree) {
+  // research (nlp, vision) and prod, equal weights on 16 GPUs: prod 8, research 8 (4 + 4).
+  // vision holds 8 and prod 8; nlp arrives: it takes back from vision, not from prod, which
+  // holds exactly its share.
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t;
+  const QueueId research = t.add(kRootQueue, queue("research"));
+  t.add(kRootQueue, queue("prod"));
+  t.add(research, queue("nlp"));
+  t.add(research, queue("vision"));
+  t.finish();
+  bind(t, {"nlp", "vision", "prod"});
+  w.queues = &t;
+  for (NodeId n = 0; n < 4; ++n) {
+    for (int g = 0; g < 4; ++g) {
+      w.add_running(gang("r", 1, 1, 0, n < 2 ? 1 : 2), whole_gpus(w.cluster, n, g, 1), 0);
+    }
+  }
+  for (int i = 0; i < 8; ++i) w.add_pending(gang("nlp", 1, 1, 10, 0));
+  const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  EXPECT_EQ(d.preemptions.size(), 4u);
+  for (const Preemption& p : d.preemptions) EXPECT_EQ(w.specs[p.job].tenant, 1u);
+  EXPECT_EQ(gpus_by_tenant_after(w, d, 2), 8);
+}
+
+TEST(Quota, AJobPastItsQueuesLimitWaitsAndOthersGoOn) {
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t = two_queues(/*guarantee=*/0, /*limit=*/4);
+  w.queues = &t;
+  w.add_running(gang("a0", 1, 3, 0, 0), whole_gpus(w.cluster, 0, 0, 3));
+  const JobId over = w.add_pending(gang("a1", 1, 2, 1, 0));
+  const JobId fits = w.add_pending(gang("a2", 1, 1, 2, 0));
+  const JobId other = w.add_pending(gang("b", 1, 4, 3, 1));
+  for (const std::string& order : queue_order_names()) {
+    const Decisions d = schedule_cycle(w.snapshot(), make_policy(order, 1));
+    ASSERT_NE(reason_of(d, over), nullptr) << order;
+    EXPECT_EQ(reason_of(d, over)->code, PendingCode::kQuotaExceeded) << order;
+    EXPECT_EQ(reason_of(d, over)->queue_bound_milli, 4000) << order;
+    EXPECT_EQ(reason_of(d, fits), nullptr) << order;
+    EXPECT_EQ(reason_of(d, other), nullptr) << order;
+  }
+}
+
+// Invariants of every queue order under a queue tree with limits, over random snapshots: no
+// queue ends above its limit, no GPU is over-committed, gangs are whole.
+class EveryOrderWithQueues : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryOrderWithQueues, KeepLimitsAndGangsWhole) {
+  QueueTree t;
+  const QueueId research = t.add(kRootQueue, queue("research", 2, 4, 10));
+  t.add(kRootQueue, queue("prod", 1, 4));
+  t.add(research, queue("nlp", 1, 0, 6));
+  t.add(research, queue("vision", 1, 2));
+  t.finish();
+  bind(t, {"nlp", "vision", "prod"});
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    World w(make_uniform_cluster(1, 2, 2, 4));
+    w.queues = &t;
+    Rng rng(seed);
+    ClusterState scratch(w.cluster);
+    // Some running jobs within limits, then a random queue.
+    for (int i = 0; i < 6; ++i) {
+      JobSpec s =
+          gang("r" + std::to_string(i), 1, 1 + static_cast<int>(rng.below(2)), 0,
+               static_cast<TenantId>(rng.below(3)), static_cast<PriorityClass>(rng.below(4)));
+      Allocation a;
+      if (!make_scorer("bestfit")->place(scratch, s, 1, rng, a)) continue;
+      w.add_running(s, a, i);
+    }
+    for (int i = 0; i < 12; ++i) {
+      JobSpec s =
+          gang("p" + std::to_string(i), 1 + static_cast<int>(rng.below(3)),
+               1 + static_cast<int>(rng.below(2)), 10 + i, static_cast<TenantId>(rng.below(3)),
+               static_cast<PriorityClass>(rng.below(4)));
+      w.add_pending(s);
+    }
+    const QueueShares before = compute_queue_shares(w.snapshot());
+    const Decisions d = schedule_cycle(w.snapshot(seed), make_policy(GetParam(), seed));
+    ClusterState s = w.state;
+    std::vector<Amounts> usage = before.usage;
+    for (const Preemption& p : d.preemptions) {
+      for (const RunningJob& r : w.running) {
+        if (r.id != p.job) continue;
+        s.release(*r.alloc);
+        for (QueueId q = t.leaf_of(r.spec->tenant); q != kNoId; q = t.queue(q).parent) {
+          usage[q] = usage[q] - amounts_of(*r.alloc);
+        }
+      }
+    }
+    for (const Start& st : d.starts) {
+      ASSERT_NO_THROW(s.allocate(st.alloc));
+      const JobSpec& spec = w.specs[st.job];
+      EXPECT_GE(st.alloc.members(), spec.min_members);
+      EXPECT_LE(st.alloc.members(), spec.max_members);
+      for (QueueId q = t.leaf_of(spec.tenant); q != kNoId; q = t.queue(q).parent) {
+        usage[q] = usage[q] + amounts_of(st.alloc);
+      }
+    }
+    for (QueueId q = 0; q < t.size(); ++q) {
+      // A queue already over its limit (not possible here) could only shrink.
+      EXPECT_TRUE(all_le(usage[q], t.queue(q).limit) || all_le(usage[q], before.usage[q]))
+          << GetParam() << " seed " << seed << " queue " << t.queue(q).path;
+    }
+    EXPECT_EQ(d.starts.size() + d.pending.size(), w.pending.size());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(QueueOrder, EveryOrderWithQueues,
+                         ::testing::ValuesIn(queue_order_names()));
+
+}  // namespace
+}  // namespace tessera
