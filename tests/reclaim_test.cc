@@ -221,6 +221,36 @@ TEST(Reclaim, SiblingsReclaimFromEachOtherBeforeTheRestOfTheTree) {
   EXPECT_EQ(gpus_by_tenant_after(w, d, 2), 8);
 }
 
+TEST(Reclaim, AGangLargerThanItsShareGetsATurnOnceStarving) {
+  // b's only job needs the whole cluster, twice its share: plain reclaim can never start it.
+  World w(make_uniform_cluster(1, 1, 4, 4));
+  QueueTree t = two_queues();
+  t.settings().starving_after_seconds = 3600;
+  w.queues = &t;
+  fill_with_tenant_a(w);
+  const JobId big = w.add_pending(gang("big", 16, 1, 0, 1));
+  w.add_pending(gang("a-more", 1, 1, 0, 0));
+  w.now = 600;
+  Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  EXPECT_TRUE(d.preemptions.empty());
+  w.now = 3600;
+  d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+  EXPECT_EQ(d.preemptions.size(), 16u);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, big);
+  EXPECT_TRUE(d.starts[0].starving);
+  // While it is protected, a (now far under its share) cannot take its turn back.
+  World after(make_uniform_cluster(1, 1, 4, 4));
+  after.queues = &t;
+  after.add_running(gang("big", 16, 1, 0, 1), d.starts[0].alloc, 3600);
+  after.running.back().reclaim_protected_until = 3600 + 1800;
+  after.add_pending(gang("a-more", 1, 1, 0, 0));
+  after.now = 4000;
+  EXPECT_TRUE(schedule_cycle(after.snapshot(), make_policy("fair", 1)).preemptions.empty());
+  after.now = 5400;
+  EXPECT_EQ(schedule_cycle(after.snapshot(), make_policy("fair", 1)).preemptions.size(), 1u);
+}
+
 TEST(Quota, AJobPastItsQueuesLimitWaitsAndOthersGoOn) {
   World w(make_uniform_cluster(1, 1, 4, 4));
   QueueTree t = two_queues(/*guarantee=*/0, /*limit=*/4);

@@ -373,9 +373,16 @@ class Cycle {
       return Kind::kPriority;
     }
     if (mine == PriorityClass::kInferenceCritical && theirs < mine) return Kind::kPriority;
-    if (may_reclaim && theirs <= mine && theirs != PriorityClass::kInferenceCritical) {
+    const RunningJob& r = snap_.running[i];
+    if (may_reclaim && theirs <= mine && theirs != PriorityClass::kInferenceCritical &&
+        snap_.now >= r.reclaim_protected_until) {
       const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
-      if (within_share_below(current_leaf_, tree_.queue(side).parent, need)) return Kind::kReclaim;
+      // A starving gang takes from queues that were borrowing when the cycle began, as much as
+      // it needs (it is larger than its share, so they may end below theirs for its turn).
+      if (starving_ ? !all_le(shares_.usage[side], shares_.entitled[side])
+                    : within_share_below(current_leaf_, tree_.queue(side).parent, need)) {
+        return Kind::kReclaim;
+      }
     }
     return Kind::kNo;
   }
@@ -397,16 +404,23 @@ class Cycle {
     }
     const Amounts need = amounts_of(job, job.min_members);
     // Whether the job's queues stay within their share is checked per victim (only the queues
-    // below the common ancestor change usage), in victim_kind.
-    const bool may_reclaim = policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
-                             all_le(live_[current_leaf_] + need, shares_.entitled[current_leaf_]);
+    // below the common ancestor change usage), in victim_kind. A starving gang (larger than
+    // its queue's whole share, waiting long) may reclaim while its queue holds less than that.
+    const FairnessSettings& fs = tree_.settings();
+    const int64_t share = shares_.entitled[current_leaf_][kGpuDim];
+    starving_ = fs.starving_after_seconds > 0 && need[kGpuDim] > share &&
+                snap_.now - pj.queued_since >= fs.starving_after_seconds &&
+                live_[current_leaf_][kGpuDim] < share;
+    const bool may_reclaim =
+        policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
+        (starving_ || all_le(live_[current_leaf_] + need, shares_.entitled[current_leaf_]));
     const bool cross_queue = may_reclaim ||
                              (policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
                               any_best_effort_running_) ||
                              job.priority == PriorityClass::kInferenceCritical;
     if (rank <= min_running_rank_ && !cross_queue) return false;  // outranks nobody
     const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
-    const PreemptKey key{shape, current_leaf_, rank, may_reclaim};
+    const PreemptKey key{shape, current_leaf_, rank, may_reclaim, starving_};
     if (preempt_failed_.contains(key)) return false;  // nothing changed since it last failed
     struct Candidate {
       int64_t rank;
@@ -455,7 +469,7 @@ class Cycle {
     for (const Candidate& c : cands) {
       if (c.kind == Kind::kReclaim) {
         const QueueId side = victim_side(current_leaf_, running_leaf_[c.index]);
-        if (all_le(live_[side], shares_.entitled[side])) continue;  // gave back its borrowing
+        if (!starving_ && all_le(live_[side], shares_.entitled[side])) continue;  // gave it back
       }
       evict(c.index, -1);
       victims.push_back(c.index);
@@ -502,6 +516,7 @@ class Cycle {
     }
     failed_.clear();  // capacity was freed: earlier failures may now fit
     record_start(pj, idx, std::move(alloc), false);
+    out_.starts.back().starving = starving_;
     return true;
   }
 
@@ -522,22 +537,25 @@ class Cycle {
     QueueId leaf;
     int64_t rank;
     bool may_reclaim;
+    bool starving;
     bool operator==(const PreemptKey&) const = default;
   };
   struct PreemptHash {
     size_t operator()(const PreemptKey& k) const {
       return ShapeHash()(k.shape) * 131 +
-             std::hash<int64_t>()(k.rank * 65599 + k.leaf * 2 + (k.may_reclaim ? 1 : 0));
+             std::hash<int64_t>()(k.rank * 65599 + k.leaf * 2 + (k.may_reclaim ? 1 : 0) +
+                                  (k.starving ? 7 : 0));
     }
   };
   std::unordered_set<PreemptKey, PreemptHash> preempt_failed_;
   bool any_best_effort_running_ = false;
   QueueShares shares_;
   const QueueTree& tree_;
-  std::vector<Amounts> live_;                       // by QueueId: usage on the scratch state
-  std::vector<std::vector<int64_t>> type_live_;     // by QueueId, then its by_type entries
-  std::vector<QueueId> running_leaf_;               // by index in snap_.running
-  QueueId current_leaf_ = kRootQueue;               // the leaf of the job being considered
+  std::vector<Amounts> live_;                    // by QueueId: usage on the scratch state
+  std::vector<std::vector<int64_t>> type_live_;  // by QueueId, then its by_type entries
+  std::vector<QueueId> running_leaf_;            // by index in snap_.running
+  QueueId current_leaf_ = kRootQueue;            // the leaf of the job being considered
+  bool starving_ = false;  // ... and whether it is a starving gang (try_preempt)
   std::vector<std::pair<double, size_t>> started_;  // (expected end, index into out_.starts)
   JobId head_ = kNoId;
   bool reservation_active_ = false;

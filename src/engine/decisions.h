@@ -44,6 +44,9 @@ struct Start {
   uint32_t pending_index = 0;  // index into Snapshot::pending
   Allocation alloc;
   bool backfilled = false;  // started ahead of a reservation
+  // Started by reclaim as a starving gang (larger than its queue's share): the caller should
+  // spare it from reclaim for the queue tree's min_runtime (RunningJob::reclaim_protected_until).
+  bool starving = false;
 };
 
 struct Preemption {

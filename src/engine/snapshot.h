@@ -24,9 +24,10 @@ struct RunningJob {
   const JobSpec* spec = nullptr;      // not owned
   const Allocation* alloc = nullptr;  // not owned
   double start_time = 0;
-  double attained_gpu_seconds = 0;  // including this run so far
-  double expected_end = kUnknown;   // from the duration estimate; kUnknown if none
-  double last_checkpoint = 0;       // time of the last checkpoint (start if none yet)
+  double attained_gpu_seconds = 0;     // including this run so far
+  double expected_end = kUnknown;      // from the duration estimate; kUnknown if none
+  double last_checkpoint = 0;          // time of the last checkpoint (start if none yet)
+  double reclaim_protected_until = 0;  // not reclaimed before this time (a starving gang's turn)
 };
 
 struct Snapshot {

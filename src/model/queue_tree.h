@@ -9,6 +9,9 @@
 //     long_term_weight: 0.5        # 0..1: how much decayed usage counts against instant usage
 //   preemption:                    # optional
 //     checkpoint_grace: 30s        # a victim is asked to checkpoint; its GPUs free after this
+//     starving_after: 1h           # a gang larger than its queue's share may reclaim after
+//                                  # waiting this long (0 = never)
+//     min_runtime: 30m             # a starving gang is not reclaimed before it ran this long
 //   queues:
 //     - name: research
 //       weight: 2                  # > 0, default 1
@@ -110,6 +113,13 @@ struct FairnessSettings {
   double half_life_seconds = 0;          // decayed-usage half-life; 0 = long-term fairness off
   double long_term_weight = 0;           // 0..1; defaults to 0.5 when a half-life is set
   double checkpoint_grace_seconds = -1;  // < 0: not set (the caller's default applies)
+  // A gang larger than what its queue is entitled to can never start by reclaim and may wait
+  // behind borrowers indefinitely: once it has waited this long (and its queue holds less than
+  // its share) it may reclaim anyway. 0: never.
+  double starving_after_seconds = 3600;
+  // Reclaim spares a starving gang that has run for less than this, so that it and the queues
+  // it took from take turns instead of thrashing.
+  double min_runtime_seconds = 1800;
 };
 
 class QueueTree {

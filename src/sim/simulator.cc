@@ -44,6 +44,7 @@ struct JobState {
   uint32_t slot = 0;  // index in running_ while running
   Allocation alloc;
   bool begun = false;  // running and past its victims' grace (holds its GPUs in the metrics)
+  double reclaim_protected_until = 0;
   // While checkpointing after a preemption: what it still holds in the metrics.
   double grace_gpus = 0;
   Amounts grace_amounts = kZeroAmounts;
@@ -336,6 +337,7 @@ class Simulation {
         r.expected_end = js.run_start + js.restart_cost + s.duration_estimate * frac_left;
       }
       r.last_checkpoint = js.run_start;
+      r.reclaim_protected_until = js.reclaim_protected_until;
       snap_running_.push_back(r);
     }
     Snapshot snap;
@@ -362,6 +364,8 @@ class Simulation {
     for (Start& s : d.starts) {
       const bool waits =
           std::find(preemptors_.begin(), preemptors_.end(), s.job) != preemptors_.end();
+      jobs_[s.job].reclaim_protected_until =
+          s.starving ? now_ + tree_.settings().min_runtime_seconds : 0.0;
       start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0);
     }
     // One pass drops every job that started (keeping the rest in arrival order).

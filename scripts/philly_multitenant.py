@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Multi-tenant fairness experiment on Philly (issue 3).
+
+Philly's virtual clusters are the tenants. For each tenant count N, the N virtual clusters
+with the most jobs in the window share one cluster sized below their average GPU demand
+(--load of it, so demand exceeds capacity). The smallest ceil(N/5) of them also serve: their
+short 1-GPU jobs (--inference-max), every k-th of them (--inference-every), are
+`inference-critical` with a maximum queueing delay (--sla seconds). Every
+policy replays the same workload; the table gives Jain's index, SLA satisfaction and mean JCT.
+
+    scripts/philly_multitenant.py --tessera build/release/src/tessera \
+        --trace ../shared/data/philly/pollux/philly.csv --out /tmp/mt
+
+Writes per N: workload.jsonl, queues.yaml, cluster.yaml and one --json per policy under --out.
+"""
+import argparse
+import concurrent.futures
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+
+def load(trace, start, days):
+    t0 = datetime.datetime.fromisoformat(start)
+    t1 = t0 + datetime.timedelta(days=days)
+    jobs = []
+    with open(trace) as f:
+        header = f.readline().strip().split(",")
+        idx = {k: i for i, k in enumerate(header)}
+        for n, line in enumerate(f, 2):
+            row = line.strip().split(",")
+            if len(row) < len(header):
+                continue
+            ts = datetime.datetime.strptime(row[idx["timestamp"]], "%Y-%m-%d %H:%M:%S")
+            if not (t0 <= ts < t1):
+                continue
+            jobs.append({"submit": (ts - t0).total_seconds(),
+                         "work": float(row[idx["duration"]]),
+                         "gpus": int(row[idx["num_gpus"]]),
+                         "vc": row[idx["cluster"]], "line": n})
+    jobs.sort(key=lambda j: (j["submit"], j["line"]))
+    return jobs
+
+
+def prepare(jobs, n, args, out):
+    counts = {}
+    for j in jobs:
+        counts[j["vc"]] = counts.get(j["vc"], 0) + 1
+    tenants = sorted(counts, key=lambda v: (-counts[v], v))[:n]
+    serving = set(tenants[-max(1, math.ceil(n / 5)):])
+    mine = [j for j in jobs if j["vc"] in tenants]
+    horizon = args.days * 86400.0
+    demand = sum(j["gpus"] * min(j["work"], horizon - j["submit"]) for j in mine) / horizon
+    node = 8
+    largest = max(j["gpus"] for j in mine)
+    gpus = max(args.load * demand, largest)
+    nodes = int(math.ceil(gpus / node))
+    os.makedirs(out, exist_ok=True)
+    candidates = 0
+    with open(os.path.join(out, "workload.jsonl"), "w") as f:
+        for k, j in enumerate(mine):
+            o = {"name": f"philly-{j['line']}", "tenant": j["vc"], "submit": j["submit"],
+                 "members": j["gpus"], "gpus": 1, "work": j["work"],
+                 "duration_estimate": j["work"], "model": "ResNet-50 (batch size 64)"}
+            if j["vc"] in serving and j["gpus"] == 1 and j["work"] <= args.inference_max:
+                # Philly's short jobs come in bursts of hundreds (sweeps); every k-th one is
+                # an inference job, so the inference load is one a cluster could serve.
+                if candidates % args.inference_every == 0:
+                    o["priority"] = "inference-critical"
+                    o["sla"] = args.sla
+                candidates += 1
+            f.write(json.dumps(o) + "\n")
+    with open(os.path.join(out, "queues.yaml"), "w") as f:
+        f.write("# equal weights, no guarantees: every tenant is entitled to 1/N of the cluster\n")
+        f.write("queues:\n")
+        for t in tenants:
+            f.write(f"  - name: {t}\n")
+    with open(os.path.join(out, "cluster.yaml"), "w") as f:
+        f.write(f"racks: {int(math.ceil(nodes / 8))}\nnodes_per_rack: 8\n")
+        f.write(f"node: {{gpus: {node}, gpu_type: V100}}\n")
+    return {"tenants": tenants, "serving": sorted(serving), "jobs": len(mine),
+            "demand_gpus": demand, "cluster_gpus": int(math.ceil(nodes / 8)) * 8 * node}
+
+
+def run(args, out, policy):
+    res = os.path.join(out, f"{policy}.json")
+    cmd = [args.tessera, "simulate", "--workload", os.path.join(out, "workload.jsonl"),
+           "--cluster", os.path.join(out, "cluster.yaml"), "--queues",
+           os.path.join(out, "queues.yaml"), "--policy", policy, "--json", res, "--quiet",
+           "--series-interval", "0"]
+    t = time.time()
+    subprocess.run(cmd, check=True)
+    secs = time.time() - t
+    with open(res) as f:
+        r = json.load(f)
+    return {"policy": policy, "jain": r["fairness"]["jain"], "sla": r["sla"]["satisfaction"],
+            "jct_h": r["jct"]["mean"] / 3600, "wait_h": r["queueing_delay"]["mean"] / 3600,
+            "preemptions": r["preemptions"], "lost_gpu_h": r["lost_gpu_hours"],
+            "alloc": r["gpu_allocation"], "seconds": secs}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tessera", required=True)
+    p.add_argument("--trace", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--tenants", default="2,4,6,8,10")
+    p.add_argument("--policies", default="fifo,drf,fair")
+    p.add_argument("--start", default="2017-10-09", help="window start (date)")
+    p.add_argument("--days", type=float, default=14)
+    p.add_argument("--load", type=float, default=0.8,
+                   help="cluster GPUs as a fraction of the average GPU demand")
+    p.add_argument("--sla", type=float, default=600, help="max queueing delay, seconds")
+    p.add_argument("--inference-max", type=float, default=1800,
+                   help="a serving tenant's 1-GPU jobs at most this long (s) are inference")
+    p.add_argument("--inference-every", type=int, default=10,
+                   help="every k-th such job is an inference job")
+    p.add_argument("--jobs", type=int, default=2, help="simulations in parallel")
+    args = p.parse_args()
+    jobs = load(args.trace, args.start, args.days)
+    print(f"window {args.start} + {args.days:g} days: {len(jobs)} jobs", file=sys.stderr)
+    print("| tenants | jobs | demand GPUs | cluster GPUs | policy | Jain | SLA met | mean JCT h "
+          "| mean wait h | preemptions | lost GPU-h | GPU alloc | sim s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in [int(x) for x in args.tenants.split(",")]:
+        out = os.path.join(args.out, f"n{n}")
+        info = prepare(jobs, n, args, out)
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
+            rows = list(ex.map(lambda pol: run(args, out, pol), args.policies.split(",")))
+        for r in rows:
+            jain = "n/a" if r["jain"] is None else f"{r['jain']:.3f}"
+            sla = "n/a" if r["sla"] is None else f"{100 * r['sla']:.1f} %"
+            print(f"| {n} | {info['jobs']} | {info['demand_gpus']:.0f} | {info['cluster_gpus']} "
+                  f"| {r['policy']} | {jain} | {sla} | {r['jct_h']:.2f} | {r['wait_h']:.2f} "
+                  f"| {r['preemptions']} | {r['lost_gpu_h']:.1f} | {100 * r['alloc']:.1f} % "
+                  f"| {r['seconds']:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
