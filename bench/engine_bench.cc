@@ -13,8 +13,9 @@ namespace tessera {
 namespace {
 
 // Args: pending jobs, GPUs per job (gang members), cluster fill percent. 5,000 nodes x 8 GPUs.
-void run_cycle(benchmark::State& st, const char* policy_name) {
+void run_cycle(benchmark::State& st, const char* policy_name, int tenants = 1) {
   EngineFixtureSpec spec;
+  spec.tenants = tenants;
   spec.pending = static_cast<int>(st.range(0));
   spec.gang = static_cast<int>(st.range(1));
   spec.fill = static_cast<double>(st.range(2)) / 100.0;
@@ -33,6 +34,11 @@ void run_cycle(benchmark::State& st, const char* policy_name) {
 void BM_CycleBestFit(benchmark::State& st) {
   run_cycle(st, "fifo+bestfit");
 }
+// The hierarchical fair order with reclaim, ten tenants sharing the queue.
+void BM_CycleFair(benchmark::State& st) {
+  run_cycle(st, "fair+bestfit", 10);
+}
+BENCHMARK(BM_CycleFair)->Args({10000, 1, 0})->Args({10000, 1, 100})->Unit(benchmark::kMillisecond);
 void BM_CycleTopology(benchmark::State& st) {
   run_cycle(st, "fifo+topology");
 }

@@ -1,5 +1,6 @@
 #include "sim/engine_fixture.h"
 
+#include <algorithm>
 #include <string>
 
 #include "model/cluster_spec.h"
@@ -11,7 +12,12 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
   cluster_ = std::make_unique<Cluster>(
       make_uniform_cluster(1, racks, spec.nodes_per_rack, spec.gpus_per_node, "A100-80G"));
   state_ = std::make_unique<ClusterState>(*cluster_);
-  workload_.tenants.intern("bench");
+  for (int t = 0; t < std::max(1, spec.tenants); ++t) {
+    workload_.tenants.intern("tenant-" + std::to_string(t));
+  }
+  const auto tenant_of = [&](size_t i) {
+    return static_cast<TenantId>(i % workload_.tenants.size());
+  };
   // Pre-fill: every node gets the same number of busy GPUs, held by one running job per node.
   const int busy = static_cast<int>(spec.fill * spec.gpus_per_node);
   if (busy > 0) {
@@ -28,6 +34,7 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
       JobSpec s;
       s.name = "fill-" + std::to_string(n);
       s.demand.gpus = busy;
+      s.tenant = tenant_of(n);
       workload_.jobs.push_back(s);
     }
   }
@@ -38,6 +45,7 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
     s.submit_time = i;
     s.min_members = s.max_members = spec.gang;
     s.work_seconds = 3600;
+    s.tenant = tenant_of(static_cast<size_t>(i));
     workload_.jobs.push_back(s);
   }
   for (size_t i = 0; i < fill_allocs_.size(); ++i) {

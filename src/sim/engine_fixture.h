@@ -19,6 +19,7 @@ struct EngineFixtureSpec {
   int pending = 10000;
   int gang = 1;       // members per job, one GPU each
   double fill = 0.0;  // fraction of GPUs already allocated (by single-GPU jobs) before the cycle
+  int tenants = 1;    // jobs (pending and running) go to tenants round-robin
 };
 
 class EngineFixture {
