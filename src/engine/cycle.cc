@@ -77,6 +77,14 @@ bool fits(const ClusterState& state, const Allocation& a) {
   return true;
 }
 
+// Quota admission needs usage, reclaim and the fair order need entitlements; a cycle that
+// needs neither skips computing them.
+SharesNeeded shares_needed(const Snapshot& snap, const Policy& policy) {
+  const bool limits = snap.queues != nullptr && has_limits(*snap.queues);
+  return limits || policy.reclaim || policy.order->reads_shares() ? SharesNeeded::kFull
+                                                                  : SharesNeeded::kTreeOnly;
+}
+
 class Cycle {
  public:
   Cycle(const Snapshot& snap, const Policy& policy)
@@ -86,7 +94,7 @@ class Cycle {
         scratch_(*snap.state),
         rng_(mix_seed(policy.seed, snap.cycle)),
         evicted_(snap.running.size(), false),
-        shares_(compute_queue_shares(snap)),
+        shares_(compute_queue_shares(snap, shares_needed(snap, policy))),
         tree_(*shares_.tree),
         live_(shares_.usage) {
     running_leaf_.reserve(snap.running.size());

@@ -153,7 +153,14 @@ QueueId QueueShares::leaf_of(TenantId t) const {
   return q == kNoId ? kRootQueue : q;
 }
 
-QueueShares compute_queue_shares(const Snapshot& snap) {
+bool has_limits(const QueueTree& tree) {
+  for (const QueueSpec& q : tree.queues()) {
+    if (!q.by_type.empty() || q.limit != kUnlimitedAmounts) return true;
+  }
+  return false;
+}
+
+QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
   QueueShares s;
   if (snap.queues != nullptr) {
     s.tree = snap.queues;
@@ -171,6 +178,10 @@ QueueShares compute_queue_shares(const Snapshot& snap) {
   const size_t n = tree.size();
   s.usage.assign(n, kZeroAmounts);
   s.demand.assign(n, kZeroAmounts);
+  if (what == SharesNeeded::kTreeOnly) {
+    s.entitled.assign(n, kZeroAmounts);
+    return s;
+  }
   for (const RunningJob& r : snap.running) {
     const QueueId leaf = s.leaf_of(r.spec->tenant);
     const Amounts a = amounts_of(*r.alloc);

@@ -49,6 +49,12 @@ struct QueueShares {
   QueueId leaf_of(TenantId t) const;
 };
 
-QueueShares compute_queue_shares(const Snapshot& snap);
+// `what`: kFull computes everything; kTreeOnly only picks the tree (usage, demand and
+// entitlement stay zero), for cycles whose policy and tree need neither (no limits, no
+// reclaim, an order that does not read them): the common single-tenant or FIFO case.
+enum class SharesNeeded : uint8_t { kFull, kTreeOnly };
+QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what = SharesNeeded::kFull);
+// Whether any queue of `tree` has a limit or a per-GPU-type quota (quota admission applies).
+bool has_limits(const QueueTree& tree);
 
 }  // namespace tessera

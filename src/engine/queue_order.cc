@@ -155,6 +155,7 @@ class DrfOrder final : public QueueOrder {
 class FairOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "fair"; }
+  bool reads_shares() const override { return true; }
   std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& sh) const override {
     // Class first, then earliest deadline, then arrival: the order within each queue.
     const auto sorted = sort_by(snap, [](const PendingJob& p) {

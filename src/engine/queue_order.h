@@ -28,6 +28,8 @@ class QueueOrder {
   // Preemption rank: a pending job may preempt running jobs of strictly lower rank. By
   // default the priority class; LAS also demotes by attained service.
   virtual int64_t rank(const JobSpec& job, double attained_gpu_seconds) const;
+  // Whether order() reads usage, demand or entitlement from QueueShares (else only the tree).
+  virtual bool reads_shares() const { return false; }
   // Whether the order changes as running jobs accumulate service (so callers must re-run the
   // cycle periodically, not only when jobs arrive or finish).
   virtual bool time_dependent() const { return false; }
