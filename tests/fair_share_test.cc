@@ -1,22 +1,14 @@
 // Water-filling fair shares over the queue tree.
 #include "engine/fair_share.h"
 
+#include "test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 namespace tessera {
 namespace {
-
-QueueSpec q(const std::string& name, double weight = 1, int64_t guarantee_gpus = 0,
-            int64_t limit_gpus = -1) {
-  QueueSpec s;
-  s.name = name;
-  s.weight = weight;
-  s.guarantee[kGpuDim] = guarantee_gpus * kMilliPerGpu;
-  if (limit_gpus >= 0) s.limit[kGpuDim] = limit_gpus * kMilliPerGpu;
-  return s;
-}
 
 Amounts gpus(double n) {
   return Amounts{std::llround(n * kMilliPerGpu), 0, 0};
@@ -34,8 +26,8 @@ double gpus_of(const Amounts& a) {
 
 TEST(WaterFill, WithoutGuaranteesSharesFollowWeights) {
   QueueTree t;
-  t.add(kRootQueue, q("a", 1));
-  t.add(kRootQueue, q("b", 3));
+  t.add(kRootQueue, testing::queue_spec("a", 1));
+  t.add(kRootQueue, testing::queue_spec("b", 3));
   t.finish();
   const auto e = fill(t, 100, {1000, 1000});
   EXPECT_DOUBLE_EQ(gpus_of(e[1]), 25);
@@ -44,9 +36,9 @@ TEST(WaterFill, WithoutGuaranteesSharesFollowWeights) {
 
 TEST(WaterFill, WhatOneQueueDoesNotWantFlowsToTheOthers) {
   QueueTree t;
-  t.add(kRootQueue, q("a"));
-  t.add(kRootQueue, q("b"));
-  t.add(kRootQueue, q("c"));
+  t.add(kRootQueue, testing::queue_spec("a"));
+  t.add(kRootQueue, testing::queue_spec("b"));
+  t.add(kRootQueue, testing::queue_spec("c"));
   t.finish();
   const auto e = fill(t, 90, {10, 1000, 1000});
   EXPECT_DOUBLE_EQ(gpus_of(e[1]), 10);
@@ -56,8 +48,8 @@ TEST(WaterFill, WhatOneQueueDoesNotWantFlowsToTheOthers) {
 
 TEST(WaterFill, GuaranteesComeFirstThenWeights) {
   QueueTree t;
-  t.add(kRootQueue, q("prod", 1, 60));
-  t.add(kRootQueue, q("research", 1, 0));
+  t.add(kRootQueue, testing::queue_spec("prod", 1, 60));
+  t.add(kRootQueue, testing::queue_spec("research", 1, 0));
   t.finish();
   // Both want everything: prod gets its 60 plus half of the remaining 40.
   auto e = fill(t, 100, {1000, 1000});
@@ -71,8 +63,8 @@ TEST(WaterFill, GuaranteesComeFirstThenWeights) {
 
 TEST(WaterFill, LimitsCapAndTheRestGoesElsewhere) {
   QueueTree t;
-  t.add(kRootQueue, q("a", 1, 0, 10));
-  t.add(kRootQueue, q("b"));
+  t.add(kRootQueue, testing::queue_spec("a", 1, 0, 10));
+  t.add(kRootQueue, testing::queue_spec("b"));
   t.finish();
   const auto e = fill(t, 100, {1000, 1000});
   EXPECT_DOUBLE_EQ(gpus_of(e[1]), 10);
@@ -81,10 +73,10 @@ TEST(WaterFill, LimitsCapAndTheRestGoesElsewhere) {
 
 TEST(WaterFill, HierarchyDividesTheParentsShare) {
   QueueTree t;
-  const QueueId research = t.add(kRootQueue, q("research", 1));
-  t.add(kRootQueue, q("prod", 1));
-  t.add(research, q("nlp", 1));
-  t.add(research, q("vision", 1));
+  const QueueId research = t.add(kRootQueue, testing::queue_spec("research", 1));
+  t.add(kRootQueue, testing::queue_spec("prod", 1));
+  t.add(research, testing::queue_spec("nlp", 1));
+  t.add(research, testing::queue_spec("vision", 1));
   t.finish();
   std::vector<Amounts> d(t.size(), kZeroAmounts);
   d[2] = gpus(1000);  // prod
@@ -99,8 +91,8 @@ TEST(WaterFill, HierarchyDividesTheParentsShare) {
 
 TEST(WaterFill, GuaranteesLargerThanTheClusterScaleDown) {
   QueueTree t;
-  t.add(kRootQueue, q("a", 1, 60));
-  t.add(kRootQueue, q("b", 1, 40));
+  t.add(kRootQueue, testing::queue_spec("a", 1, 60));
+  t.add(kRootQueue, testing::queue_spec("b", 1, 40));
   t.finish();
   const auto e = fill(t, 50, {1000, 1000});  // half the nodes are gone
   EXPECT_DOUBLE_EQ(gpus_of(e[1]), 30);
@@ -109,7 +101,8 @@ TEST(WaterFill, GuaranteesLargerThanTheClusterScaleDown) {
 
 TEST(WaterFill, NeverHandsOutMoreThanCapacityOrDemand) {
   QueueTree t;
-  for (int i = 0; i < 7; ++i) t.add(kRootQueue, q("q" + std::to_string(i), 1 + i % 3, i % 2));
+  for (int i = 0; i < 7; ++i)
+    t.add(kRootQueue, testing::queue_spec("q" + std::to_string(i), 1 + i % 3, i % 2));
   t.finish();
   for (double cap : {0.0, 1.0, 7.5, 13.0, 100.0}) {
     const std::vector<double> demand = {0.5, 3, 0, 12, 1.001, 40, 2};

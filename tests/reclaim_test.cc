@@ -17,16 +17,6 @@ using testing::gang;
 using testing::whole_gpus;
 using testing::World;
 
-QueueSpec queue(const std::string& name, double weight = 1, int64_t guarantee_gpus = 0,
-                int64_t limit_gpus = -1) {
-  QueueSpec s;
-  s.name = name;
-  s.weight = weight;
-  s.guarantee[kGpuDim] = guarantee_gpus * kMilliPerGpu;
-  if (limit_gpus >= 0) s.limit[kGpuDim] = limit_gpus * kMilliPerGpu;
-  return s;
-}
-
 // Binds tenants 0..n-1 to the tree's leaves named in `names`.
 void bind(QueueTree& t, const std::vector<std::string>& names) {
   Interner in;
@@ -36,8 +26,8 @@ void bind(QueueTree& t, const std::vector<std::string>& names) {
 
 QueueTree two_queues(int64_t a_guarantee = 0, int64_t a_limit = -1) {
   QueueTree t;
-  t.add(kRootQueue, queue("a", 1, a_guarantee, a_limit));
-  t.add(kRootQueue, queue("b"));
+  t.add(kRootQueue, testing::queue_spec("a", 1, a_guarantee, a_limit));
+  t.add(kRootQueue, testing::queue_spec("b"));
   t.finish();
   bind(t, {"a", "b"});
   return t;
@@ -112,8 +102,8 @@ TEST(Reclaim, FifoAndDrfNeverPreemptAcrossEqualClasses) {
 TEST(Reclaim, GuaranteeIsReclaimedEvenAgainstEqualWeights) {
   World w(make_uniform_cluster(1, 1, 4, 4));
   QueueTree t;
-  t.add(kRootQueue, queue("a"));
-  t.add(kRootQueue, queue("b", 1, 12));
+  t.add(kRootQueue, testing::queue_spec("a"));
+  t.add(kRootQueue, testing::queue_spec("b", 1, 12));
   t.finish();
   bind(t, {"a", "b"});
   w.queues = &t;
@@ -202,10 +192,10 @@ TEST(Reclaim, SiblingsReclaimFromEachOtherBeforeTheRestOfTheTree) {
   // holds exactly its share.
   World w(make_uniform_cluster(1, 1, 4, 4));
   QueueTree t;
-  const QueueId research = t.add(kRootQueue, queue("research"));
-  t.add(kRootQueue, queue("prod"));
-  t.add(research, queue("nlp"));
-  t.add(research, queue("vision"));
+  const QueueId research = t.add(kRootQueue, testing::queue_spec("research"));
+  t.add(kRootQueue, testing::queue_spec("prod"));
+  t.add(research, testing::queue_spec("nlp"));
+  t.add(research, testing::queue_spec("vision"));
   t.finish();
   bind(t, {"nlp", "vision", "prod"});
   w.queues = &t;
@@ -275,10 +265,10 @@ class EveryOrderWithQueues : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryOrderWithQueues, KeepLimitsAndGangsWhole) {
   QueueTree t;
-  const QueueId research = t.add(kRootQueue, queue("research", 2, 4, 10));
-  t.add(kRootQueue, queue("prod", 1, 4));
-  t.add(research, queue("nlp", 1, 0, 6));
-  t.add(research, queue("vision", 1, 2));
+  const QueueId research = t.add(kRootQueue, testing::queue_spec("research", 2, 4, 10));
+  t.add(kRootQueue, testing::queue_spec("prod", 1, 4));
+  t.add(research, testing::queue_spec("nlp", 1, 0, 6));
+  t.add(research, testing::queue_spec("vision", 1, 2));
   t.finish();
   bind(t, {"nlp", "vision", "prod"});
   for (uint64_t seed = 1; seed <= 20; ++seed) {

@@ -10,6 +10,7 @@
 #include "model/cluster_spec.h"
 #include "model/cluster_state.h"
 #include "model/job.h"
+#include "model/queue_tree.h"
 
 namespace tessera::testing {
 
@@ -30,6 +31,17 @@ inline JobSpec gang(const std::string& name, int members, int gpus_per_member = 
 inline JobSpec fractional(const std::string& name, int milli, double submit = 0) {
   JobSpec s = gang(name, 1, 1, submit);
   s.demand.gpu_milli = milli;
+  return s;
+}
+
+// A queue for QueueTree::add: weight, guaranteed GPUs, and a GPU limit (< 0: none).
+inline QueueSpec queue_spec(const std::string& name, double weight = 1, int64_t guarantee_gpus = 0,
+                            int64_t limit_gpus = -1) {
+  QueueSpec s;
+  s.name = name;
+  s.weight = weight;
+  s.guarantee[kGpuDim] = guarantee_gpus * kMilliPerGpu;
+  if (limit_gpus >= 0) s.limit[kGpuDim] = limit_gpus * kMilliPerGpu;
   return s;
 }
 
