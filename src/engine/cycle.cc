@@ -31,14 +31,6 @@ struct ShapeHash {
   }
 };
 
-int64_t milli_of_type(const Cluster& c, const Allocation& a, GpuTypeId type) {
-  int64_t m = 0;
-  for (const GpuShare& s : a.shares) {
-    if (c.node(c.node_of_gpu(s.gpu)).gpu_type == type) m += s.milli;
-  }
-  return m;
-}
-
 int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask) {
   int64_t m = 0;
   for (const GpuShare& s : a.shares) {
@@ -129,7 +121,7 @@ class Cycle {
       for (size_t d = 0; d < kNumDims; ++d) live_[q][d] += sign * amt[d];
       const auto& types = tree_.queue(q).by_type;
       for (size_t k = 0; k < types.size(); ++k) {
-        type_live_[q][k] += sign * milli_of_type(cluster_, a, types[k].type);
+        type_live_[q][k] += sign * milli_on_types(cluster_, a, GpuTypeMask{1} << types[k].type);
       }
     }
   }
@@ -146,7 +138,8 @@ class Cycle {
       for (QueueId q = running_leaf_[i]; q != kNoId; q = tree_.queue(q).parent) {
         const auto& types = tree_.queue(q).by_type;
         for (size_t k = 0; k < types.size(); ++k) {
-          type_live_[q][k] += milli_of_type(cluster_, *snap_.running[i].alloc, types[k].type);
+          type_live_[q][k] +=
+              milli_on_types(cluster_, *snap_.running[i].alloc, GpuTypeMask{1} << types[k].type);
         }
       }
     }
@@ -166,7 +159,8 @@ class Cycle {
     for (QueueId q = leaf; q != kNoId; q = tree_.queue(q).parent) {
       const auto& types = tree_.queue(q).by_type;
       for (size_t k = 0; k < types.size(); ++k) {
-        if (type_live_[q][k] + milli_of_type(cluster_, a, types[k].type) > types[k].limit_milli) {
+        if (type_live_[q][k] + milli_on_types(cluster_, a, GpuTypeMask{1} << types[k].type) >
+            types[k].limit_milli) {
           return q;
         }
       }
@@ -174,22 +168,15 @@ class Cycle {
     return kNoId;
   }
 
-  // The first queue on the leaf's path (below the root) that `need` more would take past its
-  // fair share, or kNoId: a queue may reclaim only while it stays within its entitlement.
-  QueueId over_entitlement(QueueId leaf, const Amounts& need) const {
-    for (QueueId q = leaf; q != kRootQueue && q != kNoId; q = tree_.queue(q).parent) {
+  // The first queue on the leaf's path, below `top`, that `need` more would take past its fair
+  // share, or kNoId: a queue may reclaim only while it stays within its entitlement. Reclaim
+  // from a sibling subtree changes usage only below the common ancestor, so that is `top`
+  // there; kRootQueue checks the whole path.
+  QueueId over_share_below(QueueId leaf, QueueId top, const Amounts& need) const {
+    for (QueueId q = leaf; q != top && q != kNoId; q = tree_.queue(q).parent) {
       if (!all_le(live_[q] + need, shares_.entitled[q])) return q;
     }
     return kNoId;
-  }
-
-  // Whether the reclaimer's queues below `lca` (those whose usage the reclaim changes) stay
-  // within their fair share with `need` more.
-  bool within_share_below(QueueId leaf, QueueId lca, const Amounts& need) const {
-    for (QueueId q = leaf; q != lca && q != kNoId; q = tree_.queue(q).parent) {
-      if (!all_le(live_[q] + need, shares_.entitled[q])) return false;
-    }
-    return true;
   }
 
   // The queue on the victim's side just below the lowest common ancestor of the two leaves:
@@ -281,7 +268,8 @@ class Cycle {
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
                                                                 : PendingCode::kGangCannotFit;
     if (policy_.reclaim && job.priority != PriorityClass::kBestEffort) {
-      const QueueId q = over_entitlement(current_leaf_, amounts_of(job, job.min_members));
+      const QueueId q =
+          over_share_below(current_leaf_, kRootQueue, amounts_of(job, job.min_members));
       if (q != kNoId) {
         reason.code = PendingCode::kOverFairShare;
         reason.queue = q;
@@ -388,7 +376,7 @@ class Cycle {
       // A starving gang takes from queues that were borrowing when the cycle began, as much as
       // it needs (it is larger than its share, so they may end below theirs for its turn).
       if (starving_ ? !all_le(shares_.usage[side], shares_.entitled[side])
-                    : within_share_below(current_leaf_, tree_.queue(side).parent, need)) {
+                    : over_share_below(current_leaf_, tree_.queue(side).parent, need) == kNoId) {
         return Kind::kReclaim;
       }
     }

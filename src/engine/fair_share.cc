@@ -182,26 +182,20 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
     s.entitled.assign(n, kZeroAmounts);
     return s;
   }
+  // Usage and demand are summed up each path (water_fill reads only the leaves' demand).
   for (const RunningJob& r : snap.running) {
     const QueueId leaf = s.leaf_of(r.spec->tenant);
     const Amounts a = amounts_of(*r.alloc);
     add_to_path(tree, s.usage, leaf, a);
-    if (r.spec->priority != PriorityClass::kBestEffort) s.demand[leaf] = s.demand[leaf] + a;
+    if (r.spec->priority != PriorityClass::kBestEffort) add_to_path(tree, s.demand, leaf, a);
   }
   for (const PendingJob& p : snap.pending) {
     if (p.spec->priority == PriorityClass::kBestEffort) continue;
-    const QueueId leaf = s.leaf_of(p.spec->tenant);
-    s.demand[leaf] = s.demand[leaf] + amounts_of(*p.spec, p.spec->min_members);
+    add_to_path(tree, s.demand, s.leaf_of(p.spec->tenant),
+                amounts_of(*p.spec, p.spec->min_members));
   }
   s.entitled = water_fill(tree, cluster_capacity(snap.state->cluster()), s.demand,
                           snap.decayed_usage, tree.settings().long_term_weight);
-  // water_fill sums leaf demand itself; keep `demand` per subtree too for callers.
-  for (QueueId q = static_cast<QueueId>(n); q-- > 1;) {
-    if (!tree.queue(q).leaf()) continue;
-    for (QueueId a = tree.queue(q).parent; a != kNoId; a = tree.queue(a).parent) {
-      s.demand[a] = s.demand[a] + s.demand[q];
-    }
-  }
   return s;
 }
 

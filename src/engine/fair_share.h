@@ -44,6 +44,7 @@ struct QueueShares {
   std::unique_ptr<QueueTree> owned;
   std::vector<Amounts> usage;     // held by running jobs, by QueueId (inner queues: subtree sum)
   std::vector<Amounts> demand;    // usage + pending at minimum gang size, best-effort excluded
+                                  // (inner queues: subtree sum)
   std::vector<Amounts> entitled;  // water_fill(demand, decayed usage, long-term weight)
 
   QueueId leaf_of(TenantId t) const;
