@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "input_error_util.h"
 #include "model/input_error.h"
 
 namespace tessera {
@@ -13,21 +14,8 @@ namespace {
 
 const std::string kData = TESSERA_SHARED_DATA;
 
-testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
+using testing::Contains;
+using testing::error_of;
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("tessera_cs_" + name);

@@ -8,27 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "input_error_util.h"
 #include "model/cluster_spec.h"
 #include "model/input_error.h"
 
 namespace tessera {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
+using testing::Contains;
+using testing::error_of;
 
 std::string parse_error(const std::string& yaml) {
   return error_of([&] { parse_queue_tree_yaml(yaml, "queues.yaml"); });

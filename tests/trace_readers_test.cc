@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "input_error_util.h"
 #include "model/input_error.h"
 
 namespace tessera {
@@ -16,21 +17,8 @@ namespace {
 
 const std::string kData = TESSERA_SHARED_DATA;
 
-testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return "";
-}
+using testing::Contains;
+using testing::error_of;
 
 Workload parse(const std::string& text, TraceFormat f, const ReaderOptions& opt = {}) {
   return parse_workload(text, "w.csv", f, opt);
