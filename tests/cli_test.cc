@@ -192,6 +192,20 @@ TEST(Cli, FairPolicyWithAQueueTreePassesTheAudit) {
   EXPECT_TRUE(report["share_series"]["queues"].contains("prod/tenant-3"));
 }
 
+// --why prints a job's history and puts it in --json; an unknown job name is a clear error.
+TEST(Cli, WhyPrintsAJobsHistory) {
+  const auto j = tmp("why.json");
+  const CmdResult r = run("simulate --policy fair --why job-340 --json " + j.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("why job-340"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("submitted to queue tenant-"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("finished"), std::string::npos) << r.output;
+  const auto report = nlohmann::json::parse(slurp(j));
+  ASSERT_TRUE(report["why"].contains("job-340"));
+  EXPECT_GE(report["why"]["job-340"].size(), 3u);  // submitted, (pending...), placed, finished
+  expect_clean_failure("simulate --why no-such-job", {"--why", "no-such-job"});
+}
+
 // Tiresias' finding, reproduced on Pollux's workload: LAS beats FIFO on mean JCT.
 TEST(Cli, LasBeatsFifoOnAPolluxWorkload) {
   const std::string w = "philly/pollux/workloads/workload-2.csv";

@@ -222,3 +222,61 @@ TEST(FairnessOnPhilly, TwoBusiestVirtualClustersShareFairly) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+bool has_entry(const JobHistory& h, const std::string& text) {
+  for (const HistoryEntry& e : h.entries) {
+    if (e.what.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(WhyPending, NamesTheQuotaThatHoldsAJobAndTheReclaimThatStopsOne) {
+  // a borrows the whole cluster; b (guarantee 48, limit 50) returns and reclaims. b's jobs past
+  // its limit wait on its quota; a's youngest jobs are preempted for b's.
+  Workload w;
+  add_jobs(w, "a", 128, 0, 36000);
+  add_jobs(w, "b", 128, 1000, 36000);
+  QueueTree tree;
+  tree.add(kRootQueue, queue("a"));
+  QueueSpec b = queue("b", 48);
+  b.limit[kGpuDim] = 50 * kMilliPerGpu;
+  tree.add(kRootQueue, b);
+  tree.finish();
+  sort_by_submit(w);
+  tree.bind(w.tenants, "test");
+  const Policy p = make_policy("fair", 1);
+  const UnitSpeed model;
+  SimOptions opt;
+  opt.queues = &tree;
+  opt.checkpoint_grace = 30;
+  for (JobId j = 0; j < 64; ++j) opt.explain.push_back(j);  // a's first jobs: some give way
+  opt.explain.push_back(200);                               // one of b's, past b's limit
+  const SimResult r = simulate(w, k64, p, model, opt);
+  ASSERT_EQ(r.histories.size(), 65u);
+  int victims = 0;
+  for (size_t k = 0; k < 64; ++k) {
+    const JobHistory& h = r.histories[k];
+    EXPECT_EQ(h.job, k);
+    EXPECT_TRUE(has_entry(h, "submitted to queue a")) << h.entries.front().what;
+    EXPECT_TRUE(has_entry(h, "finished"));
+    if (has_entry(h, "preempted for b-")) {
+      ++victims;
+      EXPECT_TRUE(has_entry(h, "checkpoint written"));
+    }
+  }
+  EXPECT_EQ(victims, 50);  // b reclaims up to its limit, not its whole fair share (56)
+  const JobHistory& waiter = r.histories.back();
+  EXPECT_TRUE(has_entry(waiter, "pending (quota-exceeded)"));
+  EXPECT_TRUE(has_entry(waiter, "queue b holds 50 GPUs of its limit 50"));
+  // Entries are in time order and the history changes only when the reason does.
+  for (size_t k = 1; k < waiter.entries.size(); ++k) {
+    EXPECT_LE(waiter.entries[k - 1].t, waiter.entries[k].t);
+    EXPECT_NE(waiter.entries[k - 1].what, waiter.entries[k].what);
+  }
+}
+
+}  // namespace
+}  // namespace tessera

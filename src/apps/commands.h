@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -24,6 +25,7 @@ struct SimulateArgs {
   std::string queues;             // queue tree YAML; empty: one equal queue per tenant
   double checkpoint_grace = -1;   // < 0: the queue tree's, else 30 s
   double series_interval = 3600;  // share-vs-entitlement series buckets; 0: none
+  std::vector<std::string> why;   // job names whose history to print (and put in --json)
 };
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);
 int run_simulate(const SimulateArgs& args);

@@ -1,6 +1,7 @@
 // tessera simulate: replay a workload on a cluster through the engine and report metrics.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -53,6 +54,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "(default: the queue tree's, else 30)");
   s->add_option("--series-interval", a.series_interval,
                 "seconds per bucket of the share-vs-entitlement series in --json (0: none)");
+  s->add_option("--why", a.why,
+                "print this job's history: every pending reason (which quota or fairness rule "
+                "holds it), start, preemption and finish (repeatable; also in --json)");
   return s;
 }
 
@@ -141,6 +145,14 @@ int run_simulate(const SimulateArgs& a) {
     if (!events) throw std::runtime_error("cannot write " + a.events_out);
     opt.events = &events;
   }
+  for (const std::string& name : a.why) {
+    const auto it = std::find_if(w.jobs.begin(), w.jobs.end(),
+                                 [&](const JobSpec& j) { return j.name == name; });
+    if (it == w.jobs.end()) {
+      throw std::invalid_argument("--why: no job named '" + name + "' in " + source);
+    }
+    opt.explain.push_back(static_cast<JobId>(it - w.jobs.begin()));
+  }
   const SimResult r = simulate(w, cluster, policy, *model, opt);
   ReportContext ctx{policy.name(), a.seed, source};
   const auto report = make_report(w, cluster, r, ctx);
@@ -150,6 +162,7 @@ int run_simulate(const SimulateArgs& a) {
     out << report.dump(2) << '\n';
   }
   if (!a.quiet) std::cout << format_summary(report);
+  if (!r.histories.empty()) std::cout << format_histories(report);
   return 0;
 }
 

@@ -45,8 +45,8 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           static_cast<double>(r.queue_bound_milli) / 1000.0, need);
     case PendingCode::kOverFairShare:
       return fmt::format(
-          "fair share: {:g} GPUs free, needs {:g}; queue {} holds {:g} GPUs and is entitled to "
-          "{:g}, so it may not reclaim GPUs from other queues",
+          "fair share: {:g} GPUs free, needs {:g}; queue {} holds {:g} GPUs and this job would "
+          "take it past its fair share of {:g}, so it may not reclaim GPUs from other queues",
           free, need, queue_path, static_cast<double>(r.queue_holds_milli) / 1000.0,
           static_cast<double>(r.queue_bound_milli) / 1000.0);
   }

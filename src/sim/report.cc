@@ -154,8 +154,33 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     series["queues"] = queues;
     j["share_series"] = series;
   }
+  if (!r.histories.empty()) {
+    // Times are seconds since the first submit, as in the share series.
+    nlohmann::ordered_json hist;
+    for (const JobHistory& h : r.histories) {
+      nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+      for (const HistoryEntry& e : h.entries) {
+        entries.push_back({{"t", e.t - r.first_submit}, {"what", e.what}});
+      }
+      hist[w.jobs[h.job].name] = entries;
+    }
+    j["why"] = hist;
+  }
   j["sim"] = {{"cycles", r.cycles}, {"events", r.events}};
   return j;
+}
+
+std::string format_histories(const nlohmann::ordered_json& j) {
+  std::string out;
+  if (!j.contains("why")) return out;
+  for (const auto& [name, entries] : j["why"].items()) {
+    out += fmt::format("\nwhy {} (hours since the first submit):\n", name);
+    for (const auto& e : entries) {
+      out += fmt::format("{:>10.3f}  {}\n", e["t"].get<double>() / 3600.0,
+                         e["what"].get<std::string>());
+    }
+  }
+  return out;
 }
 
 std::string format_summary(const nlohmann::ordered_json& j) {

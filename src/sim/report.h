@@ -31,5 +31,7 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
                                    const ReportContext& ctx);
 // A readable table of the main numbers.
 std::string format_summary(const nlohmann::ordered_json& report);
+// The histories of the jobs asked about (--why), one line per entry; "" when none.
+std::string format_histories(const nlohmann::ordered_json& report);
 
 }  // namespace tessera

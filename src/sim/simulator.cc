@@ -48,6 +48,13 @@ struct JobState {
   // While checkpointing after a preemption: what it still holds in the metrics.
   double grace_gpus = 0;
   Amounts grace_amounts = kZeroAmounts;
+  // For explained jobs (SimOptions::explain): index into SimResult::histories, and the pending
+  // reason last recorded, so that the history lists changes, not every cycle.
+  int32_t history = -1;
+  bool has_reason = false;
+  PendingCode reason = PendingCode::kInsufficientGpus;
+  uint32_t reason_queue = kNoId;
+  JobId reason_blocker = kNoId;
 };
 
 class Simulation {
@@ -78,6 +85,12 @@ class Simulation {
       if (j > 0 && s.submit_time < w.jobs[j - 1].submit_time) {
         throw std::invalid_argument("workload is not sorted by submit time");
       }
+    }
+    for (JobId j : o.explain) {
+      if (j >= w.jobs.size()) throw std::invalid_argument("simulate: explain: no such job");
+      if (jobs_[j].history >= 0) continue;
+      jobs_[j].history = static_cast<int32_t>(result_.histories.size());
+      result_.histories.push_back(JobHistory{j, {}});
     }
   }
 
@@ -147,6 +160,31 @@ class Simulation {
                  << '\n';
   }
 
+  // Appends to j's history when j is explained (SimOptions::explain).
+  template <typename... Args>
+  void note(JobId j, fmt::format_string<Args...> f, Args&&... args) {
+    const int32_t h = jobs_[j].history;
+    if (h < 0) return;
+    result_.histories[static_cast<size_t>(h)].entries.push_back(
+        HistoryEntry{now_, fmt::format(f, std::forward<Args>(args)...)});
+  }
+
+  void note_pending(const PendingReason& r) {
+    JobState& js = jobs_[r.job];
+    if (js.history < 0) return;
+    if (js.has_reason && js.reason == r.code && js.reason_queue == r.queue &&
+        js.reason_blocker == r.blocker) {
+      return;  // the same rule still holds it
+    }
+    js.has_reason = true;
+    js.reason = r.code;
+    js.reason_queue = r.queue;
+    js.reason_blocker = r.blocker;
+    const std::string blocker = r.blocker < w_.jobs.size() ? w_.jobs[r.blocker].name : "";
+    const std::string queue = r.queue < tree_.size() ? tree_.queue(r.queue).path : "";
+    note(r.job, "pending ({}): {}", to_string(r.code), describe(r, blocker, queue));
+  }
+
   void submit(JobId j) {
     JobState& js = jobs_[j];
     js.phase = Phase::kPending;
@@ -156,6 +194,11 @@ class Simulation {
     fair_.job_arrived(s.tenant);
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);
     write_event("submit", j);
+    note(j, "submitted to queue {}: {} members x {:g} GPUs, class {}",
+         tree_.queue(tree_.leaf_of(s.tenant)).path,
+         s.min_members == s.max_members ? std::to_string(s.min_members)
+                                        : fmt::format("{}..{}", s.min_members, s.max_members),
+         static_cast<double>(s.demand.gpu_milli) / kMilliPerGpu, to_string(s.priority));
   }
 
   // pending_ stays in arrival order (queue orders sort it in O(n) when already ordered);
@@ -217,13 +260,14 @@ class Simulation {
     result_.jobs[j].finish = now_;
     fair_.job_done(w_.jobs[j].tenant);
     write_event("finish", j);
+    note(j, "finished");
   }
 
   // The victim stops now and loses what its checkpoints do not cover. Its GPUs go to the job
   // that preempted it at once on the ledger (so no other job takes them), but the victim holds
   // them for the checkpoint grace in the metrics (allocation, fair shares), and the other job
   // begins only then.
-  void preempt(JobId j) {
+  void preempt(JobId j, JobId for_job) {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     const double done = account_run(j);
@@ -246,6 +290,10 @@ class Simulation {
     // The event log shows the GPUs released now, when the ledger releases them, so that no
     // reader sees them over-committed whatever happens during the grace.
     if (was_begun) write_event("preempt", j);
+    note(j, "preempted for {} (queue {}): checkpointing for {:g} s, {:g} GPU-hours of work lost",
+         w_.jobs[for_job].name, tree_.queue(tree_.leaf_of(w_.jobs[for_job].tenant)).path,
+         opt_.checkpoint_grace,
+         (js.speed > 0 ? (done - kept) / js.speed * js.grace_gpus : 0.0) / 3600.0);
     js.phase = Phase::kCheckpointing;
     if (opt_.checkpoint_grace > 0) {
       events_.push(now_ + opt_.checkpoint_grace, EventKind::kRequeue, j, js.generation);
@@ -266,6 +314,8 @@ class Simulation {
     js.phase = Phase::kPending;
     js.queued_since = now_;
     add_pending(j);
+    js.has_reason = false;
+    note(j, "checkpoint written; waiting again");
   }
 
   // Puts j on the ledger now. It begins (holds the GPUs in the metrics and the event log, and
@@ -315,6 +365,26 @@ class Simulation {
     }
   }
 
+  // "2 x node-3 (4 GPUs each)" style summary of where a gang sits.
+  std::string describe_placement(const Allocation& a) const {
+    std::string out;
+    size_t i = 0;
+    while (i < a.member_node.size()) {
+      size_t k = i;
+      while (k < a.member_node.size() && a.member_node[k] == a.member_node[i]) ++k;
+      if (!out.empty()) out += ", ";
+      out += fmt::format("{}{}", k - i > 1 ? fmt::format("{} x ", k - i) : "",
+                         c_.node(a.member_node[i]).name);
+      i = k;
+    }
+    int64_t per_member = 0;
+    for (int32_t g = 0; g < a.gpus_per_member && g < static_cast<int32_t>(a.shares.size()); ++g) {
+      per_member += a.shares[static_cast<size_t>(g)].milli;
+    }
+    return fmt::format("{} ({:g} GPUs per member)", out,
+                       static_cast<double>(per_member) / kMilliPerGpu);
+  }
+
   void cycle() {
     ++result_.cycles;
     snap_pending_.clear();
@@ -355,10 +425,11 @@ class Simulation {
         o.has_first_reason = true;
         o.first_reason = r.code;
       }
+      note_pending(r);
     }
     preemptors_.clear();
     for (const Preemption& p : d.preemptions) {
-      preempt(p.job);
+      preempt(p.job, p.for_job);
       preemptors_.push_back(p.for_job);
     }
     for (Start& s : d.starts) {
@@ -366,6 +437,14 @@ class Simulation {
           std::find(preemptors_.begin(), preemptors_.end(), s.job) != preemptors_.end();
       jobs_[s.job].reclaim_protected_until =
           s.starving ? now_ + tree_.settings().min_runtime_seconds : 0.0;
+      if (jobs_[s.job].history >= 0) {
+        note(s.job, "placed on {}{}{}", describe_placement(s.alloc),
+             waits ? fmt::format(" by preemption; begins after the {:g} s checkpoint grace",
+                                 opt_.checkpoint_grace)
+                   : "",
+             s.backfilled ? " (backfilled ahead of a reservation)" : "");
+        jobs_[s.job].has_reason = false;
+      }
       start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0);
     }
     // One pass drops every job that started (keeping the rest in arrival order).

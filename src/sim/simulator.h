@@ -29,6 +29,18 @@ struct SimOptions {
   double checkpoint_grace = 30;
   // Buckets of the share-vs-entitlement time series; <= 0: none.
   double series_interval = 3600;
+  // Jobs whose history (submit, each change of pending reason, start, preemption, finish) is
+  // recorded in SimResult::histories: the "why is my job pending" of a replay.
+  std::vector<JobId> explain;
+};
+
+struct HistoryEntry {
+  double t = 0;
+  std::string what;
+};
+struct JobHistory {
+  JobId job = 0;
+  std::vector<HistoryEntry> entries;
 };
 
 struct JobOutcome {
@@ -60,6 +72,7 @@ struct SimResult {
   double jain_integral = 0;
   double jain_time = 0;
   ShareSeries series;
+  std::vector<JobHistory> histories;  // one per SimOptions::explain job, in that order
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;
