@@ -241,6 +241,56 @@ TEST(Reclaim, AGangLargerThanItsShareGetsATurnOnceStarving) {
   EXPECT_EQ(schedule_cycle(after.snapshot(), make_policy("fair", 1)).preemptions.size(), 1u);
 }
 
+// b is promised 4 A100s. It holds all 8 V100s, its whole share (a wants only the 8 it holds),
+// so the share rule lets it reclaim nothing; the type guarantee still brings it 4 A100s back
+// from a, which is promised none, and no more than 4.
+TEST(Reclaim, APerTypeGuaranteeIsReclaimedOnThatType) {
+  for (const bool typed : {true, false}) {
+    ClusterBuilder cb;
+    const GpuTypeId v100 = cb.gpu_types().intern("V100");
+    const GpuTypeId a100 = cb.gpu_types().intern("A100");
+    for (int n = 0; n < 2; ++n) {
+      cb.add_node("s", "r", "v" + std::to_string(n), v100, 4, 64000, 1 << 20);
+      cb.add_node("s", "r", "a" + std::to_string(n), a100, 4, 64000, 1 << 20);
+    }
+    World w(cb.build());
+    QueueTree t;
+    t.add(kRootQueue, testing::queue_spec("a", 3));
+    QueueSpec bq = testing::queue_spec("b", 1, 4);
+    if (typed) bq.by_type.push_back(TypeQuota{a100, 4 * kMilliPerGpu, kUnlimited});
+    t.add(kRootQueue, bq);
+    t.finish();
+    bind(t, {"a", "b"});
+    w.queues = &t;
+    for (NodeId n = 0; n < w.cluster.nodes().size(); ++n) {
+      const bool is_a100 = w.cluster.node(n).gpu_type == a100;
+      for (int g = 0; g < 4; ++g) {
+        const std::string name = (is_a100 ? "a" : "b") + std::to_string(n * 4 + g);
+        w.add_running(gang(name, 1, 1, 0, is_a100 ? 0 : 1), whole_gpus(w.cluster, n, g, 1),
+                      n * 4 + g);
+      }
+    }
+    for (int i = 0; i < 6; ++i) w.add_pending(gang("b-more" + std::to_string(i), 1, 1, 100, 1));
+    w.now = 200;
+    const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+    if (!typed) {
+      EXPECT_TRUE(d.preemptions.empty());  // over its share, and promised no A100s
+      continue;
+    }
+    ASSERT_EQ(d.preemptions.size(), 4u);
+    for (const Preemption& p : d.preemptions) {
+      EXPECT_EQ(w.specs[p.job].tenant, 0u);
+      EXPECT_EQ(w.cluster.node(w.allocs[p.job].member_node[0]).gpu_type, a100);
+    }
+    ASSERT_EQ(d.starts.size(), 4u);
+    for (const Start& s : d.starts) {
+      EXPECT_EQ(w.specs[s.job].tenant, 1u) << w.specs[s.job].name;
+      EXPECT_EQ(w.cluster.node(s.alloc.member_node[0]).gpu_type, a100);
+    }
+    EXPECT_EQ(gpus_by_tenant_after(w, d, 1), 12);
+  }
+}
+
 TEST(Quota, AJobPastItsQueuesLimitWaitsAndOthersGoOn) {
   World w(make_uniform_cluster(1, 1, 4, 4));
   QueueTree t = two_queues(/*guarantee=*/0, /*limit=*/4);

@@ -1,6 +1,7 @@
 #include "engine/cycle.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <tuple>
 #include <unordered_set>
@@ -356,7 +357,7 @@ class Cycle {
   // victim's class is not above the job's (never inference-critical), and the victim's side
   // of the tree is over its fair share (checked again as victims are taken, so a queue gives
   // back only what it borrowed, give or take one gang).
-  enum class Kind : uint8_t { kNo, kPriority, kReclaim };
+  enum class Kind : uint8_t { kNo, kPriority, kReclaim, kTypeReclaim };
   Kind victim_kind(const JobSpec& job, int64_t rank, bool may_reclaim, const Amounts& need,
                    size_t i) const {
     const int64_t rr = running_rank_[i];
@@ -380,7 +381,58 @@ class Cycle {
         return Kind::kReclaim;
       }
     }
+    if (type_room_ != 0 && theirs <= mine && theirs != PriorityClass::kInferenceCritical &&
+        snap_.now >= r.reclaim_protected_until && !in_subtree(running_leaf_[i], guarantor_) &&
+        over_type_guarantee(victim_side(guarantor_, running_leaf_[i]), *r.alloc)) {
+      return Kind::kTypeReclaim;
+    }
     return Kind::kNo;
+  }
+
+  bool in_subtree(QueueId leaf, QueueId q) const {
+    for (QueueId a = leaf; a != kNoId; a = tree_.queue(a).parent) {
+      if (a == q) return true;
+    }
+    return false;
+  }
+
+  // Per-GPU-type guarantees: the lowest queue on the job's path still short of what it is
+  // promised on a GPU type the job may use (by at least the gang), and those types. Such a
+  // queue takes GPUs of those types back from queues holding more of them than they are
+  // promised, even when it holds its whole share on other types: the guarantee is for that
+  // hardware.
+  void find_type_room(const JobSpec& job, int64_t need_gpu_milli) {
+    for (QueueId q = current_leaf_; q != kNoId; q = tree_.queue(q).parent) {
+      const auto& types = tree_.queue(q).by_type;
+      GpuTypeMask room = 0;
+      for (size_t k = 0; k < types.size(); ++k) {
+        if (type_allowed(job.allowed_types, types[k].type) &&
+            type_live_[q][k] + need_gpu_milli <= types[k].guarantee_milli) {
+          room |= GpuTypeMask{1} << types[k].type;
+        }
+      }
+      if (room != 0) {
+        type_room_ = room;
+        guarantor_ = q;
+        return;
+      }
+    }
+  }
+
+  // Whether `side` holds more than it is promised of a type in type_room_ that `a` holds.
+  bool over_type_guarantee(QueueId side, const Allocation& a) const {
+    const auto& types = tree_.queue(side).by_type;
+    for (GpuTypeMask rest = type_room_; rest != 0; rest &= rest - 1) {
+      const auto t = static_cast<GpuTypeId>(std::countr_zero(rest));
+      if (milli_on_types(cluster_, a, GpuTypeMask{1} << t) == 0) continue;
+      const auto it = std::find_if(types.begin(), types.end(),
+                                   [&](const TypeQuota& tq) { return tq.type == t; });
+      if (it == types.end()) return true;  // promised none of it: all it holds is borrowed
+      if (type_live_[side][static_cast<size_t>(it - types.begin())] > it->guarantee_milli) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // Frees running jobs that may give way (victim_kind) until `pj` fits, then keeps back every
@@ -410,7 +462,20 @@ class Cycle {
     const bool may_reclaim =
         policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
         (starving_ || all_le(live_[current_leaf_] + need, shares_.entitled[current_leaf_]));
-    const bool cross_queue = may_reclaim ||
+    type_room_ = 0;
+    guarantor_ = kNoId;
+    if (policy_.reclaim && job.priority != PriorityClass::kBestEffort && !may_reclaim) {
+      find_type_room(job, need[kGpuDim]);
+    }
+    // Reclaiming by a type guarantee places the job on those types only.
+    JobSpec restricted;
+    const JobSpec* place_as = &job;
+    if (type_room_ != 0) {
+      restricted = job;
+      restricted.allowed_types = type_room_;
+      place_as = &restricted;
+    }
+    const bool cross_queue = may_reclaim || type_room_ != 0 ||
                              (policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
                               any_best_effort_running_) ||
                              job.priority == PriorityClass::kInferenceCritical;
@@ -427,13 +492,13 @@ class Cycle {
       Kind kind;
     };
     std::vector<Candidate> cands;
-    int64_t available = scratch_.free_milli_matching(job.allowed_types);
+    int64_t available = scratch_.free_milli_matching(place_as->allowed_types);
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       if (evicted_[i]) continue;
       const Kind kind = victim_kind(job, rank, may_reclaim, need, i);
       if (kind == Kind::kNo) continue;
       const RunningJob& r = snap_.running[i];
-      const int64_t m = milli_on_types(cluster_, *r.alloc, job.allowed_types);
+      const int64_t m = milli_on_types(cluster_, *r.alloc, place_as->allowed_types);
       if (m == 0) continue;
       available += m;
       const double lost = r.spec->checkpoint_interval > 0
@@ -467,9 +532,14 @@ class Cycle {
         const QueueId side = victim_side(current_leaf_, running_leaf_[c.index]);
         if (!starving_ && all_le(live_[side], shares_.entitled[side])) continue;  // gave it back
       }
+      if (c.kind == Kind::kTypeReclaim &&
+          !over_type_guarantee(victim_side(guarantor_, running_leaf_[c.index]),
+                               *snap_.running[c.index].alloc)) {
+        continue;  // gave back what it borrowed of those types
+      }
       evict(c.index, -1);
       victims.push_back(c.index);
-      if (try_place(job, alloc)) {
+      if (try_place(*place_as, alloc)) {
         if (over_type_limit(current_leaf_, alloc) == kNoId) {
           placed = true;
           break;
@@ -493,14 +563,14 @@ class Cycle {
       }
       evict(victims[k], +1);
       Allocation probe;
-      if (try_place(job, probe)) {
+      if (try_place(*place_as, probe)) {
         scratch_.release(probe);  // still fits without this victim: keep it running
       } else {
         evict(victims[k], -1);
         needed.push_back(victims[k]);
       }
     }
-    if (!try_place(job, alloc)) {
+    if (!try_place(*place_as, alloc)) {
       // A randomised scorer may miss a placement that exists; undo everything.
       for (size_t v : needed) evict(v, +1);
       preempt_failed_.insert(key);
@@ -552,6 +622,9 @@ class Cycle {
   std::vector<QueueId> running_leaf_;            // by index in snap_.running
   QueueId current_leaf_ = kRootQueue;            // the leaf of the job being considered
   bool starving_ = false;  // ... and whether it is a starving gang (try_preempt)
+  // ... and, when it reclaims by a per-GPU-type guarantee, the types and the guaranteed queue.
+  GpuTypeMask type_room_ = 0;
+  QueueId guarantor_ = kNoId;
   std::vector<std::pair<double, size_t>> started_;  // (expected end, index into out_.starts)
   JobId head_ = kNoId;
   bool reservation_active_ = false;
