@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "apps/commands.h"
+#include "apps/gpu_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a multi-tenant scheduler for GPU clusters"};
@@ -13,9 +14,15 @@ int main(int argc, char** argv) {
   CLI::App* simulate = tessera::add_simulate_command(app, sim);
   tessera::BenchArgs bench;
   CLI::App* bench_cmd = tessera::add_bench_command(app, bench);
+  tessera::GpusArgs gpus;
+  CLI::App* gpus_cmd = tessera::add_gpus_command(app, gpus);
+  tessera::ProfileArgs profile;
+  CLI::App* profile_cmd = tessera::add_profile_command(app, profile);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench_cmd) return tessera::run_bench(bench);
+    if (*gpus_cmd) return tessera::run_gpus(gpus);
+    if (*profile_cmd) return tessera::run_profile(profile);
     if (*simulate || app.get_subcommands().empty()) return tessera::run_simulate(sim);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
