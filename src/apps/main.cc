@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "apps/colocate_command.h"
 #include "apps/commands.h"
 #include "apps/gpu_commands.h"
 
@@ -18,9 +19,12 @@ int main(int argc, char** argv) {
   CLI::App* gpus_cmd = tessera::add_gpus_command(app, gpus);
   tessera::ProfileArgs profile;
   CLI::App* profile_cmd = tessera::add_profile_command(app, profile);
+  tessera::ColocateArgs colocate;
+  CLI::App* colocate_cmd = tessera::add_colocate_command(app, colocate);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench_cmd) return tessera::run_bench(bench);
+    if (*colocate_cmd) return tessera::run_colocate(colocate);
     if (*gpus_cmd) return tessera::run_gpus(gpus);
     if (*profile_cmd) return tessera::run_profile(profile);
     if (*simulate || app.get_subcommands().empty()) return tessera::run_simulate(sim);
