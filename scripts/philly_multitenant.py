@@ -76,6 +76,8 @@ def prepare(jobs, n, args, out):
             f.write(json.dumps(o) + "\n")
     with open(os.path.join(out, "queues.yaml"), "w") as f:
         f.write("# equal weights, no guarantees: every tenant is entitled to 1/N of the cluster\n")
+        if args.reclaim_min_runtime > 0:
+            f.write(f"preemption: {{reclaim_min_runtime: {args.reclaim_min_runtime:g}s}}\n")
         f.write("queues:\n")
         for t in tenants:
             f.write(f"  - name: {t}\n")
@@ -120,6 +122,8 @@ def main():
                    help="a serving tenant's 1-GPU jobs at most this long (s) are inference")
     p.add_argument("--inference-every", type=int, default=10,
                    help="every k-th such job is an inference job")
+    p.add_argument("--reclaim-min-runtime", type=float, default=0,
+                   help="queue tree preemption.reclaim_min_runtime, seconds (0: none)")
     p.add_argument("--jobs", type=int, default=2, help="simulations in parallel")
     args = p.parse_args()
     jobs = load(args.trace, args.start, args.days)

@@ -43,6 +43,7 @@ const char* const kTwoLevel = R"(fairness:
   half_life: 24h
 preemption:
   checkpoint_grace: 30s
+  reclaim_min_runtime: 10m
 queues:
   - name: research
     weight: 2
@@ -127,6 +128,7 @@ TEST(QueueTreeTest, ParsesTwoLevelTree) {
   EXPECT_DOUBLE_EQ(t.settings().half_life_seconds, 86400);
   EXPECT_DOUBLE_EQ(t.settings().long_term_weight, 0.5);  // default with a half-life
   EXPECT_DOUBLE_EQ(t.settings().checkpoint_grace_seconds, 30);
+  EXPECT_DOUBLE_EQ(t.settings().reclaim_min_runtime_seconds, 600);
   EXPECT_EQ(t.bound_tenants(), 0u);
 }
 
@@ -135,6 +137,7 @@ TEST(QueueTreeTest, DefaultSettingsAndDurations) {
   EXPECT_DOUBLE_EQ(t.settings().half_life_seconds, 0);
   EXPECT_DOUBLE_EQ(t.settings().long_term_weight, 0);
   EXPECT_LT(t.settings().checkpoint_grace_seconds, 0);
+  EXPECT_DOUBLE_EQ(t.settings().reclaim_min_runtime_seconds, 0);
   EXPECT_DOUBLE_EQ(t.queue(1).default_sla_seconds, 1.5 * 86400);
   EXPECT_FALSE(t.queue(1).has_default_class);
   EXPECT_EQ(t.queue(1).allowed_classes, kAllClasses);

@@ -114,6 +114,36 @@ TEST(Reclaim, GuaranteeIsReclaimedEvenAgainstEqualWeights) {
   EXPECT_EQ(gpus_by_tenant_after(w, d, 1), 14);
 }
 
+// reclaim_min_runtime spares jobs that started recently from reclaim above the guarantee, but
+// never delays taking the guarantee back.
+TEST(Reclaim, ReclaimMinRuntimeSparesYoungJobsButNotTheGuarantee) {
+  for (const double min_runtime : {0.0, 10.0}) {
+    World w(make_uniform_cluster(1, 1, 4, 4));
+    QueueTree t;
+    t.add(kRootQueue, testing::queue_spec("a"));
+    t.add(kRootQueue, testing::queue_spec("b", 1, 4));
+    t.finish();
+    t.settings().reclaim_min_runtime_seconds = min_runtime;
+    bind(t, {"a", "b"});
+    w.queues = &t;
+    fill_with_tenant_a(w);  // a's jobs started at 0, 1, ..., 15
+    for (int i = 0; i < 16; ++i) w.add_pending(gang("b" + std::to_string(i), 1, 1, 100 + i, 1));
+    w.now = 12;  // only a0, a1, a2 have run 10 s
+    const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+    // b is entitled to its guarantee 4 plus half of the other 12: 10.
+    if (min_runtime == 0) {
+      EXPECT_EQ(gpus_by_tenant_after(w, d, 1), 10);
+      continue;
+    }
+    // The guarantee comes back at once (the youngest give way), the rest only from jobs that
+    // have run long enough.
+    EXPECT_EQ(gpus_by_tenant_after(w, d, 1), 7);
+    int old = 0;
+    for (const Preemption& p : d.preemptions) old += w.running[p.job].start_time <= 2 ? 1 : 0;
+    EXPECT_EQ(old, 3);
+  }
+}
+
 TEST(Reclaim, TwoGangsLargerThanHalfTheClusterDoNotDeadlock) {
   // Two 8-GPU gangs on 12 GPUs with equal weights (the 100-GPU gangs on 150 GPUs, scaled):
   // the running one keeps running; the other waits whole, with a reason naming fair share.

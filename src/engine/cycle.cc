@@ -372,7 +372,9 @@ class Cycle {
     if (mine == PriorityClass::kInferenceCritical && theirs < mine) return Kind::kPriority;
     const RunningJob& r = snap_.running[i];
     if (may_reclaim && theirs <= mine && theirs != PriorityClass::kInferenceCritical &&
-        snap_.now >= r.reclaim_protected_until) {
+        snap_.now >= r.reclaim_protected_until &&
+        (within_guarantee_ || tree_.settings().reclaim_min_runtime_seconds <= 0 ||
+         snap_.now - r.start_time >= tree_.settings().reclaim_min_runtime_seconds)) {
       const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
       // A starving gang takes from queues that were borrowing when the cycle began, as much as
       // it needs (it is larger than its share, so they may end below theirs for its turn).
@@ -462,6 +464,9 @@ class Cycle {
     const bool may_reclaim =
         policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
         (starving_ || all_le(live_[current_leaf_] + need, shares_.entitled[current_leaf_]));
+    // Taking back a guarantee is never delayed by reclaim_min_runtime.
+    within_guarantee_ = live_[current_leaf_][kGpuDim] + need[kGpuDim] <=
+                        tree_.queue(current_leaf_).guarantee[kGpuDim];
     type_room_ = 0;
     guarantor_ = kNoId;
     if (policy_.reclaim && job.priority != PriorityClass::kBestEffort && !may_reclaim) {
@@ -625,6 +630,7 @@ class Cycle {
   // ... and, when it reclaims by a per-GPU-type guarantee, the types and the guaranteed queue.
   GpuTypeMask type_room_ = 0;
   QueueId guarantor_ = kNoId;
+  bool within_guarantee_ = false;  // ... and whether it stays within its leaf's guarantee
   std::vector<std::pair<double, size_t>> started_;  // (expected end, index into out_.starts)
   JobId head_ = kNoId;
   bool reservation_active_ = false;

@@ -419,12 +419,17 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
     }
   }
   if (const YAML::Node pre = root["preemption"]) {
-    check_keys(origin_, pre, "preemption", {"checkpoint_grace", "starving_after", "min_runtime"});
+    check_keys(origin_, pre, "preemption",
+               {"checkpoint_grace", "starving_after", "min_runtime", "reclaim_min_runtime"});
     if (pre["starving_after"]) {
       f.starving_after_seconds = duration(pre["starving_after"], "preemption.starving_after");
     }
     if (pre["min_runtime"]) {
       f.min_runtime_seconds = duration(pre["min_runtime"], "preemption.min_runtime");
+    }
+    if (pre["reclaim_min_runtime"]) {
+      f.reclaim_min_runtime_seconds =
+          duration(pre["reclaim_min_runtime"], "preemption.reclaim_min_runtime");
     }
     if (pre["checkpoint_grace"]) {
       f.checkpoint_grace_seconds = duration(pre["checkpoint_grace"], "preemption.checkpoint_grace");

@@ -120,6 +120,10 @@ struct FairnessSettings {
   // Reclaim spares a starving gang that has run for less than this, so that it and the queues
   // it took from take turns instead of thrashing.
   double min_runtime_seconds = 1800;
+  // Reclaim for a fair share above guarantees spares jobs that have run less than this, so
+  // that shares shifting with demand do not stop jobs again and again (churn). Reclaim up to a
+  // queue's guarantee (and for per-type guarantees) is never delayed. 0: no delay.
+  double reclaim_min_runtime_seconds = 0;
 };
 
 class QueueTree {
