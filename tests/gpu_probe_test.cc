@@ -195,6 +195,15 @@ TEST(GpuCli, ProfileWritesTheFeaturesAsJson) {
   EXPECT_DOUBLE_EQ(j["features"]["MGMAP"].get<double>(), 30);
   EXPECT_DOUBLE_EQ(j["features"]["MGTSAMP"].get<double>(), 47);
   EXPECT_TRUE(j["complete"].get<bool>());
+  // With the measured data at hand the job is placed in the knowledge base, with partners.
+  if (fs::exists(fs::path(TESSERA_SHARED_DATA) / "interference")) {
+    ASSERT_TRUE(j.contains("knowledge_base")) << out;
+    const auto& kb = j["knowledge_base"];
+    EXPECT_LT(kb["cluster"].get<int>(), kb["k"].get<int>());
+    EXPECT_GE(kb["uncertainty"].get<double>(), 0);
+    EXPECT_EQ(kb["partners"].size(), kb["k"].get<size_t>());
+    EXPECT_NE(out.find("best partners"), std::string::npos) << out;
+  }
 }
 
 }  // namespace

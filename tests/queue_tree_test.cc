@@ -42,8 +42,7 @@ constexpr int64_t kGiB = 1024;  // in MiB
 const char* const kTwoLevel = R"(fairness:
   half_life: 24h
 preemption:
-  checkpoint_grace: 30s
-  reclaim_min_runtime: 10m
+  {checkpoint_grace: 30s, reclaim_min_runtime: 10m}
 queues:
   - name: research
     weight: 2

@@ -25,6 +25,8 @@ struct ProfileArgs {
   bool keep_running = false;
   std::string nvidia_smi = "nvidia-smi";
   std::string json_out;
+  std::string data_dir;  // holds interference/ (the knowledge base); empty: the default
+  bool no_kb = false;    // skip placing the job in the knowledge base
 };
 CLI::App* add_profile_command(CLI::App& app, ProfileArgs& args);
 int run_profile(const ProfileArgs& args);

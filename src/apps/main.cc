@@ -6,6 +6,7 @@
 
 #include "apps/colocate_command.h"
 #include "apps/commands.h"
+#include "apps/frag_command.h"
 #include "apps/gpu_commands.h"
 
 int main(int argc, char** argv) {
@@ -15,18 +16,21 @@ int main(int argc, char** argv) {
   CLI::App* simulate = tessera::add_simulate_command(app, sim);
   tessera::BenchArgs bench;
   CLI::App* bench_cmd = tessera::add_bench_command(app, bench);
+  tessera::FragArgs frag;
+  CLI::App* frag_cmd = tessera::add_frag_command(app, frag);
+  tessera::ColocateArgs colocate;
+  CLI::App* colocate_cmd = tessera::add_colocate_command(app, colocate);
   tessera::GpusArgs gpus;
   CLI::App* gpus_cmd = tessera::add_gpus_command(app, gpus);
   tessera::ProfileArgs profile;
   CLI::App* profile_cmd = tessera::add_profile_command(app, profile);
-  tessera::ColocateArgs colocate;
-  CLI::App* colocate_cmd = tessera::add_colocate_command(app, colocate);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench_cmd) return tessera::run_bench(bench);
-    if (*colocate_cmd) return tessera::run_colocate(colocate);
     if (*gpus_cmd) return tessera::run_gpus(gpus);
     if (*profile_cmd) return tessera::run_profile(profile);
+    if (*colocate_cmd) return tessera::run_colocate(colocate);
+    if (*frag_cmd) return tessera::run_frag_command(frag);
     if (*simulate || app.get_subcommands().empty()) return tessera::run_simulate(sim);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
