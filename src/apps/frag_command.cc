@@ -51,6 +51,7 @@ CLI::App* add_frag_command(CLI::App& app, FragArgs& a) {
 }
 
 int run_frag_command(const FragArgs& a) {
+  frag::make_placer(a.policy);  // an unknown policy is an error before any file is read
   const std::string nodes_path =
       input_or_default(a.nodes, "openb_node_list_gpu_node.csv", "--nodes");
   const std::string pods_path = input_or_default(a.pods, "openb_pod_list_default.csv", "--pods");
