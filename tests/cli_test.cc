@@ -10,23 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CmdResult {
-  int status;  // exit status; -1 if the process did not exit normally (a crash)
-  std::string output;
-};
-
+using tessera::testing::CmdResult;
 CmdResult run(const std::string& args) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int rc = pclose(p);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+  return tessera::testing::run_tessera(args);
 }
 
 std::string slurp(const fs::path& p) {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "engine/frag.h"
 #include "model/input_error.h"
 #include "sim/alibaba_reader.h"
@@ -290,14 +291,10 @@ TEST(FragCli, WritesTheCurveAsJson) {
     text += "p" + std::to_string(i) + ",2000,1024,1," + (i % 2 ? "1000" : "300") + "\n";
   }
   write(pods, text);
-  const std::string cmd =
-      std::string(TESSERA_BINARY) + " frag --nodes " + nodes.string() + " --pods " + pods.string() +
-      " --policy tessera-pack --seeds 2 --inflate 1.3 --json " + out.string() + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string output;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) output.append(buf, n);
-  ASSERT_EQ(pclose(f), 0) << output;
+  const auto [status, output] =
+      testing::run_tessera("frag --nodes " + nodes.string() + " --pods " + pods.string() +
+                           " --policy tessera-pack --seeds 2 --inflate 1.3 --json " + out.string());
+  ASSERT_EQ(status, 0) << output;
   EXPECT_NE(output.find("arrived%"), std::string::npos) << output;
   std::ifstream in(out);
   const auto j = nlohmann::json::parse(in);
@@ -314,13 +311,8 @@ TEST(FragCli, WritesTheCurveAsJson) {
 }
 
 TEST(FragCli, UnknownPolicyIsAnError) {
-  const std::string cmd =
-      std::string(TESSERA_BINARY) + " frag --policy nosuch --seeds 1 --quiet 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string output;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) output.append(buf, n);
-  EXPECT_NE(pclose(f), 0);
+  const auto [status, output] = testing::run_tessera("frag --policy nosuch --seeds 1 --quiet");
+  EXPECT_EQ(status, 2);
   EXPECT_NE(output.find("unknown placement policy"), std::string::npos) << output;
 }
 

@@ -16,6 +16,7 @@
 
 #include "backend/nvidia_smi.h"
 #include "backend/process_profiler.h"
+#include "cli_util.h"
 #include "input_error_util.h"
 
 namespace tessera {
@@ -156,14 +157,9 @@ TEST(Profiler, AMissingGpuOrDriverIsAClearError) {
 }
 
 std::string run_cli(const std::string& args, int& status) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int rc = pclose(p);
-  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return out;
+  testing::CmdResult r = testing::run_tessera(args);
+  status = r.status;
+  return std::move(r.output);
 }
 
 TEST(GpuCli, GpusListsTheHostsGpusAndWritesAClusterSpec) {

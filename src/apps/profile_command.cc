@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/data_dir.h"
 #include "apps/gpu_commands.h"
 #include "backend/process_profiler.h"
 #include "insight/knowledge_base.h"
@@ -41,9 +42,7 @@ CLI::App* add_profile_command(CLI::App& app, ProfileArgs& a) {
 namespace {
 
 std::string data_dir(const ProfileArgs& a) {
-  if (!a.data_dir.empty()) return a.data_dir;
-  if (const char* env = std::getenv("TESSERA_DATA")) return env;
-  return TESSERA_SHARED_DATA;
+  return data_dir_or_default(a.data_dir);
 }
 
 // Places the profile in the knowledge base built from the measured jobs (k by the elbow) and

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "apps/commands.h"
+#include "apps/data_dir.h"
 #include "engine/admission.h"
 #include "engine/policy.h"
 #include "model/cluster_spec.h"
@@ -63,9 +64,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
 namespace {
 
 std::string data_dir(const SimulateArgs& a) {
-  if (!a.data_dir.empty()) return a.data_dir;
-  if (const char* env = std::getenv("TESSERA_DATA")) return env;
-  return TESSERA_SHARED_DATA;
+  return data_dir_or_default(a.data_dir);
 }
 
 Cluster default_cluster() {

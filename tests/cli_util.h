@@ -1,0 +1,28 @@
+// Runs the tessera binary as a user would, for end-to-end tests.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace tessera::testing {
+
+struct CmdResult {
+  int status;          // exit status; -1 if the process did not exit normally (a crash)
+  std::string output;  // stdout and stderr together
+};
+
+// `tessera ARGS`, with ARGS as a shell would split them.
+inline CmdResult run_tessera(const std::string& args) {
+  const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return {-1, "cannot run " + cmd};
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int rc = pclose(p);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+}  // namespace tessera::testing
