@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "apps/advise_command.h"
 #include "apps/colocate_command.h"
 #include "apps/commands.h"
 #include "apps/frag_command.h"
@@ -24,9 +25,12 @@ int main(int argc, char** argv) {
   CLI::App* gpus_cmd = tessera::add_gpus_command(app, gpus);
   tessera::ProfileArgs profile;
   CLI::App* profile_cmd = tessera::add_profile_command(app, profile);
+  tessera::AdviseArgs advise;
+  CLI::App* advise_cmd = tessera::add_advise_command(app, advise);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench_cmd) return tessera::run_bench(bench);
+    if (*advise_cmd) return tessera::run_advise(advise);
     if (*gpus_cmd) return tessera::run_gpus(gpus);
     if (*profile_cmd) return tessera::run_profile(profile);
     if (*colocate_cmd) return tessera::run_colocate(colocate);
