@@ -29,6 +29,7 @@ std::vector<Candidate> queue(size_t n, size_t k, std::mt19937_64& rng) {
     c.cluster = static_cast<uint32_t>(uniform_below(rng, k));
     c.uncertainty = 10 * uniform01(rng);
     c.features = {100 * uniform01(rng), 100 * uniform01(rng), 60 * uniform01(rng)};
+    c.estimate = c.remaining = 120 + 1080 * uniform01(rng);
   }
   return q;
 }
@@ -48,6 +49,22 @@ void BM_Recommend(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_Recommend)->ArgsProduct({{10, 100, 1000, 10000}, {0, 1}});
+
+// The duration-aware PacSav objective (queue-aware); with the opportunity cost each candidate
+// is compared with up to 32 other queued jobs.
+void BM_RecommendDuration(benchmark::State& state) {
+  std::mt19937_64 rng(1);
+  const InterferenceModel m = model(3, rng);
+  const auto q = queue(static_cast<size_t>(state.range(0)), 3, rng);
+  const std::vector<Candidate> residents = {q.front()};
+  RecommendOptions o;
+  o.objective = Objective::kMaxPacSavDuration;
+  o.queue_aware = true;
+  o.opportunity_cost = state.range(1) != 0;
+  for (auto _ : state) benchmark::DoNotOptimize(recommend(residents, q, m, o, rng));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_RecommendDuration)->ArgsProduct({{10, 100, 1000, 10000}, {0, 1}});
 
 std::vector<FeatureVec> points(size_t n) {
   std::mt19937_64 rng(2);
@@ -82,10 +99,11 @@ void BM_ColocationRun(benchmark::State& state) {
   ColocOptions o;
   o.jobs = static_cast<size_t>(state.range(0));
   const auto jobs = make_colocation_workload(w, o, 1);
-  const auto policy = *find_colocation_policy("min-indsd", 0.1);
+  const auto policy =
+      *find_colocation_policy(state.range(1) != 0 ? "max-pacsav-dur" : "min-indsd", 0.1);
   for (auto _ : state) benchmark::DoNotOptimize(run_colocation(w, jobs, policy, o, 1));
 }
-BENCHMARK(BM_ColocationRun)->Arg(200)->Arg(2000);
+BENCHMARK(BM_ColocationRun)->ArgsProduct({{200, 2000}, {0, 1}});
 
 }  // namespace
 }  // namespace tessera

@@ -3,6 +3,7 @@
 // CSV is reported by file, line and column, and `tessera colocate` writes its JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,11 @@ TEST(Colocation, EachJobFinishesAfterExactlyItsWorkAtThePairSpeeds) {
   // PacSav: (350 - busy 275) / 350.
   EXPECT_NEAR(r.pacsav, 75.0 / 350, 1e-9);
   EXPECT_EQ(r.colocated_jobs, 3u);
+  // Per pair: jobs 0 + 1 from t = 0 (300 s alone), first finish at 200, job 1 has 40 left:
+  // (300 - 200 - 40) / 300. Jobs 1 + 2 from t = 200 (40 + 50), job 1 ends at 250 and job 2
+  // has 25 left: (90 - 50 - 25) / 90.
+  EXPECT_EQ(r.episodes, 2u);
+  EXPECT_NEAR(r.pacsav_pairs, (60.0 / 300 + 15.0 / 90) / 2, 1e-9);
 }
 
 TEST(Colocation, AJobAloneFinishesAfterItsWork) {
@@ -105,6 +111,55 @@ TEST(Colocation, RecommenderBeatsFcfsWhenOnePairIsClearlyBad) {
   }
 }
 
+TEST(Colocation, EstimatesAreExactWithoutErrorAndSeededWithIt) {
+  ColocWorld w = world_of({0, 1, 0}, 2);
+  ColocOptions o;
+  o.jobs = 30;
+  o.estimate_error = 0;
+  const auto exact = make_colocation_workload(w, o, 7);
+  for (const ColocJob& j : exact) EXPECT_DOUBLE_EQ(j.estimate, j.work);
+  o.estimate_error = 0.3;
+  const auto noisy = make_colocation_workload(w, o, 7);
+  const auto again = make_colocation_workload(w, o, 7);
+  const auto other = make_colocation_workload(w, o, 8);
+  ASSERT_EQ(noisy.size(), exact.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < noisy.size(); ++i) {
+    // The same jobs and arrivals for every error level; the estimates are seeded.
+    EXPECT_EQ(noisy[i].catalog, exact[i].catalog);
+    EXPECT_DOUBLE_EQ(noisy[i].work, exact[i].work);
+    EXPECT_DOUBLE_EQ(noisy[i].submit, exact[i].submit);
+    EXPECT_DOUBLE_EQ(noisy[i].estimate, again[i].estimate);
+    EXPECT_GT(noisy[i].estimate, 0);
+    differ += noisy[i].estimate != exact[i].estimate;
+  }
+  EXPECT_EQ(differ, noisy.size());
+  EXPECT_NE(other[0].estimate / other[0].work, noisy[0].estimate / noisy[0].work);
+  o.estimate_error = -1;
+  EXPECT_THROW(make_colocation_workload(w, o, 7), std::invalid_argument);
+}
+
+TEST(Colocation, DurationAwarePacSavPairsTheResidentWithTheMatchingJob) {
+  // One cluster, one GPU: all jobs arrive at once. The head (300 s) takes the empty GPU; with
+  // exact estimates the duration-aware policy picks the 310 s job, FCFS the next in line.
+  ColocWorld w = world_of({0}, 1);
+  w.truth.set(0, 0, 0.8, 0.8);
+  w.seeded.observe_speeds(0, 0, 0.8, 0.8);
+  ColocOptions o;
+  o.gpus = 1;
+  o.estimate_error = 0;
+  std::vector<ColocJob> jobs = {{0, 300, 0}, {0, 1000, 0}, {0, 310, 0}, {0, 60, 0}};
+  for (ColocJob& j : jobs) j.estimate = j.work;
+  for (const char* name : {"max-pacsav-dur-pair", "max-pacsav-dur-pair-greedy"}) {
+    const ColocRun r = run_colocation(w, jobs, *find_colocation_policy(name, 0), o, 1);
+    EXPECT_DOUBLE_EQ(r.jobs[2].start, 0) << name;
+    EXPECT_GT(r.jobs[1].start, 0) << name;
+  }
+  const ColocRun f = run_colocation(w, jobs, fcfs(), o, 1);
+  EXPECT_DOUBLE_EQ(f.jobs[1].start, 0);
+  EXPECT_GT(f.jobs[2].start, 0);
+}
+
 TEST(Colocation, ExperimentIsDeterministicForASeed) {
   ColocWorld w = world_of({0, 1, 0, 1}, 2);
   w.truth.set(0, 1, 0.7, 0.6);
@@ -120,7 +175,24 @@ TEST(Colocation, ExperimentIsDeterministicForASeed) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].indsd_per_seed, b[i].indsd_per_seed) << a[i].policy;
     EXPECT_EQ(a[i].pacsav_per_seed, b[i].pacsav_per_seed) << a[i].policy;
+    EXPECT_EQ(a[i].pacsav_pairs_per_seed, b[i].pacsav_pairs_per_seed) << a[i].policy;
   }
+  // Exact estimates and noisy ones: each deterministic, and they change a duration-aware run
+  // but not FCFS (which never looks at estimates).
+  o.estimate_error = 0;
+  const auto exact = run_colocation_experiment(w, policies, o, 4, 3);
+  const auto exact2 = run_colocation_experiment(w, policies, o, 4, 3);
+  bool changed = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(exact[i].indsd_per_seed, exact2[i].indsd_per_seed) << a[i].policy;
+    if (a[i].policy == "fcfs") {
+      EXPECT_EQ(exact[i].indsd_per_seed, a[i].indsd_per_seed);
+    }
+    if (a[i].policy.find("-dur") != std::string::npos) {
+      changed = changed || exact[i].indsd_per_seed != a[i].indsd_per_seed;
+    }
+  }
+  EXPECT_TRUE(changed);
 }
 
 const char* kSingle =
@@ -251,8 +323,30 @@ TEST(ColocateCli, WritesTheJsonAndIsDeterministic) {
                         "pacsav_higher_vs_random", "pacsav_higher_memory_packing_vs_fcfs"}) {
     EXPECT_TRUE(doc["improvements"].contains(k)) << k;
   }
+  for (const char* k : {"dur:indsd_lower_vs_fcfs", "dur:indsd_lower_with_epsilon_vs_fcfs",
+                        "dir:indsd_lower_with_epsilon_vs_fcfs", "dur:pacsav_higher_vs_fcfs",
+                        "dur:pacsav_higher_memory_packing_vs_fcfs", "pairs:pacsav_higher_vs_fcfs",
+                        "pairs:dur:pacsav_higher_vs_random"}) {
+    EXPECT_TRUE(doc["improvements"].contains(k)) << k;
+  }
+  std::vector<std::string> names;
+  for (const auto& p : doc["policies"]) {
+    names.push_back(p["name"].get<std::string>());
+    EXPECT_TRUE(p.contains("pacsav_pairs_pct"));
+  }
+  for (const char* n : {"max-pacsav-dur", "max-pacsav-dur-mem", "max-pacsav-dur-pair",
+                        "min-indsd-dur", "min-indsd-dur-eps", "min-indsd-eps-dir"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+  EXPECT_DOUBLE_EQ(doc["options"]["estimate_error"].get<double>(), 0.3);
   // The recommender avoids the heavy-heavy pair that arrival order makes.
   EXPECT_GT(doc["improvements"]["indsd_lower_vs_fcfs"]["ours_pp"].get<double>(), 0);
+  // Another estimate error is written, and exact estimates are deterministic too.
+  const fs::path c = dir / "c.json", d = dir / "d.json";
+  ASSERT_EQ(run(args + " --estimate-error 0 --json " + c.string()).status, 0);
+  ASSERT_EQ(run(args + " --estimate-error 0 --json " + d.string()).status, 0);
+  EXPECT_EQ(slurp(c), slurp(d));
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(slurp(c))["options"]["estimate_error"].get<double>(), 0);
 }
 
 TEST(ColocateCli, ReportsBadInputAndUnknownPolicies) {
@@ -265,6 +359,9 @@ TEST(ColocateCli, ReportsBadInputAndUnknownPolicies) {
   r = run("colocate --quiet --policy nope --data-dir " + dir.string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("unknown policy 'nope'"), std::string::npos) << r.output;
+  r = run("colocate --quiet --estimate-error -1 --data-dir " + dir.string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--estimate-error"), std::string::npos) << r.output;
 }
 
 }  // namespace

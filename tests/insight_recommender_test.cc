@@ -126,6 +126,97 @@ TEST(Recommender, EpsilonZeroNeverExploresEpsilonOneAlwaysDoes) {
   EXPECT_GT(off_best, 100);  // uniform over 5 candidates: about 160
 }
 
+Candidate timed(uint32_t cluster, double estimate, double remaining, double unc = 1) {
+  Candidate c = cand(cluster, 10, 10, unc);
+  c.estimate = estimate;
+  c.remaining = remaining;
+  return c;
+}
+
+TEST(InterferenceModel, PacSavOfWorkGeneralisesEqualWork) {
+  EXPECT_DOUBLE_EQ(InterferenceModel::pacsav_of_work(1, 1, 0.8, 0.6),
+                   InterferenceModel::pacsav_of_speeds(0.8, 0.6));
+  // 100 s and 300 s of work at 0.5 each: the first ends at 200, the other has 200 left alone.
+  EXPECT_NEAR(InterferenceModel::pacsav_of_work(100, 300, 0.5, 0.5), (400.0 - 400) / 400, 1e-12);
+  // Equal remaining times at speed 0.8: both end at 125 of 200 s of work.
+  EXPECT_NEAR(InterferenceModel::pacsav_of_work(100, 100, 0.8, 0.8), 75.0 / 200, 1e-12);
+  EXPECT_DOUBLE_EQ(InterferenceModel::pacsav_of_work(0, 0, 1, 1), 0);
+  // IndSD per second of work: (0.5 / 100 + 0.5 / 200) / (0.5 + 0.5).
+  EXPECT_NEAR(InterferenceModel::indsd_per_work(100, 200, 0.5, 0.5), 0.0075, 1e-12);
+}
+
+TEST(Recommender, DurationAwarePacSavTakesTheBestMatchingRemainingTime) {
+  // One cluster: every pair interferes alike, so only the durations tell candidates apart.
+  InterferenceModel m(1);
+  m.observe_speeds(0, 0, 0.8, 0.8);
+  std::mt19937_64 rng(1);
+  const std::vector<Candidate> residents = {timed(0, 900, 300)};
+  const std::vector<Candidate> queue = {timed(0, 1000, 1000), timed(0, 500, 500),
+                                        timed(0, 310, 310), timed(0, 60, 60)};
+  RecommendOptions o;
+  o.objective = Objective::kMaxPacSav;
+  EXPECT_EQ(recommend(residents, queue, m, o, rng)->index, 0u);  // a tie: queue order
+  o.objective = Objective::kMaxPacSavDuration;
+  const auto r = recommend(residents, queue, m, o, rng);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->index, 2u);
+  EXPECT_NEAR(r->score, InterferenceModel::pacsav_of_work(300, 310, 0.8, 0.8), 1e-12);
+  // Queue-aware with the candidate alone in the queue: the survivor would run alone, the same.
+  o.queue_aware = true;
+  const std::vector<Candidate> one = {queue[2]};
+  EXPECT_NEAR(recommend(residents, one, m, o, rng)->score, r->score, 1e-12);
+  // Without estimates the objective is the cluster-level PacSav.
+  const std::vector<Candidate> blind = {cand(0), cand(0)};
+  EXPECT_NEAR(pair_score(residents, blind[0], m, o), m.pacsav(0, 0), 1e-12);
+}
+
+TEST(Recommender, DurationAwareIndSDSparesTheShortJob) {
+  // Beside cluster 1 a cluster-0 job runs at 0.5 (cluster 1 unharmed); beside cluster 2 the
+  // cluster-0 job is unharmed and the cluster-2 job runs at 0.4. By cluster means pair 0-1
+  // (IndSD 50 %) beats 0-2 (75 %). But the resident is short (100 s) and the candidates long
+  // (2000 s): halving the short job's speed costs far more IndSD per second of work.
+  InterferenceModel m(3);
+  m.observe_speeds(0, 1, 0.5, 1.0);
+  m.observe_speeds(0, 2, 1.0, 0.4);
+  std::mt19937_64 rng(1);
+  const std::vector<Candidate> residents = {timed(0, 100, 100)};
+  const std::vector<Candidate> queue = {timed(1, 2000, 2000), timed(2, 2000, 2000)};
+  RecommendOptions o;
+  o.objective = Objective::kMinIndSD;
+  EXPECT_EQ(recommend(residents, queue, m, o, rng)->index, 0u);
+  o.objective = Objective::kMinIndSDDuration;
+  const auto r = recommend(residents, queue, m, o, rng);
+  EXPECT_EQ(r->index, 1u);
+  EXPECT_NEAR(r->score, -InterferenceModel::indsd_per_work(100, 2000, 1.0, 0.4), 1e-12);
+}
+
+TEST(Recommender, DirectedExplorationStaysWithinTheModelsConfidence) {
+  // A well-measured model: exploring never leaves the best cluster.
+  InterferenceModel m(2);
+  for (int i = 0; i < 50; ++i) {
+    m.observe_speeds(0, 0, 0.95 + 0.001 * (i % 3), 0.95);
+    m.observe_speeds(0, 1, 0.6 + 0.001 * (i % 3), 0.6);
+    m.observe_speeds(1, 1, 0.5 + 0.001 * (i % 3), 0.5);
+  }
+  std::mt19937_64 rng(5);
+  const std::vector<Candidate> residents = {cand(0)};
+  const std::vector<Candidate> queue = {cand(1), cand(0), cand(1)};
+  RecommendOptions o;
+  o.objective = Objective::kMinIndSD;
+  o.epsilon = 1;
+  o.directed_exploration = true;
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(recommend(residents, queue, m, o, rng)->index, 1u);
+  // A model that has seen nothing cannot tell the candidates apart: exploring takes the
+  // least-observed pair, so after pair 0-0 is seen once it tries 0-1.
+  InterferenceModel cold(2);
+  auto r = recommend(residents, queue, cold, o, rng);
+  ASSERT_TRUE(r);
+  cold.observe_speeds(0, r->index == 1 ? 0 : 1, 0.9, 0.9);
+  const auto next = recommend(residents, queue, cold, o, rng);
+  EXPECT_NE(queue[next->index].cluster, queue[r->index].cluster);
+  EXPECT_TRUE(next->explored || next->index == r->index);
+}
+
 TEST(Recommender, OpportunityCostPairsComplementaryClusters) {
   // Light jobs (0) hardly slow anyone; heavy jobs (1) are terrible together.
   InterferenceModel m(2);

@@ -16,6 +16,7 @@ struct ColocateArgs {
   uint64_t seed = 1;
   size_t seeds = 10;
   double epsilon = 0.1;
+  double estimate_error = 0.3;  // sigma of the duration estimates' lognormal error
   size_t gpus = 8, slots = 2, jobs = 200;
   double interarrival = 30;
   int k = 0;  // 0: elbow

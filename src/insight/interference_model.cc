@@ -1,6 +1,8 @@
 #include "insight/interference_model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace tessera {
@@ -13,6 +15,10 @@ const char* objective_name(Objective o) {
       return "min-indsd";
     case Objective::kMaxPacSav:
       return "max-pacsav";
+    case Objective::kMaxPacSavDuration:
+      return "max-pacsav-dur";
+    case Objective::kMinIndSDDuration:
+      return "min-indsd-dur";
   }
   return "?";
 }
@@ -20,8 +26,10 @@ const char* objective_name(Objective o) {
 InterferenceModel::InterferenceModel(size_t clusters)
     : k_(clusters),
       indsd_sum_(clusters * clusters, 0),
+      indsd_sq_(clusters * clusters, 0),
       indsd_w_(clusters * clusters, 0),
       pacsav_sum_(clusters * clusters, 0),
+      pacsav_sq_(clusters * clusters, 0),
       pacsav_w_(clusters * clusters, 0) {}
 
 void InterferenceModel::observe(uint32_t a, uint32_t b, double indsd_a, double indsd_b,
@@ -29,11 +37,14 @@ void InterferenceModel::observe(uint32_t a, uint32_t b, double indsd_a, double i
   if (a >= k_ || b >= k_) throw std::out_of_range("interference model: cluster out of range");
   if (weight <= 0) return;
   indsd_sum_[idx(a, b)] += weight * indsd_a;
+  indsd_sq_[idx(a, b)] += weight * indsd_a * indsd_a;
   indsd_w_[idx(a, b)] += weight;
   indsd_sum_[idx(b, a)] += weight * indsd_b;
+  indsd_sq_[idx(b, a)] += weight * indsd_b * indsd_b;
   indsd_w_[idx(b, a)] += weight;
   const size_t s = idx(std::min(a, b), std::max(a, b));
   pacsav_sum_[s] += weight * pacsav;
+  pacsav_sq_[s] += weight * pacsav * pacsav;
   pacsav_w_[s] += weight;
   all_indsd_sum_ += weight * (indsd_a + indsd_b);
   all_indsd_w_ += 2 * weight;
@@ -50,6 +61,27 @@ double InterferenceModel::pacsav_of_speeds(double sa, double sb) {
   const double t1 = 1.0 / fast;
   const double max_jc = t1 + (1.0 - slow * t1);
   return (2.0 - max_jc) / 2.0;
+}
+
+double InterferenceModel::pacsav_of_work(double wa, double wb, double sa, double sb) {
+  wa = std::max(wa, 0.0);
+  wb = std::max(wb, 0.0);
+  if (wa + wb <= 0) return 0;
+  sa = std::clamp(sa, 1e-6, 1.0);
+  sb = std::clamp(sb, 1e-6, 1.0);
+  // Co-located until the first finishes at t1; the other's work left then runs alone.
+  const double ta = wa / sa, tb = wb / sb;
+  const double t1 = std::min(ta, tb);
+  const double left = ta <= tb ? wb - sb * t1 : wa - sa * t1;
+  return (wa + wb - (t1 + std::max(left, 0.0))) / (wa + wb);
+}
+
+double InterferenceModel::indsd_per_work(double total_a, double total_b, double sa, double sb) {
+  sa = std::clamp(sa, 1e-6, 1.0);
+  sb = std::clamp(sb, 1e-6, 1.0);
+  const double ra = total_a > 0 ? (1.0 - sa) / total_a : 0.0;
+  const double rb = total_b > 0 ? (1.0 - sb) / total_b : 0.0;
+  return (ra + rb) / (sa + sb);
 }
 
 void InterferenceModel::observe_speeds(uint32_t a, uint32_t b, double speed_a, double speed_b,
@@ -74,11 +106,32 @@ double InterferenceModel::runs(uint32_t a, uint32_t b) const {
   return pacsav_w_[idx(std::min(a, b), std::max(a, b))];
 }
 
+namespace {
+double stderr_of(double sum, double sq, double n) {
+  if (n < 2) return std::numeric_limits<double>::infinity();
+  const double mean = sum / n;
+  const double var = std::max(0.0, sq / n - mean * mean) * n / (n - 1);
+  return std::sqrt(var / n);
+}
+}  // namespace
+
+double InterferenceModel::indsd_stderr(uint32_t a, uint32_t b) const {
+  const size_t i = idx(a, b);
+  return stderr_of(indsd_sum_[i], indsd_sq_[i], indsd_w_[i]);
+}
+
+double InterferenceModel::pacsav_stderr(uint32_t a, uint32_t b) const {
+  const size_t s = idx(std::min(a, b), std::max(a, b));
+  return stderr_of(pacsav_sum_[s], pacsav_sq_[s], pacsav_w_[s]);
+}
+
 double InterferenceModel::score(uint32_t a, uint32_t b, Objective o, double w) const {
   switch (o) {
     case Objective::kMinIndSD:
+    case Objective::kMinIndSDDuration:
       return -pair_indsd(a, b);
     case Objective::kMaxPacSav:
+    case Objective::kMaxPacSavDuration:
       return pacsav(a, b);
     case Objective::kBalance:
       break;

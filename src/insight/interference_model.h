@@ -21,6 +21,10 @@ enum class Objective {
   kBalance,    // weighted PacSav minus mean IndSD
   kMinIndSD,   // lowest mean individual slowdown of the pair
   kMaxPacSav,  // highest packing saving
+  // Duration-aware (need each job's estimated time alone; without estimates they fall back to
+  // kMaxPacSav / kMinIndSD). The pair speeds still come from the cluster-pair model.
+  kMaxPacSavDuration,  // expected PacSav of the pair from the estimated remaining times
+  kMinIndSDDuration,   // lowest IndSD accrued per second of work the pair does
 };
 const char* objective_name(Objective o);
 
@@ -38,6 +42,14 @@ class InterferenceModel {
   // finishes first, the other continues alone).
   void observe_speeds(uint32_t a, uint32_t b, double speed_a, double speed_b, double weight = 1);
   static double pacsav_of_speeds(double speed_a, double speed_b);
+  // PacSav of two jobs with `work_a` and `work_b` seconds of work (alone) left, started together
+  // at `speed_a` and `speed_b`; the one left over runs the rest alone: (sum J_a - max J_c) /
+  // sum J_a. Equal work gives pacsav_of_speeds. 0 when both works are 0.
+  static double pacsav_of_work(double work_a, double work_b, double speed_a, double speed_b);
+  // Slowdown the pair accrues per second of work it does: each job's IndSD grows by
+  // (1 - speed) / work_total per second co-located, and the pair does speed_a + speed_b seconds
+  // of work per second; `total_*` are the jobs' whole times alone (the IndSD denominators).
+  static double indsd_per_work(double total_a, double total_b, double speed_a, double speed_b);
 
   // Expected IndSD of a cluster-a job beside a cluster-b job (fraction).
   double indsd(uint32_t a, uint32_t b) const;
@@ -48,8 +60,14 @@ class InterferenceModel {
   double pair_speed(uint32_t a, uint32_t b) const { return 1.0 / (1.0 + indsd(a, b)); }
   // Runs observed for the (unordered) pair.
   double runs(uint32_t a, uint32_t b) const;
+  // Standard error of indsd(a, b) (the spread of the observations over sqrt(runs)); infinite
+  // with fewer than 2 observations of the directed pair.
+  double indsd_stderr(uint32_t a, uint32_t b) const;
+  // Standard error of pacsav(a, b), likewise.
+  double pacsav_stderr(uint32_t a, uint32_t b) const;
   // The score an objective gives the pair (higher is better); `balance_weight` w gives
   // w * PacSav - (1 - w) * pair IndSD.
+  // The duration-aware objectives score here as their cluster-level fallbacks.
   double score(uint32_t a, uint32_t b, Objective o, double balance_weight = 0.5) const;
 
   struct RankedPair {
@@ -62,8 +80,8 @@ class InterferenceModel {
  private:
   size_t idx(uint32_t a, uint32_t b) const { return static_cast<size_t>(a) * k_ + b; }
   size_t k_;
-  std::vector<double> indsd_sum_, indsd_w_;    // directed: [a][b] = a beside b
-  std::vector<double> pacsav_sum_, pacsav_w_;  // symmetric, stored at [min][max]
+  std::vector<double> indsd_sum_, indsd_sq_, indsd_w_;     // directed: [a][b] = a beside b
+  std::vector<double> pacsav_sum_, pacsav_sq_, pacsav_w_;  // symmetric, stored at [min][max]
   double all_indsd_sum_ = 0, all_indsd_w_ = 0, all_pacsav_sum_ = 0, all_pacsav_w_ = 0;
 };
 

@@ -14,11 +14,14 @@ std::vector<ColocPolicy> standard_colocation_policies(double epsilon) {
   std::vector<ColocPolicy> out;
   out.push_back({"fcfs", ColocScheduler::kFcfs, {}});
   out.push_back({"random", ColocScheduler::kRandom, {}});
-  auto rec = [&](std::string name, Objective o, Packing p, double eps) {
+  auto rec = [&](std::string name, Objective o, Packing p, double eps, bool directed = false,
+                 bool queue_aware = false) {
     RecommendOptions r;
     r.objective = o;
     r.packing = p;
     r.epsilon = eps;
+    r.directed_exploration = directed;
+    r.queue_aware = queue_aware;
     // Peak utilisation over 100 % slows jobs down but does not fail them: that bound is a
     // preference. Memory over 100 % would fail a job: that bound is strict.
     r.strict_packing = p == Packing::kMemory;
@@ -29,9 +32,16 @@ std::vector<ColocPolicy> standard_colocation_policies(double epsilon) {
   rec("balance", Objective::kBalance, Packing::kNone, 0);
   rec("min-indsd", Objective::kMinIndSD, Packing::kNone, 0);
   rec("min-indsd-eps", Objective::kMinIndSD, Packing::kNone, epsilon);
+  rec("min-indsd-eps-dir", Objective::kMinIndSD, Packing::kNone, epsilon, true);
   rec("max-pacsav", Objective::kMaxPacSav, Packing::kGpuUtil, 0);
   rec("max-pacsav-mem", Objective::kMaxPacSav, Packing::kMemory, 0);
   rec("max-pacsav-eps", Objective::kMaxPacSav, Packing::kGpuUtil, epsilon);
+  // Duration-aware (the jobs' estimated times alone).
+  rec("max-pacsav-dur", Objective::kMaxPacSavDuration, Packing::kNone, 0, false, true);
+  rec("max-pacsav-dur-mem", Objective::kMaxPacSavDuration, Packing::kMemory, 0, false, true);
+  rec("max-pacsav-dur-pair", Objective::kMaxPacSavDuration, Packing::kNone, 0);
+  rec("min-indsd-dur", Objective::kMinIndSDDuration, Packing::kNone, 0);
+  rec("min-indsd-dur-eps", Objective::kMinIndSDDuration, Packing::kNone, epsilon, true);
   return out;
 }
 
@@ -65,7 +75,11 @@ ColocWorld make_colocation_world(const InterferenceData& data, const KnowledgeBa
 std::vector<ColocJob> make_colocation_workload(const ColocWorld& world, const ColocOptions& opt,
                                                uint64_t seed) {
   if (world.jobs.empty()) throw std::invalid_argument("co-location workload: empty catalogue");
+  if (!(opt.estimate_error >= 0)) throw std::invalid_argument("co-location: estimate error < 0");
   std::mt19937_64 rng(seed);
+  // Estimate errors from their own stream: the same jobs and arrivals for every sigma.
+  std::mt19937_64 noise(seed ^ 0x9e3779b97f4a7c15ULL);
+  constexpr double kTwoPi = 6.283185307179586;
   std::vector<ColocJob> out;
   double t = 0;
   for (size_t i = 0; i < opt.jobs; ++i) {
@@ -76,6 +90,10 @@ std::vector<ColocJob> make_colocation_workload(const ColocWorld& world, const Co
                                                 : opt.min_work + u * (opt.max_work - opt.min_work);
     j.submit = t;
     t += -std::log(1.0 - uniform01(rng)) * opt.mean_interarrival;
+    // Box-Muller on raw uniforms (no std:: distributions: the same numbers everywhere).
+    const double u1 = uniform01(noise), u2 = uniform01(noise);
+    const double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(kTwoPi * u2);
+    j.estimate = j.work * std::exp(opt.estimate_error * z);
     out.push_back(j);
   }
   return out;
@@ -91,6 +109,9 @@ struct Segment {
 struct JobState {
   double remaining = 0;
   double speed = 1;
+  double est_done = 0;   // work done as the scheduler estimates it (at the model's pair speeds)
+  double est_speed = 1;  // the model's speed for the current partners
+  uint32_t episode = UINT32_MAX;
   uint32_t gpu = UINT32_MAX;
   bool done = false;
   std::vector<Segment> segments;
@@ -156,6 +177,12 @@ class Run {
 
  private:
   void place(uint32_t j, uint32_t g) {
+    if (o_.slots == 2 && gpus_[g].size() == 1) {
+      // A pair forms: a co-location episode until the first of the two finishes.
+      const uint32_t r = gpus_[g].front();
+      st_[r].episode = st_[j].episode = static_cast<uint32_t>(episodes_.size());
+      episodes_.push_back({r, j, now_, st_[r].remaining + st_[j].remaining});
+    }
     gpus_[g].push_back(j);
     st_[j].gpu = g;
     res_.jobs[j].start = now_;
@@ -191,9 +218,19 @@ class Run {
       for (uint32_t g = 0; g < gpus_.size() && !queue_.empty(); ++g) {
         if (gpus_[g].empty() || gpus_[g].size() >= o_.slots) continue;
         residents_.clear();
-        for (uint32_t r : gpus_[g]) residents_.push_back(w_.jobs[jobs_[r].catalog]);
+        for (uint32_t r : gpus_[g]) {
+          Candidate c = w_.jobs[jobs_[r].catalog];
+          c.estimate = jobs_[r].estimate;
+          c.remaining = std::max(jobs_[r].estimate - st_[r].est_done,
+                                 o_.min_remaining_share * jobs_[r].estimate);
+          residents_.push_back(c);
+        }
         cands_.clear();
-        for (uint32_t q : queue_) cands_.push_back(w_.jobs[jobs_[q].catalog]);
+        for (uint32_t q : queue_) {
+          Candidate c = w_.jobs[jobs_[q].catalog];
+          c.estimate = c.remaining = jobs_[q].estimate;
+          cands_.push_back(c);
+        }
         const auto rec = recommend(residents_, cands_, model_, p_.rec, rng_);
         if (!rec) continue;
         if (rec->explored) ++res_.explored;
@@ -217,13 +254,16 @@ class Run {
   void update_speeds() {
     for (const auto& g : gpus_) {
       for (uint32_t j : g) {
-        double s = 1;
+        double s = 1, est = 1;
+        const uint32_t cj = w_.jobs[jobs_[j].catalog].cluster;
         for (uint32_t p : g) {
           if (p == j) continue;
-          s *= w_.truth.speed(jobs_[j].catalog, jobs_[p].catalog, w_.jobs[jobs_[j].catalog].cluster,
-                              w_.jobs[jobs_[p].catalog].cluster, w_.seeded);
+          const uint32_t cp = w_.jobs[jobs_[p].catalog].cluster;
+          s *= w_.truth.speed(jobs_[j].catalog, jobs_[p].catalog, cj, cp, w_.seeded);
+          est *= model_.pair_speed(cj, cp);
         }
         st_[j].speed = std::max(s, 1e-6);
+        st_[j].est_speed = est;
       }
     }
   }
@@ -232,9 +272,11 @@ class Run {
     for (uint32_t g = 0; g < gpus_.size(); ++g) {
       if (gpus_[g].empty()) continue;
       busy_[g] += dt;
+      if (gpus_[g].size() == 1) alone_time_ += dt;
       for (uint32_t j : gpus_[g]) {
         const double work = st_[j].speed * dt;
         st_[j].remaining -= work;
+        st_[j].est_done += st_[j].est_speed * dt;
         for (uint32_t p : gpus_[g]) {
           if (p == j) continue;
           res_.jobs[j].colocated = true;
@@ -261,6 +303,18 @@ class Run {
     st_[j].done = true;
     st_[j].remaining = 0;
     res_.jobs[j].finish = now;
+    if (st_[j].episode != UINT32_MAX) {
+      // The episode ends: the seed study's PacSav of the pair, the survivor's work left then
+      // counted as run alone.
+      Episode& e = episodes_[st_[j].episode];
+      const uint32_t other = e.a == j ? e.b : e.a;
+      const double left = st_[other].done ? 0.0 : std::max(st_[other].remaining, 0.0);
+      if (e.work > 0) {
+        pacsav_pairs_sum_ += (e.work - (now - e.start) - left) / e.work;
+        ++res_.episodes;
+      }
+      st_[j].episode = st_[other].episode = UINT32_MAX;
+    }
     if (!o_.learn) return;
     // The co-located run of j with each partner is over: what was seen updates the model (once
     // per pair, when the first of the two finishes).
@@ -296,9 +350,12 @@ class Run {
     res_.indsd_colocated_mean =
         res_.colocated_jobs ? sum_sd_c / static_cast<double>(res_.colocated_jobs) : 0;
     res_.pacsav = sum_work > 0 ? (sum_work - sum_busy) / sum_work : 0;
+    res_.pacsav_pairs =
+        res_.episodes ? pacsav_pairs_sum_ / static_cast<double>(res_.episodes) : 0.0;
     res_.makespan = jobs_.empty() ? 0 : last - jobs_.front().submit;
     res_.mean_jct = sum_jct / n;
     res_.measured_share = coloc_time_ > 0 ? measured_time_ / coloc_time_ : 0;
+    res_.alone_share = sum_busy > 0 ? alone_time_ / sum_busy : 0;
     return std::move(res_);
   }
 
@@ -314,7 +371,13 @@ class Run {
   std::vector<uint32_t> queue_;
   std::vector<Candidate> residents_, cands_;
   double now_ = 0;
-  double coloc_time_ = 0, measured_time_ = 0;
+  double coloc_time_ = 0, measured_time_ = 0, alone_time_ = 0;
+  struct Episode {
+    uint32_t a = 0, b = 0;
+    double start = 0, work = 0;  // work: both jobs' time alone left when the pair formed
+  };
+  std::vector<Episode> episodes_;
+  double pacsav_pairs_sum_ = 0;
   ColocRun res_;
 };
 
@@ -324,6 +387,17 @@ ColocRun run_colocation(const ColocWorld& world, std::span<const ColocJob> jobs,
                         const ColocPolicy& policy, const ColocOptions& opt, uint64_t seed) {
   return Run(world, jobs, policy, opt, seed).go();
 }
+
+namespace {
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+}  // namespace
 
 std::vector<ColocSummary> run_colocation_experiment(const ColocWorld& world,
                                                     std::span<const ColocPolicy> policies,
@@ -335,16 +409,23 @@ std::vector<ColocSummary> run_colocation_experiment(const ColocWorld& world,
   for (size_t s = 0; s < seeds; ++s) {
     const auto jobs = make_colocation_workload(world, opt, seed + s);
     for (size_t p = 0; p < policies.size(); ++p) {
-      const ColocRun r = run_colocation(world, jobs, policies[p], opt, (seed + s) * 7919 + p);
+      // The policy's own random stream depends on its name, not on its place in the list, so a
+      // policy gives the same numbers however it is run (--policy all or alone).
+      const ColocRun r = run_colocation(world, jobs, policies[p], opt,
+                                        (seed + s) * 7919 + name_hash(policies[p].name));
       ColocSummary& o = out[p];
       o.indsd += r.indsd_mean / n;
       o.indsd_colocated += r.indsd_colocated_mean / n;
       o.pacsav += r.pacsav / n;
+      o.pacsav_pairs += r.pacsav_pairs / n;
+      o.explored += static_cast<double>(r.explored) / n;
       o.makespan += r.makespan / n;
       o.mean_jct += r.mean_jct / n;
       o.measured_share += r.measured_share / n;
+      o.alone_share += r.alone_share / n;
       o.indsd_per_seed.push_back(r.indsd_mean);
       o.pacsav_per_seed.push_back(r.pacsav);
+      o.pacsav_pairs_per_seed.push_back(r.pacsav_pairs);
     }
   }
   return out;
