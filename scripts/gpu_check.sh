@@ -2,8 +2,10 @@
 # Device check for what touches real GPUs: discovery (`tessera gpus`) and black-box profiling
 # (`tessera profile`) against the real driver. Run on a machine with an NVIDIA GPU:
 #   scripts/gpu_check.sh "TESSERA COMMAND" OUTDIR
-# It loads the GPU with PyTorch when available, else with a small CUDA program when nvcc is
-# there, else profiles an idle job; OUTDIR gets the raw nvidia-smi output and the JSON results.
+# It loads the GPU with PyTorch when available (a compute-bound and a memory-bound job), else
+# with a small CUDA program when nvcc is there, else profiles an idle job; OUTDIR gets the raw
+# nvidia-smi output and the JSON results. TESSERA_DATA (if set) is where `tessera profile`
+# finds interference/ to place each job in the knowledge base.
 set -u
 T="$1"
 OUT="$2"
@@ -22,25 +24,30 @@ $T simulate --cluster "$OUT/host_cluster.yaml" --workload "$OUT/one_gpu_jobs.jso
 
 WORK=$(mktemp -d)
 LOAD=()
+LOAD2=()
 if python3 -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   cat > "$WORK/load.py" <<'PY'
-# Compute-bound matmuls on ~30 % of the GPU's memory, then a memory-bound copy phase.
+# A compute-bound job (fp32 matmuls on ~30 % of the GPU's memory) or a memory-bound one
+# (device-to-device copies of a 4 GiB buffer), for `secs` seconds.
 import sys, time, torch
-secs = float(sys.argv[1]); d = torch.device("cuda")
+mode, secs = sys.argv[1], float(sys.argv[2]); d = torch.device("cuda")
 free, total = torch.cuda.mem_get_info()
-n = 8192
-a = torch.randn(n, n, device=d); b = torch.randn(n, n, device=d)
-hold = torch.empty(int(0.3 * total) // 4, dtype=torch.float32, device=d)
 t0 = time.time()
-while time.time() - t0 < secs / 2:
-    c = a @ b
-    torch.cuda.synchronize()  # keep the phases on time (no deep launch queue)
-x = torch.empty(1 << 28, device=d); y = torch.empty_like(x)
-while time.time() - t0 < secs:
-    y.copy_(x)
-    torch.cuda.synchronize()
+if mode == "compute":
+    n = 8192
+    a = torch.randn(n, n, device=d); b = torch.randn(n, n, device=d)
+    hold = torch.empty(int(0.3 * total) // 4, dtype=torch.float32, device=d)
+    while time.time() - t0 < secs:
+        c = a @ b
+        torch.cuda.synchronize()  # keep the launch queue short
+else:
+    x = torch.empty(1 << 30, device=d); y = torch.empty_like(x)
+    while time.time() - t0 < secs:
+        y.copy_(x)
+        torch.cuda.synchronize()
 PY
-  LOAD=(python3 "$WORK/load.py" 40)
+  LOAD=(python3 "$WORK/load.py" compute 40)
+  LOAD2=(python3 "$WORK/load.py" memory 40)
   echo "load: PyTorch $(python3 -c 'import torch; print(torch.__version__)')"
 elif command -v nvcc >/dev/null 2>&1; then
   cat > "$WORK/load.cu" <<'CU'
@@ -74,6 +81,10 @@ fi
 echo "== tessera profile (idle job, 6 s)"
 $T profile --window 6 --interval 0.5 --json "$OUT/profile_idle.json" -- sleep 30
 echo "== tessera profile (${LOAD[*]})"
-$T profile --window 30 --interval 0.5 --json "$OUT/profile_load.json" -- "${LOAD[@]}"
+$T profile --window 25 --interval 0.5 --json "$OUT/profile_load.json" -- "${LOAD[@]}"
+if [ ${#LOAD2[@]} -gt 0 ]; then
+  echo "== tessera profile (${LOAD2[*]})"
+  $T profile --window 25 --interval 0.5 --json "$OUT/profile_memory.json" -- "${LOAD2[@]}"
+fi
 echo "== nvidia-smi after"
 nvidia-smi --query-gpu=$Q --format=csv,noheader,nounits
