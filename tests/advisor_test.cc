@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "input_error_util.h"
 #include "insight/parallelism_advisor.h"
 #include "model/cluster_spec.h"
@@ -330,20 +331,8 @@ TEST(Advisor, BadModelsNameTheFlag) {
 
 // --- tessera advise --------------------------------------------------------------------------
 
-struct CmdResult {
-  int status;
-  std::string output;
-};
-
-CmdResult run_tessera(const std::string& args) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int rc = pclose(p);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
+using testing::CmdResult;
+using testing::run_tessera;
 
 std::filesystem::path tmp_json(const std::string& name) {
   const auto dir =

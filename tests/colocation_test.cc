@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_util.h"
 #include "input_error_util.h"
 #include "sim/colocation_experiment.h"
 #include "sim/interference_data.h"
@@ -267,19 +268,9 @@ TEST(InterferenceData, SeedJobsTakeProfileFeaturesInterpolatedInBatchSize) {
 
 // --- the CLI on a generated data directory ---
 
-struct CmdResult {
-  int status;
-  std::string output;
-};
-
+using testing::CmdResult;
 CmdResult run(const std::string& args) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int rc = pclose(p);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+  return testing::run_tessera(args);
 }
 
 std::string slurp(const fs::path& p) {

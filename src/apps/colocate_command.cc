@@ -1,4 +1,5 @@
 #include "apps/colocate_command.h"
+#include "apps/data_dir.h"
 
 #include <fmt/format.h>
 
@@ -61,9 +62,7 @@ CLI::App* add_colocate_command(CLI::App& app, ColocateArgs& a) {
 namespace {
 
 std::string data_dir(const ColocateArgs& a) {
-  if (!a.data_dir.empty()) return a.data_dir;
-  if (const char* env = std::getenv("TESSERA_DATA")) return env;
-  return TESSERA_SHARED_DATA;
+  return data_dir_or_default(a.data_dir);
 }
 
 double pct(double x) {
