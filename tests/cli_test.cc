@@ -184,6 +184,30 @@ TEST(Cli, FairPolicyWithAQueueTreePassesTheAudit) {
   EXPECT_TRUE(report["share_series"]["queues"].contains("prod/tenant-3"));
 }
 
+// Node failures from the seeded MTBF model: the report counts them and their recovery time, and
+// the event log (failed runs appear as "fail") passes the audit.
+TEST(Cli, InjectedNodeFailuresAreReportedAndAudited) {
+  const auto j = tmp("fail.json"), e = tmp("fail.events");
+  const CmdResult r = run("simulate --quiet --mtbf 24 --mttr 30 --seed 3 --json " + j.string() +
+                          " --events " + e.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto report = nlohmann::json::parse(slurp(j));
+  ASSERT_TRUE(report.contains("failures")) << report.dump();
+  EXPECT_GT(report["failures"]["node_failures"].get<int>(), 0);
+  EXPECT_EQ(report["failures"]["unrecovered"].get<int>(), 0);
+  EXPECT_EQ(report["finished"].get<int>(), 400);
+  const std::string audit = std::string(TESSERA_TOOLS) + "/audit_events.py";
+  if (fs::exists(audit) && std::system("python3 --version >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(
+        std::system(
+            ("python3 " + audit + " " + e.string() + " " + j.string() + " >/dev/null").c_str()),
+        0);
+  }
+  const auto list = tmp("failures.csv");
+  std::ofstream(list) << "time,node,repair_seconds\n60,node-99,10\n";
+  expect_clean_failure("simulate --failures " + list.string(), {"failures.csv:2", "node-99"});
+}
+
 // --why prints a job's history and puts it in --json; an unknown job name is a clear error.
 TEST(Cli, WhyPrintsAJobsHistory) {
   const auto j = tmp("why.json");

@@ -3,8 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include "cli_util.h"
+#include "engine/admission.h"
+#include "model/input_error.h"
+#include "sim/trace_readers.h"
 #include "test_util.h"
 
 namespace tessera {
@@ -112,6 +119,71 @@ TEST_P(EveryScorer, RespectsCpuAndMemory) {
   EXPECT_NE(a.member_node[0], a.member_node[1]);
 }
 
+JobSpec with_span(JobSpec job, Level span) {
+  job.max_span = span;
+  return job;
+}
+
+std::set<RackId> racks_of(const Cluster& c, const Allocation& a) {
+  std::set<RackId> racks;
+  for (NodeId n : a.member_node) racks.insert(c.node(n).rack);
+  return racks;
+}
+
+TEST_P(EveryScorer, SpanRackKeepsTheGangInOneRack) {
+  // 2 racks x 2 nodes x 4 GPUs; rack 0 has 4 free GPUs (2 per node), rack 1 has 8.
+  const Cluster c = make_uniform_cluster(1, 2, 2, 4);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 0, 0, 2));
+  s.allocate(testing::whole_gpus(c, 1, 0, 2));
+  const JobSpec job = with_span(gang("g", 6), Level::kRack);
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, job, 6, rng, a));
+  expect_valid(c, a, job, 6);
+  EXPECT_EQ(racks_of(c, a), (std::set<RackId>{1}));
+  // Now rack 0 has 4 free and rack 1 has 2: a gang of 5 does not fit one rack although 6 GPUs
+  // are free in the cluster; a gang of 4 goes to rack 0.
+  const ClusterState before = s;
+  Allocation b;
+  EXPECT_FALSE(scorer->place(s, with_span(gang("h", 5), Level::kRack), 5, rng, b));
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(s.allocated_milli(), before.allocated_milli());
+  for (GpuId g = 0; g < c.num_gpus(); ++g) EXPECT_EQ(s.gpu_free(g), before.gpu_free(g));
+  Allocation d;
+  ASSERT_TRUE(scorer->place(s, with_span(gang("i", 4), Level::kRack), 4, rng, d));
+  EXPECT_EQ(racks_of(c, d), (std::set<RackId>{0}));
+}
+
+TEST_P(EveryScorer, SpanNodeKeepsTheGangOnOneNode) {
+  const Cluster c = make_uniform_cluster(1, 1, 3, 4);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 0, 0, 2));
+  s.allocate(testing::whole_gpus(c, 2, 0, 3));
+  const JobSpec job = with_span(gang("g", 3), Level::kNode);
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, job, 3, rng, a));
+  expect_valid(c, a, job, 3);
+  EXPECT_EQ(a.member_node, (std::vector<NodeId>{1, 1, 1}));
+}
+
+TEST_P(EveryScorer, SpanNvlinkKeepsTheGangInOneDomain) {
+  // One node of 8 GPUs in two NVLink domains of 4; GPUs 0 and 4 are busy, so no domain has
+  // more than 3 free although the node has 6.
+  const Cluster c = make_uniform_cluster(1, 1, 1, 8, "V100", 64000, 512 * 1024, 4);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 0, 0, 1));
+  s.allocate(testing::whole_gpus(c, 0, 4, 1));
+  const JobSpec job = with_span(gang("g", 3), Level::kNvlDomain);
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, job, 3, rng, a));
+  expect_valid(c, a, job, 3);
+  std::set<GpuId> domains;
+  for (const GpuShare& g : a.shares) domains.insert(g.gpu / 4);
+  EXPECT_EQ(domains.size(), 1u);
+  Allocation b;
+  EXPECT_FALSE(scorer->place(s, with_span(gang("h", 4), Level::kNvlDomain), 4, rng, b));
+}
+
 INSTANTIATE_TEST_SUITE_P(Placement, EveryScorer, ::testing::ValuesIn(scorer_names()));
 
 TEST(Placement, BestFitPacksTheTightestNode) {
@@ -160,6 +232,114 @@ TEST(Placement, TopologyPrefersOneNodeOverARack) {
   ASSERT_TRUE(make_topology_scorer()->place(s, gang("g", 4), 4, rng, a));
   // Node 0 has exactly 4 free: the tightest single node.
   EXPECT_EQ(a.member_node, (std::vector<NodeId>{0, 0, 0, 0}));
+}
+
+TEST(Placement, TopologyFillsAPartlyUsedNvlinkDomainFirst) {
+  // Two 8-GPU nodes in NVLink domains of 4. Node 1 has 3 free GPUs: GPU 3 in domain 0 and
+  // GPUs 6, 7 in domain 1; node 0 is empty. The tightest node is node 1, where a member-by-
+  // member pick would straddle both domains; the gang of 2 goes to domain 1 whole.
+  const Cluster c = make_uniform_cluster(1, 1, 2, 8, "V100", 64000, 512 * 1024, 4);
+  ClusterState s(c);
+  for (int g : {0, 1, 2, 4, 5}) s.allocate(testing::whole_gpus(c, 1, g, 1));
+  Rng rng(1);
+  Allocation a;
+  ASSERT_TRUE(make_topology_scorer()->place(s, gang("g", 2), 2, rng, a));
+  ASSERT_EQ(a.shares.size(), 2u);
+  EXPECT_EQ(a.shares[0].gpu, c.node(1).first_gpu + 6);
+  EXPECT_EQ(a.shares[1].gpu, c.node(1).first_gpu + 7);
+  // Node 0 stays whole for a large gang.
+  EXPECT_EQ(s.node_free_whole(0), 8);
+}
+
+TEST(Placement, TopologyKeepsWholeNodesForLargeGangs) {
+  // One rack of three 8-GPU nodes: node 2 has 4 free. A gang of 12 takes one whole node and
+  // the partly used one, leaving the other whole node free.
+  const Cluster c = make_uniform_cluster(1, 1, 3, 8);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 2, 0, 4));
+  Rng rng(1);
+  Allocation a;
+  ASSERT_TRUE(make_topology_scorer()->place(s, gang("g", 12), 12, rng, a));
+  const std::set<NodeId> nodes(a.member_node.begin(), a.member_node.end());
+  EXPECT_EQ(nodes.size(), 2u);
+  EXPECT_TRUE(nodes.count(2));
+  EXPECT_EQ(s.node_free_whole(0) + s.node_free_whole(1), 8);
+}
+
+TEST(Placement, TopologyPrefersOneRackOverTwo) {
+  // 2 racks x 2 nodes x 8 GPUs: rack 0 has 6 free (3 per node), rack 1 has 10 (8 + 2). A
+  // gang of 10 fits rack 1 alone; bestfit, blind to racks, may mix.
+  const Cluster c = make_uniform_cluster(1, 2, 2, 8);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 0, 0, 5));
+  s.allocate(testing::whole_gpus(c, 1, 0, 5));
+  s.allocate(testing::whole_gpus(c, 3, 0, 6));
+  Rng rng(1);
+  Allocation a;
+  ASSERT_TRUE(make_topology_scorer()->place(s, gang("g", 10), 10, rng, a));
+  EXPECT_EQ(racks_of(c, a), (std::set<RackId>{1}));
+}
+
+TEST(Placement, SpanIsInfeasibleWhenNoSubtreeIsLargeEnough) {
+  // 2 racks x 2 nodes x 4 GPUs, NVLink domains of 2.
+  const Cluster c = make_uniform_cluster(1, 2, 2, 4, "V100", 64000, 512 * 1024, 2);
+  EXPECT_FALSE(infeasible_reason(c, with_span(gang("r", 8), Level::kRack)).has_value());
+  const auto rack = infeasible_reason(c, with_span(gang("r", 9), Level::kRack));
+  ASSERT_TRUE(rack.has_value());
+  EXPECT_NE(rack->find("rack"), std::string::npos) << *rack;
+  EXPECT_FALSE(infeasible_reason(c, with_span(gang("s", 16), Level::kSpine)).has_value());
+  EXPECT_FALSE(infeasible_reason(c, with_span(gang("n", 4), Level::kNode)).has_value());
+  EXPECT_TRUE(infeasible_reason(c, with_span(gang("n", 5), Level::kNode)).has_value());
+  EXPECT_FALSE(infeasible_reason(c, with_span(gang("d", 2), Level::kNvlDomain)).has_value());
+  EXPECT_TRUE(infeasible_reason(c, with_span(gang("d", 3), Level::kNvlDomain)).has_value());
+  EXPECT_TRUE(infeasible_reason(c, with_span(gang("d", 1, 4), Level::kNvlDomain)).has_value());
+  // Unconstrained, 9 members fit the cluster.
+  EXPECT_FALSE(infeasible_reason(c, gang("u", 9)).has_value());
+}
+
+TEST(Placement, JsonlSpanKey) {
+  const std::string text =
+      R"({"name": "a", "submit": 0, "members": 4, "work": 10, "span": "rack"})"
+      "\n"
+      R"({"name": "b", "submit": 1, "members": 2, "work": 10, "span": "nvlink"})"
+      "\n"
+      R"({"name": "c", "submit": 2, "members": 2, "work": 10})"
+      "\n";
+  const Workload w = parse_workload(text, "t.jsonl", TraceFormat::kJsonl, {});
+  ASSERT_EQ(w.jobs.size(), 3u);
+  EXPECT_EQ(w.jobs[0].max_span, Level::kRack);
+  EXPECT_EQ(w.jobs[1].max_span, Level::kNvlDomain);
+  EXPECT_EQ(w.jobs[2].max_span, Level::kCluster);
+  std::ostringstream out;
+  write_jsonl(w, out);
+  const Workload back = parse_workload(out.str(), "back.jsonl", TraceFormat::kJsonl, {});
+  ASSERT_EQ(back.jobs.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(back.jobs[i].max_span, w.jobs[i].max_span);
+  try {
+    parse_workload(R"({"name": "a", "submit": 0, "work": 10, "span": "row"})", "bad.jsonl",
+                   TraceFormat::kJsonl, {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("span"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Placement, SimulateRejectsASpanNoSubtreeCanHost) {
+  // The default cluster: 4 racks of 4 nodes x 4 GPUs, 16 GPUs per rack.
+  const auto dir = std::filesystem::temp_directory_path() / "tessera_span_test";
+  std::filesystem::create_directories(dir);
+  const auto trace = dir / "w.jsonl";
+  std::ofstream(trace)
+      << R"({"name": "ok", "submit": 0, "members": 16, "work": 60, "span": "rack"})"
+      << "\n"
+      << R"({"name": "wide", "submit": 1, "members": 17, "work": 60, "span": "rack"})"
+      << "\n";
+  const auto r = testing::run_tessera("simulate --quiet --workload " + trace.string());
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("w.jsonl:2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rack"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Placement, RandomIsDeterministicForASeed) {

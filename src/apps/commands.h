@@ -20,12 +20,19 @@ struct SimulateArgs {
   double tick = 60;
   std::string backfill;  // empty: the policy's default
   bool no_preemption = false;
+  bool elastic = false;        // resize elastic gangs (Policy::elastic)
+  double mtbf_hours = 0;       // per node; 0: no generated failures
+  double mttr_minutes = 30;    // mean repair time of generated failures
+  std::string failures;        // failure list CSV (time,node,repair_seconds)
+  bool no_comm_model = false;  // --no-comm-model: measured speeds only
   size_t max_jobs = 0;
   bool quiet = false;
-  std::string queues;             // queue tree YAML; empty: one equal queue per tenant
-  double checkpoint_grace = -1;   // < 0: the queue tree's, else 30 s
-  double series_interval = 3600;  // share-vs-entitlement series buckets; 0: none
-  std::vector<std::string> why;   // job names whose history to print (and put in --json)
+  std::string queues;                 // queue tree YAML; empty: one equal queue per tenant
+  double checkpoint_grace = -1;       // < 0: the queue tree's, else 30 s
+  double series_interval = 3600;      // share-vs-entitlement series buckets; 0: none
+  std::vector<std::string> why;       // job names whose history to print (and put in --json)
+  std::string predictor = "none";     // duration predictor: none|mean|quantile|gbt
+  bool keep_trace_estimates = false;  // with a predictor: jobs with a trace estimate keep it
 };
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);
 int run_simulate(const SimulateArgs& args);

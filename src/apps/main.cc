@@ -9,6 +9,7 @@
 #include "apps/commands.h"
 #include "apps/frag_command.h"
 #include "apps/gpu_commands.h"
+#include "apps/predict_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a multi-tenant scheduler for GPU clusters"};
@@ -27,10 +28,13 @@ int main(int argc, char** argv) {
   CLI::App* profile_cmd = tessera::add_profile_command(app, profile);
   tessera::AdviseArgs advise;
   CLI::App* advise_cmd = tessera::add_advise_command(app, advise);
+  tessera::PredictArgs predict;
+  CLI::App* predict_cmd = tessera::add_predict_command(app, predict);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench_cmd) return tessera::run_bench(bench);
     if (*advise_cmd) return tessera::run_advise(advise);
+    if (*predict_cmd) return tessera::run_predict(predict);
     if (*gpus_cmd) return tessera::run_gpus(gpus);
     if (*profile_cmd) return tessera::run_profile(profile);
     if (*colocate_cmd) return tessera::run_colocate(colocate);

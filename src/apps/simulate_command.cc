@@ -10,10 +10,13 @@
 #include "apps/data_dir.h"
 #include "engine/admission.h"
 #include "engine/policy.h"
+#include "insight/runtime_predictor.h"
 #include "model/cluster_spec.h"
 #include "model/input_error.h"
 #include "model/queue_tree.h"
+#include "sim/comm_execution_model.h"
 #include "sim/execution_model.h"
+#include "sim/failure_model.h"
 #include "sim/generator.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
@@ -34,7 +37,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
       "--cluster", a.cluster,
       "cluster: YAML, Alibaba node CSV or Tiresias spec CSV (default: 16 nodes x 4 V100)");
   s->add_option("--policy", a.policy,
-                "queue order (fifo|drf|las|sjf|fair), optionally +placement "
+                "queue order (fifo|drf|las|sjf|fair|qssf), optionally +placement "
                 "(bestfit|spread|topology|random), e.g. las+topology");
   s->add_option("--seed", a.seed, "random seed (policies and the embedded workload)");
   s->add_option("--json", a.json_out, "write metrics as JSON to this file");
@@ -45,6 +48,18 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--tick", a.tick, "seconds between re-evaluations for time-dependent orders (las)");
   s->add_option("--backfill", a.backfill, "none|easy|greedy (default: the policy's own)");
   s->add_flag("--no-preemption", a.no_preemption, "never preempt running jobs");
+  s->add_option(
+      "--mtbf", a.mtbf_hours,
+      "inject node failures: mean hours between failures of each node (seeded by --seed)");
+  s->add_option("--mttr", a.mttr_minutes, "mean minutes to repair a failed node (with --mtbf)");
+  s->add_option("--failures", a.failures,
+                "inject the node failures of a CSV list: time,node,repair_seconds");
+  s->add_flag("--elastic", a.elastic,
+              "elastic gangs (min_members < max_members) shrink before anyone is preempted and "
+              "grow into idle GPUs");
+  s->add_flag("--no-comm-model", a.no_comm_model,
+              "do not add the all-reduce time of placements crossing racks or spines "
+              "(docs/execution-model.md)");
   s->add_option("--max-jobs", a.max_jobs, "read at most this many jobs from the trace");
   s->add_flag("--quiet", a.quiet, "do not print the summary table");
   s->add_option("--queues", a.queues,
@@ -58,6 +73,11 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--why", a.why,
                 "print this job's history: every pending reason (which quota or fairness rule "
                 "holds it), start, preemption and finish (repeatable; also in --json)");
+  s->add_option("--predictor", a.predictor,
+                "duration predictor for sjf/qssf and backfill: none (the trace's estimates), "
+                "mean, quantile, gbt (learnt online from finished jobs; docs/prediction.md)");
+  s->add_flag("--keep-trace-estimates", a.keep_trace_estimates,
+              "with --predictor: jobs whose trace gives a duration estimate keep it");
   return s;
 }
 
@@ -89,6 +109,15 @@ int run_simulate(const SimulateArgs& a) {
     }
   }
   if (a.no_preemption) policy.preemption = false;
+  if (a.elastic) policy.elastic = true;
+  std::unique_ptr<RuntimePredictor> predictor;
+  if (a.predictor != "none") {
+    predictor = make_runtime_predictor(a.predictor);
+    if (!predictor) {
+      throw std::invalid_argument("--predictor: expected none, mean, quantile or gbt, got '" +
+                                  a.predictor + "'");
+    }
+  }
 
   const Cluster cluster = a.cluster.empty() ? default_cluster() : load_cluster(a.cluster);
   Workload w;
@@ -120,7 +149,8 @@ int run_simulate(const SimulateArgs& a) {
     queues.validate_against(cluster);
     apply_queue_defaults(queues, w);
   }
-  const auto model = make_measured_execution_model(data_dir(a));
+  std::unique_ptr<ExecutionModel> model = make_measured_execution_model(data_dir(a));
+  if (!a.no_comm_model) model = make_comm_execution_model(std::move(model), data_dir(a));
   for (JobSpec& job : w.jobs) {
     model->prepare(job, w, cluster);
     if (auto why = infeasible_reason(cluster, job)) {
@@ -134,6 +164,8 @@ int run_simulate(const SimulateArgs& a) {
   opt.tick_seconds = a.tick;
   opt.queues = &queues;
   opt.series_interval = a.series_interval;
+  opt.predictor = predictor.get();
+  opt.keep_trace_estimates = a.keep_trace_estimates;
   if (a.checkpoint_grace >= 0) {
     opt.checkpoint_grace = a.checkpoint_grace;
   } else if (queues.settings().checkpoint_grace_seconds >= 0) {
@@ -151,6 +183,17 @@ int run_simulate(const SimulateArgs& a) {
       throw std::invalid_argument("--why: no job named '" + name + "' in " + source);
     }
     opt.explain.push_back(static_cast<JobId>(it - w.jobs.begin()));
+  }
+  if (!a.failures.empty()) opt.failures = read_failure_list(a.failures, cluster);
+  if (a.mtbf_hours > 0 && !w.jobs.empty()) {
+    // Failures over the submissions plus a month: the run stops once every job is done.
+    const double start = w.jobs.front().submit_time;
+    const double end = w.jobs.back().submit_time + 30 * 86400.0;
+    std::vector<NodeFailure> more =
+        generate_failures(cluster, start, end, a.mtbf_hours * 3600, a.mttr_minutes * 60, a.seed);
+    opt.failures.insert(opt.failures.end(), more.begin(), more.end());
+    std::stable_sort(opt.failures.begin(), opt.failures.end(),
+                     [](const NodeFailure& x, const NodeFailure& y) { return x.time < y.time; });
   }
   const SimResult r = simulate(w, cluster, policy, *model, opt);
   ReportContext ctx{policy.name(), a.seed, source};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace tessera {
 
@@ -32,21 +33,43 @@ std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSp
     }
   }
   // Finally the exact test: place it on an empty cluster, member by member, onto the nodes
-  // with the most room (CPU and memory included).
-  int64_t placed = 0;
-  for (const Node& node : cluster.nodes()) {
-    if (placed >= job.min_members) break;
+  // with the most room (CPU and memory included), all inside one subtree of the job's
+  // max_span level (one NVLink domain, node, rack or spine; the cluster when unconstrained).
+  const Level span = job.max_span;
+  std::vector<int64_t> placed;
+  for (NodeId n = 0; n < cluster.nodes().size(); ++n) {
+    const Node& node = cluster.node(n);
     if (d.gpus > 0 && !type_allowed(job.allowed_types, node.gpu_type)) continue;
     int64_t k = INT32_MAX;
     if (d.cpu_milli > 0) k = std::min(k, node.cpu_milli / d.cpu_milli);
     if (d.mem_mib > 0) k = std::min(k, node.mem_mib / d.mem_mib);
     if (d.gpus > 0) {
+      // With span nvlink the members must share one NVLink domain of the node.
+      const int64_t gpus = span == Level::kNvlDomain && node.gpus_per_nvl_domain > 0
+                               ? std::min<int64_t>(node.gpus_per_nvl_domain, node.num_gpus)
+                               : int64_t{node.num_gpus};
       const int64_t per_gpu = d.whole_gpus() ? 1 : kMilliPerGpu / d.gpu_milli;
-      k = std::min(k, d.gpus == 1 ? node.num_gpus * per_gpu : int64_t{node.num_gpus} / d.gpus);
+      k = std::min(k, d.gpus == 1 ? gpus * per_gpu : gpus / d.gpus);
     }
-    placed += k;
+    size_t key = 0;
+    if (span <= Level::kNode) {
+      key = n;
+    } else if (span == Level::kRack) {
+      key = node.rack;
+    } else if (span == Level::kSpine) {
+      key = cluster.racks()[node.rack].spine;
+    }
+    if (placed.size() <= key) placed.resize(key + 1, 0);
+    placed[key] += k;
   }
-  if (placed < job.min_members) {
+  const int64_t most = placed.empty() ? 0 : *std::max_element(placed.begin(), placed.end());
+  if (most < job.min_members) {
+    if (span != Level::kCluster) {
+      static constexpr const char* kSpan[] = {"NVLink domain", "node", "rack", "spine", "cluster"};
+      return fmt::format(
+          "no single {} can host {} members of {} GPUs, {} mCPU, {} MiB each (span constraint)",
+          kSpan[static_cast<int>(span)], job.min_members, d.gpus, d.cpu_milli, d.mem_mib);
+    }
     return fmt::format("no set of nodes can host {} members of {} GPUs, {} mCPU, {} MiB each",
                        job.min_members, d.gpus, d.cpu_milli, d.mem_mib);
   }

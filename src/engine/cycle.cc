@@ -87,6 +87,7 @@ class Cycle {
         scratch_(*snap.state),
         rng_(mix_seed(policy.seed, snap.cycle)),
         evicted_(snap.running.size(), false),
+        resized_(snap.running.size(), 0),
         shares_(compute_queue_shares(snap, shares_needed(snap, policy))),
         tree_(*shares_.tree),
         live_(shares_.usage) {
@@ -98,6 +99,8 @@ class Cycle {
 
   Decisions run() {
     for (uint32_t idx : policy_.order->order(snap_, shares_)) consider(idx);
+    // Capacity left over once nothing waits goes to elastic gangs below their maximum.
+    if (policy_.elastic && out_.pending.empty()) grow_elastic();
     return std::move(out_);
   }
 
@@ -110,8 +113,19 @@ class Cycle {
     if (max_fits_quota && policy_.scorer->place(scratch_, job, job.max_members, rng_, alloc)) {
       return true;
     }
-    return job.min_members < job.max_members &&
-           policy_.scorer->place(scratch_, job, job.min_members, rng_, alloc);
+    if (job.min_members >= job.max_members) return false;
+    // An elastic gang: as many members as the free GPUs of its types could hold, else its
+    // minimum (it grows later, policy.elastic, when GPUs are idle).
+    const int64_t per_member = job.gpu_milli_per_gang(1);
+    if (policy_.elastic && per_member > 0) {
+      const auto fit = static_cast<int32_t>(std::min<int64_t>(
+          job.max_members - 1, scratch_.free_milli_matching(job.allowed_types) / per_member));
+      if (fit > job.min_members && over_limit(current_leaf_, amounts_of(job, fit)) == kNoId &&
+          policy_.scorer->place(scratch_, job, fit, rng_, alloc)) {
+        return true;
+      }
+    }
+    return policy_.scorer->place(scratch_, job, job.min_members, rng_, alloc);
   }
 
   // ---- queue usage: live_ is what every queue holds on the scratch state ----
@@ -265,6 +279,10 @@ class Cycle {
       record_start(pj, idx, std::move(alloc), backfilled);
       return;
     }
+    if (policy_.elastic && job.priority != PriorityClass::kBestEffort &&
+        try_take_back_growth(pj, idx)) {
+      return;
+    }
     if (policy_.preemption && try_preempt(pj, idx)) return;
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
                                                                 : PendingCode::kGangCannotFit;
@@ -391,6 +409,166 @@ class Cycle {
     return Kind::kNo;
   }
 
+  // Whether a reclaim victim's side of the tree is no longer over what it may hold (checked as
+  // victims are taken, so a queue gives back only what it borrowed, give or take one gang).
+  bool gave_back(Kind kind, size_t i) const {
+    if (kind == Kind::kReclaim) {
+      const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
+      return !starving_ && all_le(live_[side], shares_.entitled[side]);
+    }
+    if (kind == Kind::kTypeReclaim) {
+      return !over_type_guarantee(victim_side(guarantor_, running_leaf_[i]),
+                                  *snap_.running[i].alloc);
+    }
+    return false;
+  }
+
+  // ---- elastic gangs ----
+
+  // Members [begin, end) of an allocation, as an allocation of their own.
+  static Allocation members_of(const Allocation& a, int32_t begin, int32_t end) {
+    Allocation out;
+    out.gpus_per_member = a.gpus_per_member;
+    out.cpu_milli_per_member = a.cpu_milli_per_member;
+    out.mem_mib_per_member = a.mem_mib_per_member;
+    const auto g = static_cast<size_t>(a.gpus_per_member);
+    for (int32_t m = begin; m < end; ++m) {
+      out.member_node.push_back(a.member_node[static_cast<size_t>(m)]);
+      out.shares.insert(out.shares.end(), a.shares.begin() + static_cast<std::ptrdiff_t>(m * g),
+                        a.shares.begin() + static_cast<std::ptrdiff_t>((m + 1) * g));
+    }
+    return out;
+  }
+
+  // Releases (sign -1) or restores (+1) member m of running job i on the scratch state and in
+  // its queues' usage.
+  void toggle_member(size_t i, int32_t m, int sign) {
+    const Allocation one = members_of(*snap_.running[i].alloc, m, m + 1);
+    if (sign < 0) {
+      scratch_.release(one);
+    } else {
+      scratch_.allocate(one);
+    }
+    add_usage(running_leaf_[i], one, sign);
+  }
+
+  // Shrinks the elastic gangs among `cands` (victim order), one member at a time and never
+  // below their minimum, until `place_as` fits; then records the shrinks and the start. When it
+  // does not fit, everything is restored and the caller may preempt whole gangs.
+  template <class Candidate>
+  bool try_shrink(const PendingJob& pj, uint32_t idx, const std::vector<Candidate>& cands,
+                  const JobSpec& place_as) {
+    std::vector<std::pair<size_t, int32_t>> shrunk;  // (running index, members kept)
+    Allocation alloc;
+    bool placed = false;
+    for (const Candidate& c : cands) {
+      const RunningJob& r = snap_.running[c.index];
+      int32_t members = r.alloc->members();
+      if (r.spec->min_members >= members || r.start_time > snap_.now) continue;
+      if (gave_back(c.kind, c.index)) continue;
+      while (!placed && members > r.spec->min_members) {
+        toggle_member(c.index, --members, -1);
+        if (try_place(place_as, alloc)) {
+          if (over_type_limit(current_leaf_, alloc) == kNoId) {
+            placed = true;
+          } else {
+            scratch_.release(alloc);
+          }
+        }
+      }
+      shrunk.emplace_back(c.index, members);
+      if (placed) break;
+    }
+    if (!placed) {
+      for (auto it = shrunk.rbegin(); it != shrunk.rend(); ++it) {
+        const int32_t had = snap_.running[it->first].alloc->members();
+        for (int32_t m = it->second; m < had; ++m) toggle_member(it->first, m, +1);
+      }
+      return false;
+    }
+    for (const auto& [i, keep] : shrunk) {
+      resized_[i] = keep;
+      out_.resizes.push_back(
+          Resize{snap_.running[i].id, members_of(*snap_.running[i].alloc, 0, keep), false, pj.id});
+    }
+    failed_.clear();
+    shrink_failed_.clear();
+    record_start(pj, idx, std::move(alloc), false);
+    out_.starts.back().starving = starving_;
+    return true;
+  }
+
+  // What an elastic gang holds above its minimum it only borrowed from idle capacity: any
+  // waiting job (not best-effort) may take it back, the largest surplus first (then the
+  // youngest run), before anything is preempted by priority or reclaim.
+  bool try_take_back_growth(const PendingJob& pj, uint32_t idx) {
+    const JobSpec& job = *pj.spec;
+    const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
+    if (shrink_failed_.contains(shape)) return false;
+    struct Surplus {
+      size_t index;
+      Kind kind;
+    };
+    std::vector<Surplus> cands;
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      const RunningJob& r = snap_.running[i];
+      if (evicted_[i] || resized_[i] != 0 || r.alloc->members() <= r.spec->min_members) continue;
+      if (milli_on_types(cluster_, *r.alloc, job.allowed_types) == 0) continue;
+      cands.push_back({i, Kind::kPriority});
+    }
+    std::sort(cands.begin(), cands.end(), [&](const Surplus& a, const Surplus& b) {
+      const RunningJob &x = snap_.running[a.index], &y = snap_.running[b.index];
+      const int32_t sx = x.alloc->members() - x.spec->min_members;
+      const int32_t sy = y.alloc->members() - y.spec->min_members;
+      return std::make_tuple(-sx, -x.start_time, x.id) < std::make_tuple(-sy, -y.start_time, y.id);
+    });
+    starving_ = false;
+    if (!cands.empty() && try_shrink(pj, idx, cands, job)) return true;
+    shrink_failed_.insert(shape);
+    return false;
+  }
+
+  // Grows running elastic gangs into what is left, oldest run first, each by as many members
+  // as fit (up to its maximum and its queues' limits). A gang that started or was resized
+  // less than resize_interval ago, or is expected to end within it, stays as it is: each
+  // resize costs a restart.
+  void grow_elastic() {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      const RunningJob& r = snap_.running[i];
+      if (evicted_[i] || resized_[i] != 0 || r.alloc->members() >= r.spec->max_members) continue;
+      if (snap_.now - r.start_time < policy_.resize_interval) continue;
+      if (r.expected_end >= 0 && r.expected_end - snap_.now < policy_.resize_interval) continue;
+      order.push_back(i);
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const RunningJob &x = snap_.running[a], &y = snap_.running[b];
+      return std::tie(x.start_time, x.id) < std::tie(y.start_time, y.id);
+    });
+    for (size_t i : order) {
+      const RunningJob& r = snap_.running[i];
+      current_leaf_ = running_leaf_[i];
+      const int32_t members = r.alloc->members();
+      for (int32_t k = r.spec->max_members - members; k > 0; --k) {
+        if (over_limit(current_leaf_, amounts_of(*r.spec, k)) != kNoId) continue;
+        Allocation add;
+        if (!policy_.scorer->place(scratch_, *r.spec, k, rng_, add)) continue;
+        if (over_type_limit(current_leaf_, add) != kNoId) {
+          scratch_.release(add);
+          continue;
+        }
+        add_usage(current_leaf_, add, +1);
+        Allocation grown = *r.alloc;
+        grown.member_node.insert(grown.member_node.end(), add.member_node.begin(),
+                                 add.member_node.end());
+        grown.shares.insert(grown.shares.end(), add.shares.begin(), add.shares.end());
+        resized_[i] = members + k;
+        out_.resizes.push_back(Resize{r.id, std::move(grown), true, kNoId});
+        break;
+      }
+    }
+  }
+
   bool in_subtree(QueueId leaf, QueueId q) const {
     for (QueueId a = leaf; a != kNoId; a = tree_.queue(a).parent) {
       if (a == q) return true;
@@ -499,7 +677,7 @@ class Cycle {
     std::vector<Candidate> cands;
     int64_t available = scratch_.free_milli_matching(place_as->allowed_types);
     for (size_t i = 0; i < snap_.running.size(); ++i) {
-      if (evicted_[i]) continue;
+      if (evicted_[i] || resized_[i] != 0) continue;
       const Kind kind = victim_kind(job, rank, may_reclaim, need, i);
       if (kind == Kind::kNo) continue;
       const RunningJob& r = snap_.running[i];
@@ -520,6 +698,8 @@ class Cycle {
       return std::make_tuple(a.rank, a.lost, -a.start, a.id) <
              std::make_tuple(b.rank, b.lost, -b.start, b.id);
     });
+    // Elastic victims shrink towards their minimum before anyone is preempted whole.
+    if (policy_.elastic && try_shrink(pj, idx, cands, *place_as)) return true;
     std::vector<size_t> victims;
     Allocation alloc;
     bool placed = false;
@@ -533,15 +713,7 @@ class Cycle {
       add_usage(running_leaf_[v], va, sign);
     };
     for (const Candidate& c : cands) {
-      if (c.kind == Kind::kReclaim) {
-        const QueueId side = victim_side(current_leaf_, running_leaf_[c.index]);
-        if (!starving_ && all_le(live_[side], shares_.entitled[side])) continue;  // gave it back
-      }
-      if (c.kind == Kind::kTypeReclaim &&
-          !over_type_guarantee(victim_side(guarantor_, running_leaf_[c.index]),
-                               *snap_.running[c.index].alloc)) {
-        continue;  // gave back what it borrowed of those types
-      }
+      if (gave_back(c.kind, c.index)) continue;
       evict(c.index, -1);
       victims.push_back(c.index);
       if (try_place(*place_as, alloc)) {
@@ -586,6 +758,7 @@ class Cycle {
       out_.preemptions.push_back(Preemption{snap_.running[v].id, pj.id});
     }
     failed_.clear();  // capacity was freed: earlier failures may now fit
+    shrink_failed_.clear();
     record_start(pj, idx, std::move(alloc), false);
     out_.starts.back().starving = starving_;
     return true;
@@ -598,6 +771,9 @@ class Cycle {
   Rng rng_;
   Decisions out_;
   std::vector<bool> evicted_;
+  // By index in snap_.running: the members an elastic gang was resized to this cycle (0: not
+  // resized). A resized gang is neither shrunk again nor preempted in the same cycle.
+  std::vector<int32_t> resized_;
   std::vector<int64_t> running_rank_;  // by index in snap_.running, filled on first use
   int64_t min_running_rank_ = std::numeric_limits<int64_t>::max();
   std::unordered_set<ShapeKey, ShapeHash> failed_;
@@ -619,6 +795,8 @@ class Cycle {
     }
   };
   std::unordered_set<PreemptKey, PreemptHash> preempt_failed_;
+  // Shapes no shrinking of elastic surplus could place since capacity last changed.
+  std::unordered_set<ShapeKey, ShapeHash> shrink_failed_;
   bool any_best_effort_running_ = false;
   QueueShares shares_;
   const QueueTree& tree_;

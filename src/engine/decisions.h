@@ -54,8 +54,21 @@ struct Preemption {
   JobId for_job = 0;
 };
 
+// A running elastic gang (min_members < max_members) changes size: shrunk towards its minimum
+// to make room for a pending job instead of being preempted whole, or grown into capacity no
+// pending job can use. `alloc` is its whole new allocation: a shrink keeps a prefix of its
+// members, a grow appends members. Apply shrinks after preemptions and before starts, grows
+// after starts.
+struct Resize {
+  JobId job = 0;
+  Allocation alloc;
+  bool grow = false;
+  JobId for_job = kNoId;  // a shrink: the pending job it makes room for
+};
+
 struct Decisions {
   std::vector<Preemption> preemptions;  // apply these first
+  std::vector<Resize> resizes;          // shrinks, then (after starts) grows
   std::vector<Start> starts;
   std::vector<PendingReason> pending;  // one per job left pending
 };

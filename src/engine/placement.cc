@@ -1,7 +1,10 @@
 #include "engine/placement.h"
 
 #include <algorithm>
+#include <climits>
 #include <numeric>
+#include <span>
+#include <utility>
 
 namespace tessera {
 
@@ -24,6 +27,17 @@ void begin(const JobSpec& job, Allocation& out) {
   out.mem_mib_per_member = job.demand.mem_mib;
 }
 
+// A contiguous range of node ids: one subtree of the topology (nodes of a rack, and racks of
+// a spine, are contiguous), or the whole cluster.
+struct NodeRange {
+  NodeId lo = 0, hi = 0;
+  bool contains(NodeId n) const { return n >= lo && n < hi; }
+};
+
+NodeRange all_nodes(const Cluster& c) {
+  return {0, static_cast<NodeId>(c.nodes().size())};
+}
+
 // Undoes a partly placed gang (all-or-nothing).
 bool fail(ClusterState& state, Allocation& out) {
   state.release(out);
@@ -44,12 +58,12 @@ std::vector<GpuTypeId> allowed_types(const ClusterState& state, const JobSpec& j
 // For whole-GPU members: the first node (over allowed types) in buckets k in [lo, hi] scanned in
 // the given direction that can host one member.
 NodeId scan_buckets(const ClusterState& state, const std::vector<GpuTypeId>& types,
-                    const MemberDemand& d, int lo, int hi, bool ascending) {
+                    const MemberDemand& d, int lo, int hi, bool ascending, NodeRange r) {
   for (int step = 0; step <= hi - lo; ++step) {
     const int k = ascending ? lo + step : hi - step;
     for (GpuTypeId t : types) {
       for (NodeId n : state.bucket(t, k)) {
-        if (state.can_host(n, d)) return n;
+        if (r.contains(n) && state.can_host(n, d)) return n;
       }
     }
   }
@@ -59,12 +73,12 @@ NodeId scan_buckets(const ClusterState& state, const std::vector<GpuTypeId>& typ
 // For fractional members: the node with the fullest (pack) or emptiest (spread) partially used
 // GPU that fits; kNoId when no partial GPU fits.
 NodeId scan_partial(const ClusterState& state, const std::vector<GpuTypeId>& types,
-                    const MemberDemand& d, bool pack) {
+                    const MemberDemand& d, bool pack, NodeRange r) {
   NodeId best = kNoId;
   int32_t best_free = 0;
   for (GpuTypeId t : types) {
     for (NodeId n : state.partial_nodes(t)) {
-      if (!state.can_host(n, d)) continue;
+      if (!r.contains(n) || !state.can_host(n, d)) continue;
       const Node& node = state.cluster().node(n);
       for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
         const int32_t f = state.gpu_free(g);
@@ -85,18 +99,184 @@ int max_k(const ClusterState& state) {
 }
 
 // Members that need no GPU (CPU-only pods) go to the first node with room.
-NodeId scan_cpu_only(const ClusterState& state, const MemberDemand& d) {
-  for (NodeId n = 0; n < state.cluster().nodes().size(); ++n) {
+NodeId scan_cpu_only(const ClusterState& state, const MemberDemand& d, NodeRange r) {
+  for (NodeId n = r.lo; n < r.hi; ++n) {
     if (state.can_host(n, d)) return n;
   }
   return kNoId;
 }
 
-class BestFit final : public PlacementScorer {
+// The subtrees of `level` as node ranges: one per node for kNvlDomain and kNode, one per rack
+// or spine, or the whole cluster.
+std::vector<NodeRange> subtrees(const Cluster& c, Level level) {
+  std::vector<NodeRange> out;
+  if (level <= Level::kNode) {
+    for (NodeId n = 0; n < c.nodes().size(); ++n) out.push_back({n, n + 1});
+  } else if (level == Level::kRack) {
+    for (const Rack& r : c.racks()) out.push_back({r.first_node, r.first_node + r.num_nodes});
+  } else if (level == Level::kSpine) {
+    for (const Spine& sp : c.spines()) {
+      if (sp.num_racks == 0) continue;
+      const Rack& last = c.racks()[sp.first_rack + sp.num_racks - 1];
+      out.push_back({c.racks()[sp.first_rack].first_node, last.first_node + last.num_nodes});
+    }
+  } else {
+    out.push_back(all_nodes(c));
+  }
+  return out;
+}
+
+// Free whole GPUs of the job's allowed types in a range.
+int64_t free_in(const ClusterState& state, const JobSpec& job, NodeRange r) {
+  int64_t free = 0;
+  for (NodeId n = r.lo; n < r.hi; ++n) {
+    if (type_allowed(job.allowed_types, state.cluster().node(n).gpu_type)) {
+      free += state.node_free_whole(n);
+    }
+  }
+  return free;
+}
+
+// GPUs per NVLink domain of a node.
+int domain_size(const Node& node) {
+  return node.gpus_per_nvl_domain > 0 ? std::min<int>(node.gpus_per_nvl_domain, node.num_gpus)
+                                      : node.num_gpus;
+}
+
+// The NVLink domain of node n (its first GPU) with the fewest free whole GPUs that still holds
+// `need`, and that free count; kNoId when none does.
+std::pair<GpuId, int> tightest_domain(const ClusterState& state, NodeId n, int64_t need) {
+  const Node& node = state.cluster().node(n);
+  const int dom = domain_size(node);
+  GpuId best = kNoId;
+  int best_free = INT32_MAX;
+  if (dom <= 0 || need > dom) return {best, best_free};
+  for (GpuId s = node.first_gpu; s < node.first_gpu + node.num_gpus; s += dom) {
+    int free = 0;
+    for (GpuId g = s; g < std::min<GpuId>(s + dom, node.first_gpu + node.num_gpus); ++g) {
+      free += state.gpu_free(g) == kMilliPerGpu;
+    }
+    if (free >= need && free < best_free) {
+      best = s;
+      best_free = free;
+    }
+  }
+  return {best, best_free};
+}
+
+// Places every member of a whole-GPU gang inside the NVLink domain starting at GPU `first` of
+// node n; all-or-nothing.
+bool place_in_domain(ClusterState& state, const JobSpec& job, int32_t members, NodeId n,
+                     GpuId first, Allocation& out) {
+  const MemberDemand& d = job.demand;
+  begin(job, out);
+  if (state.capacity_for(n, d) < members) return false;
+  const Node& node = state.cluster().node(n);
+  const GpuId end = std::min<GpuId>(first + domain_size(node), node.first_gpu + node.num_gpus);
+  std::vector<GpuId> free;
+  for (GpuId g = first; g < end; ++g) {
+    if (state.gpu_free(g) == kMilliPerGpu) free.push_back(g);
+  }
+  if (static_cast<int64_t>(free.size()) < int64_t{members} * d.gpus) return false;
+  size_t next = 0;
+  for (int32_t m = 0; m < members; ++m) {
+    const size_t before = out.shares.size();
+    for (int32_t k = 0; k < d.gpus; ++k) out.shares.push_back({free[next++], kMilliPerGpu});
+    state.allocate_member(n, std::span(out.shares).subspan(before), d.cpu_milli, d.mem_mib);
+    out.member_node.push_back(n);
+  }
+  return true;
+}
+
+// The tightest NVLink domain in `r` (of an allowed type, with CPU and memory for the gang)
+// that holds the whole gang, then places it there. False (state unchanged) when none does.
+bool place_in_tightest_domain(ClusterState& state, const JobSpec& job, int32_t members, NodeRange r,
+                              Allocation& out) {
+  const MemberDemand& d = job.demand;
+  const int64_t need = int64_t{members} * d.gpus;
+  if (need > max_k(state)) return false;
+  NodeId best_node = kNoId;
+  GpuId best_first = kNoId;
+  int64_t best_free = INT32_MAX;
+  // A node with k free GPUs has at most `slack` of them outside any one domain, so its
+  // tightest domain that fits has at least max(need, k - slack) free: scanning nodes by free
+  // GPUs ascending, stop once that bound reaches the best found (at the first fit when every
+  // node is a single NVLink domain).
+  int64_t slack = 0;
+  for (NodeId n = r.lo; n < r.hi; ++n) {
+    const Node& node = state.cluster().node(n);
+    slack = std::max<int64_t>(slack, node.num_gpus - domain_size(node));
+  }
+  const auto types = allowed_types(state, job);
+  for (int k = static_cast<int>(need); k <= max_k(state); ++k) {
+    if (std::max<int64_t>(need, k - slack) >= best_free) break;
+    for (GpuTypeId t : types) {
+      for (NodeId n : state.bucket(t, k)) {
+        if (std::max<int64_t>(need, k - slack) >= best_free) break;
+        if (!r.contains(n) || state.capacity_for(n, d) < members) continue;
+        const auto [first, free] = tightest_domain(state, n, need);
+        if (first != kNoId && free < best_free) {
+          best_node = n;
+          best_first = first;
+          best_free = free;
+        }
+      }
+    }
+  }
+  if (best_node == kNoId) return false;
+  return place_in_domain(state, job, members, best_node, best_first, out);
+}
+
+using Candidates = std::vector<std::pair<int64_t, NodeRange>>;  // (free GPUs, subtree)
+
+// A scorer restricted to a range of nodes; place() honours JobSpec::max_span by trying the
+// subtrees of that level, in the scorer's own order, until one hosts the gang.
+class RangeScorer : public PlacementScorer {
+ public:
+  bool place(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng,
+             Allocation& out) const final {
+    const Cluster& c = state.cluster();
+    if (job.max_span == Level::kCluster) {
+      return place_in(state, job, members, rng, out, all_nodes(c));
+    }
+    const MemberDemand& d = job.demand;
+    const bool whole = d.gpus > 0 && d.whole_gpus();
+    const int64_t need = whole ? int64_t{members} * d.gpus : 0;
+    Candidates cands;
+    for (NodeRange r : subtrees(c, job.max_span)) {
+      const int64_t free = d.gpus > 0 ? free_in(state, job, r) : 0;
+      if (free >= need) cands.emplace_back(free, r);
+    }
+    order(cands, rng);
+    for (const auto& [free, r] : cands) {
+      if (job.max_span == Level::kNvlDomain && whole) {
+        // Every member inside one NVLink domain of this node.
+        if (place_in_tightest_domain(state, job, members, r, out)) return true;
+      } else if (place_in(state, job, members, rng, out, r)) {
+        return true;
+      }
+    }
+    out = Allocation{};
+    return false;
+  }
+
+  // Places the gang on nodes of `r` only; same contract as place().
+  virtual bool place_in(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng,
+                        Allocation& out, NodeRange r) const = 0;
+
+ protected:
+  // The order in which subtrees are tried for a span-constrained gang: tightest first.
+  virtual void order(Candidates& cands, Rng&) const {
+    std::stable_sort(cands.begin(), cands.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+};
+
+class BestFit final : public RangeScorer {
  public:
   std::string_view name() const override { return "bestfit"; }
-  bool place(ClusterState& state, const JobSpec& job, int32_t members, Rng&,
-             Allocation& out) const override {
+  bool place_in(ClusterState& state, const JobSpec& job, int32_t members, Rng&, Allocation& out,
+                NodeRange r) const override {
     begin(job, out);
     const auto types = allowed_types(state, job);
     const MemberDemand& d = job.demand;
@@ -104,18 +284,18 @@ class BestFit final : public PlacementScorer {
     while (remaining > 0) {
       NodeId n = kNoId;
       if (d.gpus == 0) {
-        n = scan_cpu_only(state, d);
+        n = scan_cpu_only(state, d, r);
       } else if (d.whole_gpus()) {
         // Tightest node that takes every remaining member...
         const int64_t want = int64_t{remaining} * d.gpus;
         if (want <= max_k(state)) {
-          n = scan_buckets(state, types, d, static_cast<int>(want), max_k(state), true);
+          n = scan_buckets(state, types, d, static_cast<int>(want), max_k(state), true, r);
         }
         // ...else the node that takes the most (fewest nodes spanned).
-        if (n == kNoId) n = scan_buckets(state, types, d, d.gpus, max_k(state), false);
+        if (n == kNoId) n = scan_buckets(state, types, d, d.gpus, max_k(state), false, r);
       } else {
-        n = scan_partial(state, types, d, /*pack=*/true);
-        if (n == kNoId) n = scan_buckets(state, types, d, 1, max_k(state), true);
+        n = scan_partial(state, types, d, /*pack=*/true, r);
+        if (n == kNoId) n = scan_buckets(state, types, d, 1, max_k(state), true, r);
       }
       if (n == kNoId) return fail(state, out);
       // Put as many of the remaining members on this node as fit.
@@ -128,43 +308,58 @@ class BestFit final : public PlacementScorer {
   }
 };
 
-class Spread final : public PlacementScorer {
+class Spread final : public RangeScorer {
  public:
   std::string_view name() const override { return "spread"; }
-  bool place(ClusterState& state, const JobSpec& job, int32_t members, Rng&,
-             Allocation& out) const override {
+  bool place_in(ClusterState& state, const JobSpec& job, int32_t members, Rng&, Allocation& out,
+                NodeRange r) const override {
     begin(job, out);
     const auto types = allowed_types(state, job);
     const MemberDemand& d = job.demand;
     for (int32_t m = 0; m < members; ++m) {
       NodeId n = kNoId;
       if (d.gpus == 0) {
-        n = scan_cpu_only(state, d);
+        n = scan_cpu_only(state, d, r);
       } else if (d.whole_gpus()) {
-        n = scan_buckets(state, types, d, d.gpus, max_k(state), false);
+        n = scan_buckets(state, types, d, d.gpus, max_k(state), false, r);
       } else {
-        n = scan_buckets(state, types, d, 1, max_k(state), false);
-        if (n == kNoId) n = scan_partial(state, types, d, /*pack=*/false);
+        n = scan_buckets(state, types, d, 1, max_k(state), false, r);
+        if (n == kNoId) n = scan_partial(state, types, d, /*pack=*/false, r);
       }
       if (n == kNoId || !place_member(state, n, job, false, out)) return fail(state, out);
     }
     return true;
   }
+
+ protected:
+  // Emptiest subtree first.
+  void order(Candidates& cands, Rng&) const override {
+    std::stable_sort(cands.begin(), cands.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+  }
 };
 
-class Topology final : public PlacementScorer {
+// Levels in order of the all-reduce cost of a ring confined to them (comm_cost.h): one NVLink
+// domain, one node, one rack, one spine, the cluster. The gang goes to the innermost level
+// that can host it, best fit among the subtrees of that level, so that small gangs fill
+// partly used domains, nodes and racks and whole ones stay free for larger gangs.
+class Topology final : public RangeScorer {
  public:
   std::string_view name() const override { return "topology"; }
-  bool place(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng,
-             Allocation& out) const override {
+  bool place_in(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng, Allocation& out,
+                NodeRange range) const override {
     const MemberDemand& d = job.demand;
-    // CPU-only and fractional single-member jobs have no topology to speak of: pack them.
+    // CPU-only and fractional jobs have no topology to speak of, and a single member goes to
+    // the tightest node, its GPUs to the fullest NVLink domain there that fits (pick_gpus):
+    // pack them as bestfit does, which keeps the hot path of 1-GPU jobs cheap.
     if (d.gpus == 0 || !d.whole_gpus() || members == 1) {
-      return bestfit_.place(state, job, members, rng, out);
+      return bestfit_.place_in(state, job, members, rng, out, range);
     }
     const Cluster& c = state.cluster();
     const int64_t need = int64_t{members} * d.gpus;
-    // Level 1: one node (best fit, which also keeps fuller NVLink domains whole).
+    // Level 0: one NVLink domain, the fullest that holds the gang.
+    if (place_in_tightest_domain(state, job, members, range, out)) return true;
+    // Level 1: one node (best fit).
     if (need <= max_k(state)) {
       const auto types = allowed_types(state, job);
       MemberDemand whole = d;
@@ -172,12 +367,14 @@ class Topology final : public PlacementScorer {
       whole.cpu_milli = d.cpu_milli * members;
       whole.mem_mib = d.mem_mib * members;
       const NodeId n =
-          scan_buckets(state, types, whole, static_cast<int>(need), max_k(state), true);
+          scan_buckets(state, types, whole, static_cast<int>(need), max_k(state), true, range);
       if (n != kNoId) return fill_nodes(state, job, members, std::vector<NodeId>{n}, out);
     }
     // Level 2: one rack, the one with the fewest free GPUs that hosts the gang.
     std::vector<RackId> racks;
     for (RackId r = 0; r < c.racks().size(); ++r) {
+      const Rack& rk = c.racks()[r];
+      if (rk.num_nodes == 0 || !range.contains(rk.first_node)) continue;
       if (state.rack_free_whole(r) >= need) racks.push_back(r);
     }
     std::stable_sort(racks.begin(), racks.end(), [&](RackId a, RackId b) {
@@ -189,6 +386,10 @@ class Topology final : public PlacementScorer {
     // Level 3: one spine.
     std::vector<SpineId> spines;
     for (SpineId s = 0; s < c.spines().size(); ++s) {
+      const Spine& sp = c.spines()[s];
+      if (sp.num_racks == 0) continue;
+      const NodeId first = c.racks()[sp.first_rack].first_node;
+      if (!range.contains(first)) continue;
       if (state.spine_free_whole(s) >= need) spines.push_back(s);
     }
     std::stable_sort(spines.begin(), spines.end(), [&](SpineId a, SpineId b) {
@@ -203,9 +404,9 @@ class Topology final : public PlacementScorer {
       }
       if (fill_nodes(state, job, members, nodes, out)) return true;
     }
-    // Level 4: the whole cluster, fewest nodes first.
-    std::vector<NodeId> all(c.nodes().size());
-    std::iota(all.begin(), all.end(), 0u);
+    // Level 4: the whole range, fewest nodes first.
+    std::vector<NodeId> all(range.hi - range.lo);
+    std::iota(all.begin(), all.end(), range.lo);
     return fill_nodes(state, job, members, all, out);
   }
 
@@ -260,11 +461,11 @@ class Topology final : public PlacementScorer {
   BestFit bestfit_;
 };
 
-class Random final : public PlacementScorer {
+class Random final : public RangeScorer {
  public:
   std::string_view name() const override { return "random"; }
-  bool place(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng,
-             Allocation& out) const override {
+  bool place_in(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng, Allocation& out,
+                NodeRange r) const override {
     begin(job, out);
     const auto types = allowed_types(state, job);
     const MemberDemand& d = job.demand;
@@ -276,12 +477,12 @@ class Random final : public PlacementScorer {
         for (int k = d.gpus; k <= max_k(state); ++k) {
           for (GpuTypeId t : types) {
             for (NodeId n : state.bucket(t, k)) {
-              if (state.can_host(n, d)) candidates.push_back(n);
+              if (r.contains(n) && state.can_host(n, d)) candidates.push_back(n);
             }
           }
         }
       } else {
-        for (NodeId n = 0; n < c.nodes().size(); ++n) {
+        for (NodeId n = r.lo; n < r.hi; ++n) {
           const bool type_ok = d.gpus == 0 || type_allowed(job.allowed_types, c.node(n).gpu_type);
           if (type_ok && state.can_host(n, d)) candidates.push_back(n);
         }
@@ -293,6 +494,12 @@ class Random final : public PlacementScorer {
       if (!place_member(state, n, job, rng.below(2) == 0, out)) return fail(state, out);
     }
     return true;
+  }
+
+ protected:
+  // A seeded random order (Fisher-Yates).
+  void order(Candidates& cands, Rng& rng) const override {
+    for (size_t i = cands.size(); i > 1; --i) std::swap(cands[i - 1], cands[rng.below(i)]);
   }
 };
 

@@ -32,7 +32,14 @@ std::unique_ptr<PlacementScorer> make_bestfit_scorer();
 // free GPUs.
 std::unique_ptr<PlacementScorer> make_spread_scorer();
 // Fewest NVLink domains / nodes / racks / spines spanned: the gang goes into the smallest
-// subtree that can host it, best-fit among subtrees of that level.
+// subtree that can host it (one NVLink domain, else one node, rack, spine), best-fit among
+// subtrees of that level, so small gangs fill partly used domains and nodes first and whole
+// ones stay free for large gangs. The outermost level a ring crosses sets its all-reduce time
+// (insight/comm_cost.h), so this minimises the gang's estimated step time level by level.
+//
+// Every scorer honours JobSpec::max_span (a hard constraint): the gang is placed inside one
+// subtree of that level (tried tightest first; spread: emptiest first; random: in a seeded
+// random order), with span kNvlDomain inside one NVLink domain; none fits: no placement.
 std::unique_ptr<PlacementScorer> make_topology_scorer();
 // Each member on a uniformly random node that can host it (seeded).
 std::unique_ptr<PlacementScorer> make_random_scorer();

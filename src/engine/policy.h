@@ -28,6 +28,11 @@ struct Policy {
   // that inference-critical jobs may preempt lower classes anywhere and best-effort jobs give
   // way to anyone), and a queue under its fair share reclaims GPUs from queues over theirs.
   bool reclaim = false;
+  // Elastic gangs: running jobs with min_members < max_members shrink (never below their
+  // minimum) before anything is preempted whole, and grow into GPUs nothing pending can use,
+  // at most once per `resize_interval` seconds of a run (each resize costs a restart).
+  bool elastic = false;
+  double resize_interval = 300;
   uint64_t seed = 0;
 
   std::string name() const;  // "order+scorer"

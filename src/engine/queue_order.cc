@@ -57,6 +57,21 @@ class SjfOrder final : public QueueOrder {
   }
 };
 
+// Helios' Quasi-Shortest-Service-First (Hu et al., SC'21): the smallest predicted GPU service
+// (GPUs of the gang x duration estimate) first; unknown estimates last.
+class QssfOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "qssf"; }
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
+    return sort_by(snap, [](const PendingJob& p) {
+      const JobSpec& s = *p.spec;
+      const double est = s.duration_estimate;
+      if (est < 0) return std::numeric_limits<double>::infinity();
+      return static_cast<double>(s.gpu_milli_per_gang(s.min_members)) / kMilliPerGpu * est;
+    });
+  }
+};
+
 class LasOrder final : public QueueOrder {
  public:
   explicit LasOrder(std::vector<double> thresholds) : thresholds_(std::move(thresholds)) {
@@ -242,6 +257,9 @@ std::unique_ptr<QueueOrder> make_las_order(std::vector<double> thresholds) {
 std::unique_ptr<QueueOrder> make_sjf_order() {
   return std::make_unique<SjfOrder>();
 }
+std::unique_ptr<QueueOrder> make_qssf_order() {
+  return std::make_unique<QssfOrder>();
+}
 
 std::unique_ptr<QueueOrder> make_queue_order(std::string_view name) {
   if (name == "fifo") return make_fifo_order();
@@ -249,11 +267,12 @@ std::unique_ptr<QueueOrder> make_queue_order(std::string_view name) {
   if (name == "las") return make_las_order();
   if (name == "sjf") return make_sjf_order();
   if (name == "fair") return make_fair_order();
+  if (name == "qssf") return make_qssf_order();
   return nullptr;
 }
 
 std::vector<std::string> queue_order_names() {
-  return {"fifo", "drf", "las", "sjf", "fair"};
+  return {"fifo", "drf", "las", "sjf", "fair", "qssf"};
 }
 
 }  // namespace tessera

@@ -51,6 +51,10 @@ std::unique_ptr<QueueOrder> make_las_order(std::vector<double> thresholds_gpu_se
 std::unique_ptr<QueueOrder> make_fair_order();
 // Shortest job first by the duration estimate (unknown estimates last, by arrival).
 std::unique_ptr<QueueOrder> make_sjf_order();
+// Helios' quasi-shortest-service-first: smallest GPUs x duration estimate first (unknown
+// estimates last, by arrival). With a RuntimePredictor in the simulator the estimate is the
+// predicted duration (docs/prediction.md).
+std::unique_ptr<QueueOrder> make_qssf_order();
 
 std::unique_ptr<QueueOrder> make_queue_order(std::string_view name);  // nullptr if unknown
 std::vector<std::string> queue_order_names();

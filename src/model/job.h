@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/cluster.h"
 #include "model/gpu_type.h"
 #include "model/ids.h"
 #include "model/interner.h"
@@ -39,6 +40,9 @@ struct JobSpec {
   int32_t max_members = 1;
   MemberDemand demand;
   GpuTypeMask allowed_types = kAnyGpuType;
+  // Hard placement constraint: all members inside one subtree of this level (kNvlDomain: one
+  // NVLink domain, kNode: one node, kRack, kSpine); kCluster: none. Every scorer honours it.
+  Level max_span = Level::kCluster;
 
   // Work to do, in seconds of running on the job's reference placement (consolidated, on the
   // reference GPU type): the simulator's execution model scales it by the placement's speed.

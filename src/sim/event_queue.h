@@ -10,7 +10,9 @@ namespace tessera {
 
 // kRequeue: a preempted job has checkpointed (its grace is over) and waits again.
 // kBegin: a job that preempted others gets their GPUs (their grace is over).
-enum class EventKind : uint8_t { kFinish, kTick, kRequeue, kBegin };
+// kNodeFail / kNodeRecover: a node goes down (`job` is the index of the failure in
+// SimOptions::failures) or comes back (`job` is the node).
+enum class EventKind : uint8_t { kFinish, kTick, kRequeue, kBegin, kNodeFail, kNodeRecover };
 
 struct Event {
   double time = 0;

@@ -114,6 +114,17 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
                                    ? nlohmann::ordered_json(static_cast<double>(sla_met) / sla_jobs)
                                    : nlohmann::ordered_json()}};
   j["preemptions"] = r.preemptions;
+  j["resizes"] = r.resizes;
+  if (r.failure.failures > 0) {
+    const FailureStats& fs = r.failure;
+    nlohmann::ordered_json frt = to_json(summarize(fs.frt));
+    frt["max"] = fs.frt.empty() ? 0.0 : *std::max_element(fs.frt.begin(), fs.frt.end());
+    j["failures"] = {{"node_failures", fs.failures},
+                     {"jobs_hit", fs.jobs_hit},
+                     {"frt_seconds", frt},
+                     {"unrecovered", fs.unrecovered},
+                     {"lost_gpu_hours", fs.lost_gpu_seconds / 3600.0}};
+  }
   double lost = 0, lost_gpu = 0;
   for (const JobOutcome& o : r.jobs) {
     lost += o.lost_work_seconds;

@@ -9,6 +9,7 @@
 #include "engine/admission.h"
 #include "engine/cycle.h"
 #include "engine/fair_share.h"
+#include "insight/runtime_predictor.h"
 #include "sim/event_queue.h"
 
 namespace tessera {
@@ -39,6 +40,7 @@ struct JobState {
   double run_start = 0;     // when the current run started
   double restart_cost = 0;  // no progress for this long after run_start
   double attained = 0;      // GPU-seconds before the current run
+  double ran = 0;           // productive seconds over all runs (what a predictor observes)
   double queued_since = 0;
   uint32_t generation = 0;
   uint32_t slot = 0;  // index in running_ while running
@@ -51,6 +53,8 @@ struct JobState {
   // For explained jobs (SimOptions::explain): index into SimResult::histories, and the pending
   // reason last recorded, so that the history lists changes, not every cycle.
   int32_t history = -1;
+  // Restarting after a node failure: the index of that failure's record, else -1.
+  int32_t recovering = -1;
   bool has_reason = false;
   PendingCode reason = PendingCode::kInsufficientGpus;
   uint32_t reason_queue = kNoId;
@@ -59,9 +63,12 @@ struct JobState {
 
 class Simulation {
  public:
+  // `predicted` is `w` itself (a copy the caller owns) when o.predictor is set: the
+  // simulation writes each job's predicted duration_estimate into it at submission.
   Simulation(const Workload& w, const Cluster& c, const Policy& p, const ExecutionModel& m,
-             const SimOptions& o)
-      : w_(w),
+             const SimOptions& o, Workload* predicted = nullptr)
+      : predicted_(predicted),
+        w_(w),
         c_(c),
         policy_(p),
         model_(m),
@@ -86,6 +93,11 @@ class Simulation {
         throw std::invalid_argument("workload is not sorted by submit time");
       }
     }
+    for (uint32_t i = 0; i < o.failures.size(); ++i) {
+      events_.push(o.failures[i].time, EventKind::kNodeFail, i);
+    }
+    down_.assign(c.nodes().size(), false);
+    blockers_.resize(c.nodes().size());
     for (JobId j : o.explain) {
       if (j >= w.jobs.size()) throw std::invalid_argument("simulate: explain: no such job");
       if (jobs_[j].history >= 0) continue;
@@ -99,7 +111,8 @@ class Simulation {
     result_.first_submit = w_.jobs.front().submit_time;
     now_ = result_.first_submit;
     size_t next_submit = 0;
-    while (next_submit < w_.jobs.size() || !events_.empty()) {
+    // Until every job is done: later events (a tick, a node failure) change nothing measured.
+    while ((next_submit < w_.jobs.size() || !events_.empty()) && done_ < w_.jobs.size()) {
       double t = events_.empty() ? w_.jobs[next_submit].submit_time : events_.top().time;
       if (next_submit < w_.jobs.size()) t = std::min(t, w_.jobs[next_submit].submit_time);
       advance_to(t);
@@ -120,6 +133,11 @@ class Simulation {
           if (jobs_[e.job].phase == Phase::kRunning && jobs_[e.job].generation == e.generation) {
             begin(e.job);
           }
+        } else if (e.kind == EventKind::kNodeFail) {
+          changed = node_fail(e.job) || changed;
+        } else if (e.kind == EventKind::kNodeRecover) {
+          node_recover(e.job);
+          changed = true;
         } else {
           tick_pending_ = false;
           changed = true;
@@ -130,10 +148,17 @@ class Simulation {
         ++result_.events;
         changed = true;
       }
-      if (changed && !pending_.empty()) cycle();
+      // Elastic gangs below their maximum may grow into idle GPUs, even with nothing pending.
+      const bool growable = policy_.elastic && pending_.empty() && any_growable();
+      if (changed && (!pending_.empty() || growable)) cycle();
       if (policy_.order->time_dependent() && !pending_.empty() && !running_.empty() &&
           !tick_pending_) {
         events_.push(now_ + opt_.tick_seconds, EventKind::kTick);
+        tick_pending_ = true;
+      }
+      // A gang too recently (re)started to grow is looked at again after resize_interval.
+      if (growable && !tick_pending_ && policy_.elastic && any_growable()) {
+        events_.push(now_ + policy_.resize_interval, EventKind::kTick);
         tick_pending_ = true;
       }
     }
@@ -141,6 +166,7 @@ class Simulation {
       throw std::logic_error(fmt::format("{} jobs never started", pending_.size()));
     }
     result_.last_finish = now_;
+    for (const FailureRecord& f : failure_records_) result_.failure.unrecovered += f.waiting > 0;
     result_.jain_integral = fair_.jain_integral();
     result_.jain_time = fair_.jain_time();
     result_.series = fair_.series();
@@ -185,7 +211,18 @@ class Simulation {
     note(r.job, "pending ({}): {}", to_string(r.code), describe(r, blocker, queue));
   }
 
+  // SimOptions::predictor: the job's estimate is what the jobs finished so far predict.
+  void predict_duration(JobId j) {
+    if (opt_.predictor == nullptr || predicted_ == nullptr) return;
+    if (features_.empty()) features_.resize(w_.jobs.size());
+    JobSpec& s = predicted_->jobs[j];
+    features_[j] = encoder_.encode(s);
+    if (opt_.keep_trace_estimates && s.duration_estimate >= 0) return;
+    s.duration_estimate = opt_.predictor->predict(features_[j]).point;
+  }
+
   void submit(JobId j) {
+    predict_duration(j);
     JobState& js = jobs_[j];
     js.phase = Phase::kPending;
     js.queued_since = now_;
@@ -225,10 +262,16 @@ class Simulation {
     const double gpus = run_gpus(js);
     const double productive = std::max(0.0, elapsed - js.restart_cost);
     JobOutcome& o = result_.jobs[j];
-    o.effective_gpu_seconds += gpus * productive * std::min(1.0, js.speed);
-    result_.effective_gpu_seconds += gpus * productive * std::min(1.0, js.speed);
+    // The progress rate per GPU held, relative to the reference placement's: a gang below its
+    // full size progresses slower as a job but not per GPU.
+    const JobSpec& s = w_.jobs[j];
+    const double full = static_cast<double>(s.gpu_milli_per_gang(s.max_members)) / kMilliPerGpu;
+    const double per_gpu = gpus > 0 && full > 0 ? js.speed * full / gpus : js.speed;
+    o.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
+    result_.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
     account_held(j, gpus * elapsed);
     js.attained += gpus * elapsed;
+    js.ran += productive;
     return productive * js.speed;
   }
 
@@ -256,8 +299,12 @@ class Simulation {
     account_run(j);
     stop_run(j, false);
     jobs_[j].phase = Phase::kDone;
+    ++done_;
     jobs_[j].remaining = 0;
     result_.jobs[j].finish = now_;
+    if (opt_.predictor != nullptr && !features_.empty()) {
+      opt_.predictor->observe(features_[j], jobs_[j].ran);
+    }
     fair_.job_done(w_.jobs[j].tenant);
     write_event("finish", j);
     note(j, "finished");
@@ -300,6 +347,118 @@ class Simulation {
     } else {
       requeue(j);
     }
+  }
+
+  // ---- node failures ----
+
+  // Node opt_.failures[i] goes down: every job with a member on it stops, loses the work since
+  // its last checkpoint (all of this run's for a job that checkpoints only when asked: a crash
+  // gives no warning) and waits again at once; the node takes nothing until it recovers.
+  // Returns whether anything changed (a node already down does not fail again).
+  bool node_fail(uint32_t i) {
+    const NodeFailure& f = opt_.failures[i];
+    if (f.node >= down_.size() || down_[f.node]) return false;
+    std::vector<JobId> hit;
+    for (JobId j : running_) {
+      const auto& nodes = jobs_[j].alloc.member_node;
+      if (std::find(nodes.begin(), nodes.end(), f.node) != nodes.end()) hit.push_back(j);
+    }
+    const auto record = static_cast<int32_t>(failure_records_.size());
+    failure_records_.push_back(FailureRecord{now_, static_cast<uint32_t>(hit.size())});
+    result_.failure.failures++;
+    result_.failure.jobs_hit += hit.size();
+    if (hit.empty()) result_.failure.frt.push_back(0);
+    for (JobId j : hit) fail_job(j, record, f.node);
+    // The node's whole capacity is held by a blocker while it is down.
+    const Node& n = c_.node(f.node);
+    Allocation& b = blockers_[f.node];
+    b = Allocation{};
+    b.gpus_per_member = n.num_gpus;
+    b.cpu_milli_per_member = state_.node_free_cpu(f.node);
+    b.mem_mib_per_member = state_.node_free_mem(f.node);
+    b.member_node.push_back(f.node);
+    for (uint16_t g = 0; g < n.num_gpus; ++g) {
+      const GpuId gpu = n.first_gpu + g;
+      b.shares.push_back(GpuShare{gpu, state_.gpu_free(gpu)});
+    }
+    state_.allocate(b);
+    down_[f.node] = true;
+    events_.push(now_ + f.repair_seconds, EventKind::kNodeRecover, f.node);
+    return true;
+  }
+
+  void node_recover(NodeId n) {
+    if (!down_[n]) return;
+    state_.release(blockers_[n]);
+    blockers_[n] = Allocation{};
+    down_[n] = false;
+  }
+
+  void fail_job(JobId j, int32_t record, NodeId node) {
+    JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
+    const double done = account_run(j);
+    double kept = 0;
+    if (s.checkpoint_interval > 0) {
+      const double productive = std::max(0.0, now_ - js.run_start - js.restart_cost);
+      kept = std::floor(productive / s.checkpoint_interval) * s.checkpoint_interval * js.speed;
+    }
+    js.remaining = std::max(0.0, js.remaining - kept);
+    const double lost_gpu = js.speed > 0 ? (done - kept) / js.speed * run_gpus(js) : 0.0;
+    result_.jobs[j].lost_work_seconds += done - kept;
+    result_.failure.lost_gpu_seconds += lost_gpu;
+    if (js.begun) write_event("fail", j);
+    note(j, "node {} failed: {:g} GPU-hours of work lost; waiting again", c_.node(node).name,
+         lost_gpu / 3600.0);
+    stop_run(j, /*keep_usage=*/false);
+    fair_.add_demand(s, amounts_of(s, s.min_members), +1);  // it wants to run again
+    js.begun = false;
+    js.phase = Phase::kPending;
+    // Requeued with priority: it keeps its place from its submission, where a preempted job
+    // queues again from the back.
+    js.queued_since = s.submit_time;
+    js.has_reason = false;
+    js.recovering = record;
+    add_pending(j);
+  }
+
+  // Whether a running elastic gang is below its maximum (only asked with policy.elastic).
+  bool any_growable() const {
+    for (JobId j : running_) {
+      if (jobs_[j].alloc.members() < w_.jobs[j].max_members) return true;
+    }
+    return false;
+  }
+
+  // An elastic gang changes size: it checkpoints on request (nothing is lost), its old members
+  // stop and the new set restarts, paying the restart cost, at the speed of its new shape.
+  // The event log shows the old GPUs released ("evict") and the new ones held ("start").
+  void resize(Resize& r) {
+    const JobId j = r.job;
+    JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
+    const int32_t had = js.alloc.members();
+    js.remaining = std::max(0.0, js.remaining - account_run(j));
+    if (js.begun) fair_.add_usage(s.tenant, amounts_of(js.alloc), -1);
+    fair_.add_demand(s, amounts_of(js.alloc), -1);
+    state_.release(js.alloc);
+    write_event("evict", j);
+    state_.allocate(r.alloc);
+    fair_.add_demand(s, amounts_of(r.alloc), +1);
+    js.alloc = std::move(r.alloc);
+    js.generation++;
+    js.run_start = now_;
+    js.restart_cost = s.restart_cost;
+    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_);
+    if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
+    events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
+                 js.generation);
+    result_.resizes++;
+    if (js.history >= 0) {
+      note(j, "{} from {} to {} members{}", r.grow ? "grown" : "shrunk", had, js.alloc.members(),
+           r.for_job < w_.jobs.size() ? " to make room for " + w_.jobs[r.for_job].name : "");
+    }
+    begin(j);
   }
 
   // The victim's checkpoint is written: it lets go of its GPUs and waits again.
@@ -348,6 +507,11 @@ class Simulation {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     js.begun = true;
+    if (js.recovering >= 0) {
+      FailureRecord& f = failure_records_[static_cast<size_t>(js.recovering)];
+      if (--f.waiting == 0) result_.failure.frt.push_back(now_ - f.time);
+      js.recovering = -1;
+    }
     fair_.add_usage(s.tenant, amounts_of(js.alloc), +1);
     JobOutcome& o = result_.jobs[j];
     if (o.first_start < 0) o.first_start = now_;
@@ -432,6 +596,9 @@ class Simulation {
       preempt(p.job, p.for_job);
       preemptors_.push_back(p.for_job);
     }
+    for (Resize& r : d.resizes) {
+      if (!r.grow) resize(r);
+    }
     for (Start& s : d.starts) {
       const bool waits =
           std::find(preemptors_.begin(), preemptors_.end(), s.job) != preemptors_.end();
@@ -447,12 +614,18 @@ class Simulation {
       }
       start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0);
     }
+    for (Resize& r : d.resizes) {
+      if (r.grow) resize(r);
+    }
     // One pass drops every job that started (keeping the rest in arrival order).
     if (!d.starts.empty()) {
       std::erase_if(pending_, [&](JobId j) { return jobs_[j].phase != Phase::kPending; });
     }
   }
 
+  Workload* predicted_;  // SimOptions::predictor: the copy whose estimates it sets
+  FeatureEncoder encoder_;
+  std::vector<JobFeatures> features_;
   const Workload& w_;
   const Cluster& c_;
   const Policy& policy_;
@@ -464,6 +637,16 @@ class Simulation {
   std::vector<PendingJob> snap_pending_;
   std::vector<RunningJob> snap_running_;
   std::vector<JobId> preemptors_;  // jobs that preempted others in this cycle
+  // Node failures: which nodes are down, what holds each down node's capacity, and per failure
+  // that hit jobs, when it happened and how many of them have not run again yet.
+  struct FailureRecord {
+    double time = 0;
+    uint32_t waiting = 0;
+  };
+  std::vector<bool> down_;
+  std::vector<Allocation> blockers_;
+  std::vector<FailureRecord> failure_records_;
+  size_t done_ = 0;  // jobs finished
   std::unique_ptr<QueueTree> own_tree_;
   const QueueTree& tree_;
   FairnessTracker fair_;
@@ -477,7 +660,9 @@ class Simulation {
 
 SimResult simulate(const Workload& w, const Cluster& c, const Policy& policy,
                    const ExecutionModel& model, const SimOptions& opt) {
-  return Simulation(w, c, policy, model, opt).run();
+  if (opt.predictor == nullptr) return Simulation(w, c, policy, model, opt).run();
+  Workload predicted = w;  // the predictor overwrites duration estimates as jobs arrive
+  return Simulation(predicted, c, policy, model, opt, &predicted).run();
 }
 
 }  // namespace tessera

@@ -12,9 +12,12 @@
 #include "model/job.h"
 #include "model/queue_tree.h"
 #include "sim/execution_model.h"
+#include "sim/failure_model.h"
 #include "sim/fairness_tracker.h"
 
 namespace tessera {
+
+class RuntimePredictor;  // insight/runtime_predictor.h
 
 struct SimOptions {
   // Orders whose ranking changes with time (las) are re-evaluated this often while work waits.
@@ -32,6 +35,15 @@ struct SimOptions {
   // Jobs whose history (submit, each change of pending reason, start, preemption, finish) is
   // recorded in SimResult::histories: the "why is my job pending" of a replay.
   std::vector<JobId> explain;
+  // Node failures (sim/failure_model.h), sorted by time.
+  std::vector<NodeFailure> failures;
+  // Duration prediction (docs/prediction.md), or none (the trace's estimates, as given). With
+  // one, each job's duration_estimate (what sjf/qssf order by and EASY backfill plans with) is
+  // set at submission to the prediction from the jobs finished so far, and every finished job
+  // is observed with the time it ran. keep_trace_estimates: jobs whose trace gives an estimate
+  // keep it (a user's own estimate), only the others are predicted. Not owned; it learns.
+  RuntimePredictor* predictor = nullptr;
+  bool keep_trace_estimates = false;
 };
 
 struct HistoryEntry {
@@ -60,6 +72,15 @@ struct TenantSeries {
   double gpu_seconds = 0;  // allocated GPU-seconds over the run
 };
 
+// Node failures and how the cluster recovered from them.
+struct FailureStats {
+  uint64_t failures = 0;        // node failures that happened (a node already down does not fail)
+  uint64_t jobs_hit = 0;        // job runs they stopped
+  std::vector<double> frt;      // per failure that hit jobs: seconds until every one runs again
+  uint64_t unrecovered = 0;     // failures whose jobs had not all run again when the run ended
+  double lost_gpu_seconds = 0;  // allocated GPU time whose work the failures lost
+};
+
 struct SimResult {
   std::vector<JobOutcome> jobs;  // by JobId (Workload::jobs order)
   std::vector<TenantSeries> tenants;
@@ -73,6 +94,8 @@ struct SimResult {
   double jain_time = 0;
   ShareSeries series;
   std::vector<JobHistory> histories;  // one per SimOptions::explain job, in that order
+  uint64_t resizes = 0;               // elastic gangs grown or shrunk
+  FailureStats failure;
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;

@@ -353,7 +353,15 @@ constexpr std::string_view kJsonlKeys[] = {"name",
                                            "batch_size",
                                            "checkpoint_interval",
                                            "restart_cost",
-                                           "sla"};
+                                           "sla",
+                                           "span"};
+
+// The JSONL `span` values (JobSpec::max_span), innermost first.
+constexpr std::pair<std::string_view, Level> kSpanNames[] = {{"nvlink", Level::kNvlDomain},
+                                                             {"node", Level::kNode},
+                                                             {"rack", Level::kRack},
+                                                             {"spine", Level::kSpine},
+                                                             {"cluster", Level::kCluster}};
 
 class JsonlLine {
  public:
@@ -498,6 +506,15 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
         static_cast<int32_t>(in.integer("batch_size", 0, 0, std::numeric_limits<int32_t>::max()));
     j.checkpoint_interval = in.number("checkpoint_interval", 0, 0);
     j.restart_cost = in.number("restart_cost", 0, 0);
+    if (in.has("span")) {
+      const std::string span = in.string("span", "");
+      const auto* it = std::find_if(std::begin(kSpanNames), std::end(kSpanNames),
+                                    [&](const auto& p) { return p.first == span; });
+      if (it == std::end(kSpanNames)) {
+        in.fail("span", "expected nvlink, node, rack, spine or cluster, got '" + span + "'");
+      }
+      j.max_span = it->second;
+    }
     j.source = source_of(origin, ln);
     w.jobs.push_back(std::move(j));
   }
@@ -628,6 +645,9 @@ void write_jsonl(const Workload& w, std::ostream& out, const GpuTypeTable* gpu_t
     if (j.checkpoint_interval != 0) o["checkpoint_interval"] = j.checkpoint_interval;
     if (j.restart_cost != 0) o["restart_cost"] = j.restart_cost;
     if (j.sla_max_queueing >= 0) o["sla"] = j.sla_max_queueing;
+    if (j.max_span != Level::kCluster) {
+      o["span"] = std::string(kSpanNames[static_cast<size_t>(j.max_span)].first);
+    }
     out << o.dump() << '\n';
   }
 }
