@@ -21,6 +21,7 @@ struct SimulateArgs {
   std::string backfill;  // empty: the policy's default
   bool no_preemption = false;
   bool elastic = false;        // resize elastic gangs (Policy::elastic)
+  bool hetero = false;         // heterogeneity-aware placement (Policy::heterogeneity)
   double mtbf_hours = 0;       // per node; 0: no generated failures
   double mttr_minutes = 30;    // mean repair time of generated failures
   std::string failures;        // failure list CSV (time,node,repair_seconds)

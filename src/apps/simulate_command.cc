@@ -54,6 +54,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--mttr", a.mttr_minutes, "mean minutes to repair a failed node (with --mtbf)");
   s->add_option("--failures", a.failures,
                 "inject the node failures of a CSV list: time,node,repair_seconds");
+  s->add_flag("--hetero", a.hetero,
+              "heterogeneity-aware placement: jobs that gain most from fast GPU types get them "
+              "first (Gavel's measured per-type throughputs)");
   s->add_flag("--elastic", a.elastic,
               "elastic gangs (min_members < max_members) shrink before anyone is preempted and "
               "grow into idle GPUs");
@@ -110,6 +113,7 @@ int run_simulate(const SimulateArgs& a) {
   }
   if (a.no_preemption) policy.preemption = false;
   if (a.elastic) policy.elastic = true;
+  if (a.hetero) policy.heterogeneity = true;
   std::unique_ptr<RuntimePredictor> predictor;
   if (a.predictor != "none") {
     predictor = make_runtime_predictor(a.predictor);

@@ -105,8 +105,74 @@ class Cycle {
   }
 
  private:
-  // Places the gang at its largest size the queue's quota allows (max, else min members).
+  // Places the gang at its largest size the queue's quota allows (max, else min members); with
+  // heterogeneity-aware placement, on its preferred GPU types first.
   bool try_place(const JobSpec& job, Allocation& alloc) {
+    if (policy_.heterogeneity && !job.type_speed.empty()) {
+      const GpuTypeMask preferred = preferred_types(job);
+      if (preferred != 0) {
+        // What the scorers read of a job (demand, types, span), without copying its strings.
+        JobSpec& p = preferred_job_;
+        p.demand = job.demand;
+        p.max_span = job.max_span;
+        p.min_members = job.min_members;
+        p.max_members = job.max_members;
+        p.allowed_types = preferred;
+        if (try_place_sized(p, alloc)) return true;
+      }
+    }
+    return try_place_sized(job, alloc);
+  }
+
+  // The speed-up a job gets from its fastest allowed GPU type present over its slowest.
+  double type_spread(const JobSpec& job) const {
+    double lo = 0, hi = 0;
+    const GpuTypeMask present = cluster_.present_types();
+    for (GpuTypeId t = 0; t < job.type_speed.size() && t < 64; ++t) {
+      if (((present >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
+      const double v = job.type_speed[t];
+      if (!(v > 0)) continue;
+      lo = lo == 0 ? v : std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    return lo > 0 ? hi / lo : 1.0;
+  }
+
+  // The GPU types a job should try first: the fastest (within 10 %) when its speed-up from them
+  // is at least the median of the jobs waiting in this cycle, else the slowest; 0 when its
+  // types are all alike.
+  GpuTypeMask preferred_types(const JobSpec& job) {
+    if (hetero_median_ < 0) {
+      std::vector<double> spreads;
+      spreads.reserve(snap_.pending.size());
+      for (const PendingJob& pj : snap_.pending) {
+        if (!pj.spec->type_speed.empty()) spreads.push_back(type_spread(*pj.spec));
+      }
+      if (spreads.empty()) return 0;
+      std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2, spreads.end());
+      hetero_median_ = spreads[spreads.size() / 2];
+    }
+    const double spread = type_spread(job);
+    if (spread <= 1.0 + 1e-9) return 0;
+    const bool fast = spread >= hetero_median_;
+    const GpuTypeMask present = cluster_.present_types();
+    double best = fast ? 0 : 1e300;
+    for (GpuTypeId t = 0; t < job.type_speed.size() && t < 64; ++t) {
+      if (((present >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
+      if (!(job.type_speed[t] > 0)) continue;
+      best = fast ? std::max<double>(best, job.type_speed[t])
+                  : std::min<double>(best, job.type_speed[t]);
+    }
+    GpuTypeMask mask = 0;
+    for (GpuTypeId t = 0; t < job.type_speed.size() && t < 64; ++t) {
+      if (((present >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
+      const double v = job.type_speed[t];
+      if (v > 0 && (fast ? v >= 0.9 * best : v <= 1.1 * best)) mask |= GpuTypeMask{1} << t;
+    }
+    return mask;
+  }
+
+  bool try_place_sized(const JobSpec& job, Allocation& alloc) {
     const bool max_fits_quota =
         job.max_members == job.min_members ||
         over_limit(current_leaf_, amounts_of(job, job.max_members)) == kNoId;
@@ -806,6 +872,10 @@ class Cycle {
   QueueId current_leaf_ = kRootQueue;            // the leaf of the job being considered
   bool starving_ = false;  // ... and whether it is a starving gang (try_preempt)
   // ... and, when it reclaims by a per-GPU-type guarantee, the types and the guaranteed queue.
+  // Heterogeneity-aware placement: the median type speed-up of the waiting jobs (computed on
+  // first use, -1 before) and a scratch job restricted to preferred types.
+  double hetero_median_ = -1;
+  JobSpec preferred_job_;
   GpuTypeMask type_room_ = 0;
   QueueId guarantor_ = kNoId;
   bool within_guarantee_ = false;  // ... and whether it stays within its leaf's guarantee

@@ -32,6 +32,12 @@ struct Policy {
   // minimum) before anything is preempted whole, and grow into GPUs nothing pending can use,
   // at most once per `resize_interval` seconds of a run (each resize costs a restart).
   bool elastic = false;
+  // Heterogeneity-aware placement (Gavel's idea, greedily): a job whose speed-up from the
+  // fastest GPU type over the slowest is at least the median of the jobs waiting in this cycle
+  // tries the fastest types first; the others try the slowest first, leaving fast GPUs to the
+  // jobs that gain most from them. Either falls back to any allowed type. Needs
+  // JobSpec::type_speed.
+  bool heterogeneity = false;
   double resize_interval = 300;
   uint64_t seed = 0;
 

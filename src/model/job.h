@@ -50,6 +50,11 @@ struct JobSpec {
   // What the scheduler is told about the duration (user estimate or trace), or kUnknown.
   double duration_estimate = kUnknown;
 
+  // Throughput on one GPU of each type relative to V100, by GpuTypeId (filled by the
+  // simulator's execution model from measurements; empty: unknown). What heterogeneity-aware
+  // placement (Policy::heterogeneity) ranks GPU types by for this job.
+  std::vector<float> type_speed;
+
   uint32_t model = kNoId;  // interned model/application class (Workload::models), or kNoId
   int32_t batch_size = 0;  // global batch size where the trace gives one
 

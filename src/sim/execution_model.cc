@@ -73,6 +73,7 @@ class MeasuredExecutionModel final : public ExecutionModel {
   }
 
   void prepare(JobSpec& job, const Workload& w, const Cluster& c) const override {
+    fill_type_speed(job, w, c);
     const std::string_view model = model_name(job, w);
     if (const PolluxApplication* app = pollux_.find(model)) {
       // A duration given by the trace wins; Pollux's workloads give none.
@@ -131,6 +132,19 @@ class MeasuredExecutionModel final : public ExecutionModel {
   static std::string_view model_name(const JobSpec& job, const Workload& w) {
     if (job.model == kNoId || job.model >= w.models.size()) return {};
     return w.models.name(job.model);
+  }
+
+  // What heterogeneity-aware placement ranks GPU types by: Gavel's measured single-GPU
+  // throughput on each type relative to V100 for its models, else the relative-speed table.
+  void fill_type_speed(JobSpec& job, const Workload& w, const Cluster& c) const {
+    const GpuTypeTable& types = c.gpu_types();
+    const std::string_view model = model_name(job, w);
+    const bool gavel = gavel_ && !pollux_.find(model) && gavel_->has_model(model);
+    job.type_speed.assign(types.size(), 0.0F);
+    for (GpuTypeId t = 0; t < types.size(); ++t) {
+      job.type_speed[t] = static_cast<float>(gavel ? gavel_->type_factor(model, types.at(t))
+                                                   : relative_to_v100(types, t));
+    }
   }
 
   // The job's replicas (GPUs) at its full size.
