@@ -7,6 +7,7 @@
 #include "apps/advise_command.h"
 #include "apps/colocate_command.h"
 #include "apps/commands.h"
+#include "apps/forecast_command.h"
 #include "apps/frag_command.h"
 #include "apps/gpu_commands.h"
 #include "apps/predict_command.h"
@@ -30,9 +31,12 @@ int main(int argc, char** argv) {
   CLI::App* advise_cmd = tessera::add_advise_command(app, advise);
   tessera::PredictArgs predict;
   CLI::App* predict_cmd = tessera::add_predict_command(app, predict);
+  tessera::ForecastArgs forecast;
+  CLI::App* forecast_cmd = tessera::add_forecast_command(app, forecast);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*bench_cmd) return tessera::run_bench(bench);
+    if (*forecast_cmd) return tessera::run_forecast(forecast);
     if (*advise_cmd) return tessera::run_advise(advise);
     if (*predict_cmd) return tessera::run_predict(predict);
     if (*gpus_cmd) return tessera::run_gpus(gpus);
