@@ -1,5 +1,6 @@
-// Holt-Winters forecasting of arrival series: exact on a noise-free seasonal series, better
-// than naive forecasts on a noisy one, and the series reader's errors.
+// Holt-Winters forecasting of arrival series (exact on a noise-free seasonal series, better
+// than naive forecasts on a noisy one), the series reader's errors, and the GPUs held back for
+// forecast inference arrivals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,10 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "engine/cycle.h"
+#include "engine/policy.h"
 #include "engine/rng.h"
 #include "input_error_util.h"
 #include "insight/holt_winters.h"
+#include "sim/inference_reserve.h"
 #include "sim/series_reader.h"
+#include "test_util.h"
 
 namespace tessera {
 namespace {
@@ -86,6 +91,52 @@ TEST(ForecastCli, WritesTheErrorsAsJson) {
                                         " --column jobs --period 24 --train 8 --test 40");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("need"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(InferenceReserve, LittlesLawOnTheForecastArrivalRate) {
+  InferenceReserve r(/*bucket_seconds=*/600, /*period=*/6, /*margin_sd=*/0);
+  EXPECT_EQ(r.reserve_milli(0), 0);  // nothing known yet
+  // Three arrivals per 10 minutes for three "days" of 6 buckets; each job held 2 GPUs for
+  // 1000 s: 3 / 600 s x 2000 GPU-s = 10 GPUs busy.
+  for (int b = 0; b < 18; ++b) {
+    for (int k = 0; k < 3; ++k) r.arrived(b * 600.0 + k * 100);
+  }
+  for (int k = 0; k < 5; ++k) r.finished(2000);
+  EXPECT_NEAR(r.forecast_arrivals_per_bucket(), 3, 1e-6);
+  EXPECT_EQ(r.reserve_milli(18 * 600.0), 10000);
+  InferenceReserve margin(600, 6, 2.0);
+  for (int b = 0; b < 18; ++b) margin.arrived(b * 600.0);
+  margin.finished(2400);  // 1 / 600 s x 2400 = 4 GPUs, + 2 sqrt(4) = 8
+  EXPECT_EQ(margin.reserve_milli(18 * 600.0), 8000);
+}
+
+TEST(InferenceReserve, OtherClassesLeaveTheReservedGpusFree) {
+  testing::World w(make_uniform_cluster(1, 1, 1, 4));
+  const JobId research = w.add_pending(testing::gang("r", 3, 1, 0));
+  const JobId small = w.add_pending(testing::gang("s", 2, 1, 1));
+  Snapshot snap = w.snapshot();
+  snap.inference_reserve_milli = 2000;
+  Decisions d = schedule_cycle(snap, make_policy("fifo", 1));
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, small);  // leaves 2 free
+  ASSERT_EQ(d.pending.size(), 1u);
+  EXPECT_EQ(d.pending[0].job, research);
+  EXPECT_EQ(d.pending[0].code, PendingCode::kReservedForInference);
+  // An inference-critical job may use them.
+  testing::World w2(make_uniform_cluster(1, 1, 1, 4));
+  const JobId ic =
+      w2.add_pending(testing::gang("ic", 3, 1, 0, 0, PriorityClass::kInferenceCritical));
+  Snapshot snap2 = w2.snapshot();
+  snap2.inference_reserve_milli = 2000;
+  d = schedule_cycle(snap2, make_policy("fifo", 1));
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, ic);
 }
 
 }  // namespace

@@ -54,6 +54,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--mttr", a.mttr_minutes, "mean minutes to repair a failed node (with --mtbf)");
   s->add_option("--failures", a.failures,
                 "inject the node failures of a CSV list: time,node,repair_seconds");
+  s->add_flag("--reserve-inference", a.reserve_inference,
+              "hold GPUs back for inference-critical arrivals, forecast by Holt-Winters");
   s->add_flag("--hetero", a.hetero,
               "heterogeneity-aware placement: jobs that gain most from fast GPU types get them "
               "first (Gavel's measured per-type throughputs)");
@@ -188,6 +190,7 @@ int run_simulate(const SimulateArgs& a) {
     }
     opt.explain.push_back(static_cast<JobId>(it - w.jobs.begin()));
   }
+  opt.reserve_inference = a.reserve_inference;
   if (!a.failures.empty()) opt.failures = read_failure_list(a.failures, cluster);
   if (a.mtbf_hours > 0 && !w.jobs.empty()) {
     // Failures over the submissions plus a month: the run stops once every job is done.

@@ -304,6 +304,16 @@ class Cycle {
       quota_reason(reason, q);
       return;
     }
+    // GPUs held back for forecast inference arrivals: other classes wait (without holding a
+    // reservation) rather than take them; inference-critical jobs use them.
+    if (snap_.inference_reserve_milli > 0 && job.priority != PriorityClass::kInferenceCritical &&
+        scratch_.free_milli_matching(kAnyGpuType) - reason.need_gpu_milli <
+            snap_.inference_reserve_milli) {
+      reason.code = PendingCode::kReservedForInference;
+      reason.queue_bound_milli = snap_.inference_reserve_milli;
+      out_.pending.push_back(reason);
+      return;
+    }
     // A job that could only start by eating into the reservation waits without trying to
     // place it: with a long queue behind a reserved head this is most of the queue.
     if (reservation_active_ &&

@@ -18,6 +18,8 @@ const char* to_string(PendingCode c) {
       return "quota-exceeded";
     case PendingCode::kOverFairShare:
       return "over-fair-share";
+    case PendingCode::kReservedForInference:
+      return "reserved-for-inference";
   }
   return "unknown";
 }
@@ -49,6 +51,11 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           "take it past its fair share of {:g}, so it may not reclaim GPUs from other queues",
           free, need, queue_path, static_cast<double>(r.queue_holds_milli) / 1000.0,
           static_cast<double>(r.queue_bound_milli) / 1000.0);
+    case PendingCode::kReservedForInference:
+      return fmt::format(
+          "reserved for inference: {:g} GPUs free, {:g} of them held back for the "
+          "inference-critical arrivals forecast; this job needs {:g}",
+          free, static_cast<double>(r.queue_bound_milli) / 1000.0, need);
   }
   return "pending";
 }

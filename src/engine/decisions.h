@@ -20,7 +20,9 @@ enum class PendingCode : uint8_t {
   kQuotaExceeded,          // starting it would take its queue (or a parent) past its limit
   kOverFairShare,          // no room, and its queue already holds its fair share, so it may not
                            // reclaim from other queues
+  kReservedForInference,   // would take GPUs held back for the inference arrivals forecast
 };
+inline constexpr size_t kNumPendingCodes = 7;
 
 struct PendingReason {
   JobId job = 0;

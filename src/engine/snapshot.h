@@ -42,6 +42,9 @@ struct Snapshot {
   // Long-term usage per queue (by QueueId, leaves; decayed by the caller with the tree's
   // half-life), in the same units as Amounts; empty when long-term fairness is off.
   std::span<const Amounts> decayed_usage;
+  // GPUs (milli) held back for inference-critical arrivals (the caller's forecast): jobs of
+  // other classes may not start if they would leave fewer free. 0: none.
+  int64_t inference_reserve_milli = 0;
 };
 
 }  // namespace tessera

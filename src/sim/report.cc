@@ -44,7 +44,7 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   std::vector<double> jct, wait;
   const size_t nt = std::max<size_t>(w.tenants.size(), 1);
   std::vector<std::vector<double>> t_jct(nt), t_wait(nt);
-  std::vector<int64_t> reasons(6, 0);
+  std::vector<int64_t> reasons(kNumPendingCodes, 0);
   size_t finished = 0;
   // SLA: jobs with a maximum queueing delay, and how many started within it.
   size_t sla_jobs = 0, sla_met = 0;

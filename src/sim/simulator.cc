@@ -11,6 +11,7 @@
 #include "engine/fair_share.h"
 #include "insight/runtime_predictor.h"
 #include "sim/event_queue.h"
+#include "sim/inference_reserve.h"
 
 namespace tessera {
 
@@ -96,6 +97,7 @@ class Simulation {
     for (uint32_t i = 0; i < o.failures.size(); ++i) {
       events_.push(o.failures[i].time, EventKind::kNodeFail, i);
     }
+    if (o.reserve_inference) reserve_ = std::make_unique<InferenceReserve>();
     down_.assign(c.nodes().size(), false);
     blockers_.resize(c.nodes().size());
     for (JobId j : o.explain) {
@@ -231,6 +233,7 @@ class Simulation {
     fair_.job_arrived(s.tenant);
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);
     write_event("submit", j);
+    if (reserve_ && s.priority == PriorityClass::kInferenceCritical) reserve_->arrived(now_);
     note(j, "submitted to queue {}: {} members x {:g} GPUs, class {}",
          tree_.queue(tree_.leaf_of(s.tenant)).path,
          s.min_members == s.max_members ? std::to_string(s.min_members)
@@ -300,6 +303,9 @@ class Simulation {
     stop_run(j, false);
     jobs_[j].phase = Phase::kDone;
     ++done_;
+    if (reserve_ && w_.jobs[j].priority == PriorityClass::kInferenceCritical) {
+      reserve_->finished(result_.jobs[j].gpu_seconds);
+    }
     jobs_[j].remaining = 0;
     result_.jobs[j].finish = now_;
     if (opt_.predictor != nullptr && !features_.empty()) {
@@ -569,6 +575,11 @@ class Simulation {
       if (s.duration_estimate >= 0) {
         const double frac_left = js.remaining / s.work_seconds;
         r.expected_end = js.run_start + js.restart_cost + s.duration_estimate * frac_left;
+        // A job that outlived its predicted duration (SimOptions::predictor) is expected to run
+        // as long again as it has run (durations are heavy-tailed), not to end now.
+        if (opt_.predictor != nullptr && r.expected_end < now_) {
+          r.expected_end = now_ + (now_ - js.run_start);
+        }
       }
       r.last_checkpoint = js.run_start;
       r.reclaim_protected_until = js.reclaim_protected_until;
@@ -582,6 +593,7 @@ class Simulation {
     snap.running = snap_running_;
     snap.queues = &tree_;
     snap.decayed_usage = fair_.decayed_usage();
+    snap.inference_reserve_milli = reserve_ ? reserve_->reserve_milli(now_) : 0;
     Decisions d = schedule_cycle(snap, policy_);
     for (const PendingReason& r : d.pending) {
       JobOutcome& o = result_.jobs[r.job];
@@ -643,6 +655,7 @@ class Simulation {
     double time = 0;
     uint32_t waiting = 0;
   };
+  std::unique_ptr<InferenceReserve> reserve_;  // SimOptions::reserve_inference
   std::vector<bool> down_;
   std::vector<Allocation> blockers_;
   std::vector<FailureRecord> failure_records_;

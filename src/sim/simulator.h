@@ -35,6 +35,9 @@ struct SimOptions {
   // Jobs whose history (submit, each change of pending reason, start, preemption, finish) is
   // recorded in SimResult::histories: the "why is my job pending" of a replay.
   std::vector<JobId> explain;
+  // Hold GPUs back for inference-critical arrivals, from a Holt-Winters forecast of their
+  // arrivals (sim/inference_reserve.h).
+  bool reserve_inference = false;
   // Node failures (sim/failure_model.h), sorted by time.
   std::vector<NodeFailure> failures;
   // Duration prediction (docs/prediction.md), or none (the trace's estimates, as given). With
