@@ -75,6 +75,28 @@ TEST(QueueOrder, SjfPutsShortKnownJobsFirst) {
   EXPECT_EQ(w.pending[idx[2]].spec->name, "unknown");
 }
 
+TEST(QueueOrder, QssfOrdersByGpusTimesPredictedDuration) {
+  World w(make_uniform_cluster(1, 1, 2, 8));
+  JobSpec wide = gang("wide-short", 8, 1, 0);  // 8 GPUs x 100 s = 800 GPU-s
+  wide.duration_estimate = 100;
+  JobSpec narrow = gang("narrow-long", 1, 1, 1);  // 1 GPU x 500 s = 500 GPU-s
+  narrow.duration_estimate = 500;
+  JobSpec tiny = gang("tiny", 1, 2, 2);  // 2 GPUs x 10 s = 20 GPU-s
+  tiny.duration_estimate = 10;
+  JobSpec tie = gang("tie", 5, 1, 3);  // 5 GPUs x 100 s = 500 GPU-s: after narrow-long (FIFO)
+  tie.duration_estimate = 100;
+  JobSpec unknown = gang("unknown", 1, 1, 4);
+  for (const JobSpec& s : {wide, narrow, tiny, tie, unknown}) w.add_pending(s);
+  const auto idx = make_queue_order("qssf")->order(w.snapshot());
+  std::string seq;
+  for (uint32_t i : idx) seq += w.pending[i].spec->name + " ";
+  EXPECT_EQ(seq, "tiny narrow-long tie wide-short unknown ");
+  // sjf, by duration alone, puts the wide short job first of the long ones.
+  const auto sjf = make_sjf_order()->order(w.snapshot());
+  EXPECT_EQ(w.pending[sjf[0]].spec->name, "tiny");
+  EXPECT_EQ(w.pending[sjf[1]].spec->name, "wide-short");
+}
+
 TEST(QueueOrder, LasPutsLeastAttainedQueueFirstAndDemotedJobsRankLower) {
   World w(make_uniform_cluster(1, 1, 1, 4));
   w.add_pending(gang("veteran", 1, 1, 0), 100000);

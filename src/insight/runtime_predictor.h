@@ -85,13 +85,17 @@ struct QuantilePredictorOptions {
 };
 std::unique_ptr<RuntimePredictor> make_quantile_predictor(QuantilePredictorOptions o = {});
 
-// (b) Gradient-boosted regression trees (insight/gbt.h) on log-duration. Features: the
-// request (log GPUs, GPU share, log CPU, log memory, GPU-type mask, priority class, requested
-// time), the hour of day and weekday of submission, and history encodings of the categorical
-// features: the log-median duration and the support of each group of the quantile
-// predictor's hierarchy (target encoding computed online, so it uses only finished jobs).
-// Retrained from the last `max_samples` observations after `first_fit` observations, then
-// every `retrain_every`. Until the first fit, and for the uncertainty, see docs/prediction.md.
+// (b) Gradient-boosted regression trees (insight/gbt.h, least-absolute-deviation loss) on
+// log-duration, as a correction to (a): the target is log(actual) - log(quantile answer).
+// Features: the quantile answer itself; the request (log GPUs, members, GPU share, log CPU,
+// log memory, GPU-type mask, priority class, model class id, requested time); the hour of day
+// of submission (of the trace's clock); and history encodings of the categorical features:
+// the log-median duration of the job's group at every level of (a)'s hierarchy, the support
+// and index of its most specific non-empty level and the latest duration there (target
+// encoding computed online, so only finished jobs count). Rows are kept as predict() saw them
+// at submission. Refitted from the last `max_samples` observations after `first_fit`
+// observations, then each time they double, then every `retrain_every`; until the first fit
+// it answers as (a). Uncertainty: the p10/p90 of its recent out-of-sample log residuals.
 struct GbtPredictorOptions {
   size_t first_fit = 200;
   size_t retrain_every = 2000;

@@ -44,7 +44,9 @@ struct SimOptions {
   // one, each job's duration_estimate (what sjf/qssf order by and EASY backfill plans with) is
   // set at submission to the prediction from the jobs finished so far, and every finished job
   // is observed with the time it ran. keep_trace_estimates: jobs whose trace gives an estimate
-  // keep it (a user's own estimate), only the others are predicted. Not owned; it learns.
+  // keep it (a user's own estimate), only the others are predicted. A running job past its
+  // predicted end is expected to run as long again as it has run (docs/prediction.md).
+  // Not owned; it learns.
   RuntimePredictor* predictor = nullptr;
   bool keep_trace_estimates = false;
 };
