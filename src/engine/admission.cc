@@ -61,6 +61,7 @@ std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSp
     }
     if (placed.size() <= key) placed.resize(key + 1, 0);
     placed[key] += k;
+    if (placed[key] >= job.min_members) return std::nullopt;  // usually the first node
   }
   const int64_t most = placed.empty() ? 0 : *std::max_element(placed.begin(), placed.end());
   if (most < job.min_members) {

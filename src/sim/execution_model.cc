@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -136,15 +137,27 @@ class MeasuredExecutionModel final : public ExecutionModel {
 
   // What heterogeneity-aware placement ranks GPU types by: Gavel's measured single-GPU
   // throughput on each type relative to V100 for its models, else the relative-speed table.
+  // Memoised per model (every job of a model gets the same vector; a trace has few models).
   void fill_type_speed(JobSpec& job, const Workload& w, const Cluster& c) const {
     const GpuTypeTable& types = c.gpu_types();
     const std::string_view model = model_name(job, w);
-    const bool gavel = gavel_ && !pollux_.find(model) && gavel_->has_model(model);
-    job.type_speed.assign(types.size(), 0.0F);
-    for (GpuTypeId t = 0; t < types.size(); ++t) {
-      job.type_speed[t] = static_cast<float>(gavel ? gavel_->type_factor(model, types.at(t))
-                                                   : relative_to_v100(types, t));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = type_speed_memo_.find(model);
+      if (it != type_speed_memo_.end() && it->second.size() == types.size()) {
+        job.type_speed = it->second;
+        return;
+      }
     }
+    const bool gavel = gavel_ && !pollux_.find(model) && gavel_->has_model(model);
+    std::vector<float> speed(types.size(), 0.0F);
+    for (GpuTypeId t = 0; t < types.size(); ++t) {
+      speed[t] = static_cast<float>(gavel ? gavel_->type_factor(model, types.at(t))
+                                          : relative_to_v100(types, t));
+    }
+    job.type_speed = speed;
+    std::lock_guard<std::mutex> lock(mu_);
+    type_speed_memo_[std::string(model)] = std::move(speed);
   }
 
   // The job's replicas (GPUs) at its full size.
@@ -196,6 +209,7 @@ class MeasuredExecutionModel final : public ExecutionModel {
   // Guards memo_ so one model may serve simulations on several threads.
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, double> memo_;
+  mutable std::map<std::string, std::vector<float>, std::less<>> type_speed_memo_;
 };
 
 }  // namespace
