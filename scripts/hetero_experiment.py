@@ -11,7 +11,10 @@ measured relative throughput. Runs each order type-blind and with --hetero and p
       --trace ../shared/data/philly/pollux/philly.csv --gavel \\
       ../shared/data/philly/gavel/simulation_throughputs.json --out /tmp/hetero
 """
-import argparse, datetime, json, math, os, random, subprocess, sys
+import argparse, json, math, os, random, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from philly_trace import read_philly  # noqa: E402
 
 
 def gavel_models(path):
@@ -32,23 +35,9 @@ def gavel_models(path):
 
 
 def load(trace, start, days, max_gpus):
-    t0 = datetime.datetime.fromisoformat(start)
-    t1 = t0 + datetime.timedelta(days=days)
-    jobs = []
-    with open(trace) as f:
-        header = f.readline().strip().split(",")
-        idx = {k: i for i, k in enumerate(header)}
-        for n, line in enumerate(f, 2):
-            row = line.strip().split(",")
-            if len(row) < len(header):
-                continue
-            ts = datetime.datetime.strptime(row[idx["timestamp"]], "%Y-%m-%d %H:%M:%S")
-            gpus = int(row[idx["num_gpus"]])
-            if not (t0 <= ts < t1) or gpus > max_gpus or float(row[idx["duration"]]) <= 0:
-                continue
-            jobs.append((( ts - t0).total_seconds(), n, float(row[idx["duration"]]), gpus))
-    jobs.sort()
-    return jobs
+    """(submit, line, work, gpus) of the jobs of at most max_gpus GPUs with a duration."""
+    return [(j["submit"], j["line"], j["work"], j["gpus"]) for j in read_philly(trace, start, days)
+            if j["gpus"] <= max_gpus and j["work"] > 0]
 
 
 def main():

@@ -23,27 +23,12 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from philly_trace import read_philly  # noqa: E402
+
 
 def load(trace, start, days):
-    t0 = datetime.datetime.fromisoformat(start)
-    t1 = t0 + datetime.timedelta(days=days)
-    jobs = []
-    with open(trace) as f:
-        header = f.readline().strip().split(",")
-        idx = {k: i for i, k in enumerate(header)}
-        for n, line in enumerate(f, 2):
-            row = line.strip().split(",")
-            if len(row) < len(header):
-                continue
-            ts = datetime.datetime.strptime(row[idx["timestamp"]], "%Y-%m-%d %H:%M:%S")
-            if not (t0 <= ts < t1):
-                continue
-            jobs.append({"submit": (ts - t0).total_seconds(),
-                         "work": float(row[idx["duration"]]),
-                         "gpus": int(row[idx["num_gpus"]]),
-                         "vc": row[idx["cluster"]], "line": n})
-    jobs.sort(key=lambda j: (j["submit"], j["line"]))
-    return jobs
+    return read_philly(trace, start, days)
 
 
 def prepare(jobs, n, args, out):

@@ -26,30 +26,14 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from philly_trace import read_philly  # noqa: E402
+
 
 def load(trace, start, days):
-    t0 = datetime.datetime.fromisoformat(start) if start else None
-    jobs = []
-    with open(trace) as f:
-        header = f.readline().strip().split(",")
-        idx = {k: i for i, k in enumerate(header)}
-        for n, line in enumerate(f, 2):
-            row = line.strip().split(",")
-            if len(row) < len(header):
-                continue
-            ts = datetime.datetime.strptime(row[idx["timestamp"]], "%Y-%m-%d %H:%M:%S")
-            jobs.append({"ts": ts, "work": float(row[idx["duration"]]),
-                         "gpus": int(row[idx["num_gpus"]]), "vc": row[idx["cluster"]],
-                         "line": n})
+    jobs = read_philly(trace, start, days)
     if not jobs:
         sys.exit(f"{trace}: no jobs")
-    if t0 is None:
-        t0 = min(j["ts"] for j in jobs)
-    t1 = t0 + datetime.timedelta(days=days) if days > 0 else None
-    jobs = [j for j in jobs if j["ts"] >= t0 and (t1 is None or j["ts"] < t1)]
-    for j in jobs:
-        j["submit"] = (j["ts"] - t0).total_seconds()
-    jobs.sort(key=lambda j: (j["submit"], j["line"]))
     return jobs
 
 

@@ -12,18 +12,12 @@
 #include "model/cluster_spec.h"
 #include "sim/failure_model.h"
 #include "sim/simulator.h"
+#include "sim_test_util.h"
 
 namespace tessera {
 namespace {
 
-class UnitSpeed final : public ExecutionModel {
- public:
-  void prepare(JobSpec&, const Workload&, const Cluster&) const override {}
-  double speed(const JobSpec&, const Workload&, const PlacementShape&,
-               const Cluster&) const override {
-    return 1.0;
-  }
-};
+using testing::UnitSpeed;
 
 TEST(FailureModel, SeededExponentialFailuresAtTheMtbfRate) {
   const Cluster c = make_uniform_cluster(1, 4, 8, 8);  // 32 nodes

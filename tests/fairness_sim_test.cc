@@ -11,19 +11,12 @@
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/trace_readers.h"
+#include "sim_test_util.h"
 
 namespace tessera {
 namespace {
 
-// Every job runs at reference speed wherever it lands: the scenarios are about who gets GPUs.
-class UnitSpeed final : public ExecutionModel {
- public:
-  void prepare(JobSpec&, const Workload&, const Cluster&) const override {}
-  double speed(const JobSpec&, const Workload&, const PlacementShape&,
-               const Cluster&) const override {
-    return 1.0;
-  }
-};
+using testing::UnitSpeed;
 
 void add_jobs(Workload& w, const std::string& tenant, int count, double submit, double work,
               int gpus = 1, PriorityClass p = PriorityClass::kResearch) {

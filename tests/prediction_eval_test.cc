@@ -23,6 +23,7 @@
 #include "model/cluster_state.h"
 #include "sim/execution_model.h"
 #include "sim/simulator.h"
+#include "sim_test_util.h"
 
 namespace tessera {
 namespace {
@@ -90,15 +91,7 @@ TEST(PredictionEval, ScoresRelativeErrors) {
   EXPECT_DOUBLE_EQ(r[0].within_2x, 1);
 }
 
-// Every job runs at reference speed: the duration is the work.
-class UnitSpeed final : public ExecutionModel {
- public:
-  void prepare(JobSpec&, const Workload&, const Cluster&) const override {}
-  double speed(const JobSpec&, const Workload&, const PlacementShape&,
-               const Cluster&) const override {
-    return 1.0;
-  }
-};
+using testing::UnitSpeed;
 
 TEST(SimulatorPrediction, PredictsAtSubmitAndObservesEachFinish) {
   Workload w;

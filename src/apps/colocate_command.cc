@@ -1,5 +1,6 @@
 #include "apps/colocate_command.h"
 #include "apps/data_dir.h"
+#include "apps/json_file.h"
 
 #include <fmt/format.h>
 
@@ -250,11 +251,7 @@ int run_colocate(const ColocateArgs& a) {
                                              : g.metric == kPacSav ? "pacsav_run"
                                                                    : "pacsav_pairs"}};
   }
-  if (!a.json_out.empty()) {
-    std::ofstream out(a.json_out);
-    if (!out) throw std::runtime_error("cannot write " + a.json_out);
-    out << doc.dump(2) << '\n';
-  }
+  write_json_file(a.json_out, doc);
   if (!a.quiet) {
     if (a.kb_report) print_kb(kb, world);
     fmt::print(

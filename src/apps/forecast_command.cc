@@ -1,4 +1,5 @@
 #include "apps/forecast_command.h"
+#include "apps/json_file.h"
 
 #include <fmt/format.h>
 
@@ -58,11 +59,7 @@ int run_forecast(const ForecastArgs& a) {
   j["holt_winters"] = {{"mae", e.mae}, {"rmse", e.rmse}};
   j["seasonal_naive"] = {{"mae", e.seasonal_naive_mae}, {"rmse", e.seasonal_naive_rmse}};
   j["train_mean"] = {{"mae", e.mean_mae}, {"rmse", e.mean_rmse}};
-  if (!a.json_out.empty()) {
-    std::ofstream out(a.json_out);
-    if (!out) throw std::runtime_error("cannot write " + a.json_out);
-    out << j.dump(2) << '\n';
-  }
+  write_json_file(a.json_out, j);
   std::cout << fmt::format(
       "{} of {}: fitted on {} steps, one step ahead over the next {}\n"
       "Holt-Winters (alpha {:g}, beta {:g}, gamma {:g}): MAE {:.3f}  RMSE {:.3f}\n"

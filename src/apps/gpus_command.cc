@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/gpu_commands.h"
+#include "apps/json_file.h"
 #include "backend/nvidia_smi.h"
 
 namespace tessera {
@@ -37,11 +38,7 @@ int run_gpus(const GpusArgs& a) {
                  {"utilization_gpu_pct", g.util_gpu_pct},
                  {"utilization_memory_pct", g.util_mem_pct}});
   }
-  if (!a.json_out.empty()) {
-    std::ofstream out(a.json_out);
-    if (!out) throw std::runtime_error("cannot write " + a.json_out);
-    out << j.dump(2) << '\n';
-  }
+  write_json_file(a.json_out, j);
   if (a.cluster_yaml) {
     // One node per GPU type (a host with mixed GPUs becomes several nodes of one rack).
     char host[HOST_NAME_MAX + 1] = {};

@@ -1,4 +1,5 @@
 #include "apps/predict_command.h"
+#include "apps/json_file.h"
 
 #include <fmt/format.h>
 
@@ -68,11 +69,7 @@ int run_predict(const PredictArgs& a) {
   out["skip"] = a.skip;
   out["predictors"] = nlohmann::json::array();
   for (const PredictorAccuracy& r : results) out["predictors"].push_back(to_json(r));
-  if (!a.json_out.empty()) {
-    std::ofstream o(a.json_out);
-    if (!o) throw std::runtime_error("cannot write " + a.json_out);
-    o << out.dump(2) << '\n';
-  }
+  write_json_file(a.json_out, out);
   if (!a.quiet) {
     std::cout << fmt::format("{} ({} jobs, {} scored)\n", a.workload, w.jobs.size(),
                              results.empty() ? 0 : results.front().jobs);

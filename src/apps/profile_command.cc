@@ -13,6 +13,7 @@
 
 #include "apps/data_dir.h"
 #include "apps/gpu_commands.h"
+#include "apps/json_file.h"
 #include "backend/process_profiler.h"
 #include "insight/knowledge_base.h"
 #include "sim/colocation_experiment.h"
@@ -117,11 +118,7 @@ int run_profile(const ProfileArgs& a) {
   if (!a.no_kb && std::filesystem::exists(std::filesystem::path(dir) / "interference")) {
     j["knowledge_base"] = place_in_knowledge_base(f, dir, kb_text);
   }
-  if (!a.json_out.empty()) {
-    std::ofstream out(a.json_out);
-    if (!out) throw std::runtime_error("cannot write " + a.json_out);
-    out << j.dump(2) << '\n';
-  }
+  write_json_file(a.json_out, j);
   std::cout << fmt::format(
       "GPU {} ({}): {} samples over {}\n"
       "peak GPU utilisation (MGUP)                {:6.1f} %\n"

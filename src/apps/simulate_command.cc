@@ -8,6 +8,7 @@
 
 #include "apps/commands.h"
 #include "apps/data_dir.h"
+#include "apps/json_file.h"
 #include "engine/admission.h"
 #include "engine/policy.h"
 #include "insight/runtime_predictor.h"
@@ -205,11 +206,7 @@ int run_simulate(const SimulateArgs& a) {
   const SimResult r = simulate(w, cluster, policy, *model, opt);
   ReportContext ctx{policy.name(), a.seed, source};
   const auto report = make_report(w, cluster, r, ctx);
-  if (!a.json_out.empty()) {
-    std::ofstream out(a.json_out);
-    if (!out) throw std::runtime_error("cannot write " + a.json_out);
-    out << report.dump(2) << '\n';
-  }
+  write_json_file(a.json_out, report);
   if (!a.quiet) std::cout << format_summary(report);
   if (!r.histories.empty()) std::cout << format_histories(report);
   return 0;
