@@ -11,6 +11,7 @@
 #include "input_error_util.h"
 #include "model/cluster_spec.h"
 #include "sim/failure_model.h"
+#include "sim/recovery_policy.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
 
@@ -128,6 +129,62 @@ TEST(Failures, NothingRunsOnANodeWhileItIsDownAndEveryHitJobRestarts) {
   const SimRun late = run(w2, c, {NodeFailure{5000, 0, 10}});
   EXPECT_DOUBLE_EQ(late.result.last_finish, 100);
   EXPECT_EQ(late.result.failure.failures, 0u);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// In place: the surviving member keeps its GPUs and the lost one restarts at once on free room
+// (the failed node's rack first; here its other node is the survivor's and full, so elsewhere).
+TEST(Recovery, InPlaceKeepsTheSurvivorsAndRestartsTheLostMembersAtOnce) {
+  const Cluster c = make_uniform_cluster(1, 2, 2, 4);  // racks of node-0,1 and node-2,3
+  Workload w;
+  JobSpec j = one_gpu_job("a", 0, 1000, 300);
+  j.min_members = j.max_members = 2;
+  j.demand.gpus = 4;  // one member per node
+  w.jobs.push_back(j);
+  w.tenants.intern("t");
+  const Policy p = make_policy("fifo+spread", 1);
+  const UnitSpeed model;
+  for (const char* name : {"in-place", "requeue"}) {
+    std::ostringstream events;
+    SimOptions opt;
+    opt.events = &events;
+    opt.failures = {NodeFailure{700, 0, 500}};
+    const auto policy = make_recovery_policy(name);
+    opt.recovery = policy.get();
+    Workload copy = w;
+    const SimResult r = simulate(copy, c, p, model, opt);
+    ASSERT_EQ(r.failure.frt.size(), 1u) << name;
+    EXPECT_DOUBLE_EQ(r.failure.frt[0], 0) << name;
+    EXPECT_DOUBLE_EQ(r.jobs[0].finish, 1100) << name;
+    if (std::string(name) == "in-place") {
+      EXPECT_EQ(r.failure.restarted_in_place, 1u);
+      // The restart holds the survivor's node-1 GPUs again.
+      const std::string ev = events.str();
+      const size_t restart = ev.rfind(R"("type":"start")");
+      ASSERT_NE(restart, std::string::npos);
+      EXPECT_NE(ev.find("node-1/", restart), std::string::npos) << ev;
+    } else {
+      EXPECT_EQ(r.failure.restarted_in_place, 0u);
+    }
+  }
+}
+
+TEST(Recovery, QLearningMovesTowardTheRewardAndPrefersTheBestAction) {
+  QLearningRecovery q(/*epsilon=*/0, /*learning_rate=*/0.5);
+  const RecoveryState s{2, 2, 1};
+  q.learn(s, RecoveryAction::kRequeue, -4);
+  EXPECT_DOUBLE_EQ(q.q(s, RecoveryAction::kRequeue), -2);
+  q.learn(s, RecoveryAction::kSameRack, -1);
+  q.learn(s, RecoveryAction::kAnywhere, -0.2);
+  Rng rng(1);
+  EXPECT_EQ(q.choose(s, rng), RecoveryAction::kAnywhere);
+  EXPECT_EQ(q.updates(), 3u);
+  EXPECT_EQ(make_recovery_policy("nonsense"), nullptr);
 }
 
 }  // namespace

@@ -20,13 +20,14 @@ struct SimulateArgs {
   double tick = 60;
   std::string backfill;  // empty: the policy's default
   bool no_preemption = false;
-  bool elastic = false;            // resize elastic gangs (Policy::elastic)
-  bool hetero = false;             // heterogeneity-aware placement (Policy::heterogeneity)
-  bool reserve_inference = false;  // SimOptions::reserve_inference
-  double mtbf_hours = 0;           // per node; 0: no generated failures
-  double mttr_minutes = 30;        // mean repair time of generated failures
-  std::string failures;            // failure list CSV (time,node,repair_seconds)
-  bool no_comm_model = false;      // --no-comm-model: measured speeds only
+  bool elastic = false;              // resize elastic gangs (Policy::elastic)
+  bool hetero = false;               // heterogeneity-aware placement (Policy::heterogeneity)
+  bool reserve_inference = false;    // SimOptions::reserve_inference
+  double mtbf_hours = 0;             // per node; 0: no generated failures
+  double mttr_minutes = 30;          // mean repair time of generated failures
+  std::string failures;              // failure list CSV (time,node,repair_seconds)
+  std::string recovery = "requeue";  // what failed jobs do: requeue|in-place|q-learning
+  bool no_comm_model = false;        // --no-comm-model: measured speeds only
   size_t max_jobs = 0;
   bool quiet = false;
   std::string queues;                 // queue tree YAML; empty: one equal queue per tenant

@@ -19,6 +19,7 @@
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
 #include "sim/generator.h"
+#include "sim/recovery_policy.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/trace_readers.h"
@@ -55,6 +56,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--mttr", a.mttr_minutes, "mean minutes to repair a failed node (with --mtbf)");
   s->add_option("--failures", a.failures,
                 "inject the node failures of a CSV list: time,node,repair_seconds");
+  s->add_option("--recovery", a.recovery,
+                "jobs a node failure stopped: requeue (default), in-place (restart at once in "
+                "place of the lost members, same rack first) or q-learning (learns which)");
   s->add_flag("--reserve-inference", a.reserve_inference,
               "hold GPUs back for inference-critical arrivals, forecast by Holt-Winters");
   s->add_flag("--hetero", a.hetero,
@@ -192,6 +196,12 @@ int run_simulate(const SimulateArgs& a) {
     opt.explain.push_back(static_cast<JobId>(it - w.jobs.begin()));
   }
   opt.reserve_inference = a.reserve_inference;
+  const std::unique_ptr<RecoveryPolicy> recovery = make_recovery_policy(a.recovery);
+  if (!recovery) {
+    throw std::invalid_argument("--recovery: unknown policy '" + a.recovery +
+                                "' (requeue, in-place, q-learning)");
+  }
+  opt.recovery = recovery.get();
   if (!a.failures.empty()) opt.failures = read_failure_list(a.failures, cluster);
   if (a.mtbf_hours > 0 && !w.jobs.empty()) {
     // Failures over the submissions plus a month: the run stops once every job is done.

@@ -123,6 +123,7 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
                      {"jobs_hit", fs.jobs_hit},
                      {"frt_seconds", frt},
                      {"unrecovered", fs.unrecovered},
+                     {"restarted_in_place", fs.restarted_in_place},
                      {"lost_gpu_hours", fs.lost_gpu_seconds / 3600.0}};
   }
   double lost = 0, lost_gpu = 0;

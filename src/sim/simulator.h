@@ -14,6 +14,7 @@
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
 #include "sim/fairness_tracker.h"
+#include "sim/recovery_policy.h"
 
 namespace tessera {
 
@@ -38,8 +39,10 @@ struct SimOptions {
   // Hold GPUs back for inference-critical arrivals, from a Holt-Winters forecast of their
   // arrivals (sim/inference_reserve.h).
   bool reserve_inference = false;
-  // Node failures (sim/failure_model.h), sorted by time.
+  // Node failures (sim/failure_model.h), sorted by time, and what happens to the jobs they
+  // stop (sim/recovery_policy.h; not owned, it may learn; null: requeue).
   std::vector<NodeFailure> failures;
+  RecoveryPolicy* recovery = nullptr;
   // Duration prediction (docs/prediction.md), or none (the trace's estimates, as given). With
   // one, each job's duration_estimate (what sjf/qssf order by and EASY backfill plans with) is
   // set at submission to the prediction from the jobs finished so far, and every finished job
@@ -79,11 +82,12 @@ struct TenantSeries {
 
 // Node failures and how the cluster recovered from them.
 struct FailureStats {
-  uint64_t failures = 0;        // node failures that happened (a node already down does not fail)
-  uint64_t jobs_hit = 0;        // job runs they stopped
-  std::vector<double> frt;      // per failure that hit jobs: seconds until every one runs again
-  uint64_t unrecovered = 0;     // failures whose jobs had not all run again when the run ended
-  double lost_gpu_seconds = 0;  // allocated GPU time whose work the failures lost
+  uint64_t failures = 0;     // node failures that happened (a node already down does not fail)
+  uint64_t jobs_hit = 0;     // job runs they stopped
+  std::vector<double> frt;   // per failure that hit jobs: seconds until every one runs again
+  uint64_t unrecovered = 0;  // failures whose jobs had not all run again when the run ended
+  uint64_t restarted_in_place = 0;  // hit jobs the recovery policy restarted at once
+  double lost_gpu_seconds = 0;      // allocated GPU time whose work the failures lost
 };
 
 struct SimResult {
