@@ -12,6 +12,7 @@
 #include "cli_util.h"
 #include "model/cluster_spec.h"
 #include "sim/pollux_profile.h"
+#include "sim/trace_readers.h"
 
 namespace tessera {
 namespace {
@@ -141,6 +142,30 @@ TEST(CommExecutionModel, UnknownSizeOrStepTimeIsUnchanged) {
       std::make_unique<FixedSpeed>(0.8),
       [](const JobSpec&, const Workload&, const Cluster&) { return 0.0; });
   EXPECT_DOUBLE_EQ(no_step.speed(g.job, g.w, across, g.c), 0.8);
+}
+
+// A job of a model the table does not know gives its own size and step time (JSONL `params`,
+// `step_seconds`), and then pays for crossing racks like any other.
+TEST(CommExecutionModel, AJobsOwnSizeAndStepTimeWinOverTheTable) {
+  Fixture f("some-model");
+  f.job.model_params = 110e6;  // as bert: 440 MB of gradients
+  f.job.step_seconds = 0.5;
+  const CommExecutionModel m(std::make_unique<FixedSpeed>(1.0), nullptr);
+  const PlacementShape shape = shape_of(f.c, on_nodes(f.c, {0, 2}, 8));
+  const double delta = extra_allreduce_s(f.c, shape, 440e6);
+  EXPECT_NEAR(m.speed(f.job, f.w, shape, f.c), 0.5 / (0.5 + delta), 1e-12);
+  // The JSONL keys reach the job.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tessera-params-" + std::to_string(getpid()) + ".jsonl"))
+                               .string();
+  std::ofstream(path) << R"({"name":"x","submit":0,"members":2,"work":60,"params":1e8,)"
+                      << R"("step_seconds":0.25})"
+                      << "\n";
+  ReaderOptions ro;
+  const Workload w = read_workload(path, TraceFormat::kJsonl, ro);
+  ASSERT_EQ(w.jobs.size(), 1u);
+  EXPECT_DOUBLE_EQ(w.jobs[0].model_params, 1e8);
+  EXPECT_DOUBLE_EQ(w.jobs[0].step_seconds, 0.25);
 }
 
 TEST(CommExecutionModel, MeasuredPolluxReferenceStep) {

@@ -57,6 +57,11 @@ struct JobSpec {
 
   uint32_t model = kNoId;  // interned model/application class (Workload::models), or kNoId
   int32_t batch_size = 0;  // global batch size where the trace gives one
+  // What the communication model needs of a job whose model it does not know (both 0 when
+  // not given): its parameters (fp32 gradients all-reduced every step) and its step time on
+  // the reference placement.
+  double model_params = 0;
+  double step_seconds = 0;
 
   // Checkpointing: 0 means the job checkpoints when preempted (nothing lost); otherwise work
   // since the last periodic checkpoint is lost on preemption or failure.

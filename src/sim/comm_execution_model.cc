@@ -148,10 +148,14 @@ void CommExecutionModel::prepare(JobSpec& job, const Workload& w, const Cluster&
 double CommExecutionModel::speed(const JobSpec& job, const Workload& w, const PlacementShape& shape,
                                  const Cluster& c) const {
   const double s = inner_->speed(job, w, shape, c);
-  const double bytes = gradient_bytes(model_name(job, w));
+  // The job's own figures (JSONL `params`, `step_seconds`) win over the model-name table.
+  const double bytes =
+      job.model_params > 0 ? 4.0 * job.model_params : gradient_bytes(model_name(job, w));
   const double delta = extra_allreduce_s(c, shape, bytes);
   if (!(delta > 0) || !(s > 0)) return s;
-  const double t_ref = reference_step_ ? reference_step_(job, w, c) : 0.0;
+  const double t_ref = job.step_seconds > 0 ? job.step_seconds
+                       : reference_step_    ? reference_step_(job, w, c)
+                                            : 0.0;
   if (!(t_ref > 0) || !std::isfinite(t_ref)) return s;
   return s * t_ref / (t_ref + s * delta);
 }

@@ -354,7 +354,9 @@ constexpr std::string_view kJsonlKeys[] = {"name",
                                            "checkpoint_interval",
                                            "restart_cost",
                                            "sla",
-                                           "span"};
+                                           "span",
+                                           "params",
+                                           "step_seconds"};
 
 // The JSONL `span` values (JobSpec::max_span), innermost first.
 constexpr std::pair<std::string_view, Level> kSpanNames[] = {{"nvlink", Level::kNvlDomain},
@@ -515,6 +517,8 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
       }
       j.max_span = it->second;
     }
+    j.model_params = in.number("params", 0, 0);
+    j.step_seconds = in.number("step_seconds", 0, 0);
     j.source = source_of(origin, ln);
     w.jobs.push_back(std::move(j));
   }
@@ -645,6 +649,8 @@ void write_jsonl(const Workload& w, std::ostream& out, const GpuTypeTable* gpu_t
     if (j.checkpoint_interval != 0) o["checkpoint_interval"] = j.checkpoint_interval;
     if (j.restart_cost != 0) o["restart_cost"] = j.restart_cost;
     if (j.sla_max_queueing >= 0) o["sla"] = j.sla_max_queueing;
+    if (j.model_params > 0) o["params"] = j.model_params;
+    if (j.step_seconds > 0) o["step_seconds"] = j.step_seconds;
     if (j.max_span != Level::kCluster) {
       o["span"] = std::string(kSpanNames[static_cast<size_t>(j.max_span)].first);
     }
