@@ -196,8 +196,8 @@ class Cycle {
 
   // ---- queue usage: live_ is what every queue holds on the scratch state ----
 
-  void add_usage(QueueId leaf, const Allocation& a, int sign) {
-    const Amounts amt = amounts_of(a);
+  void add_usage(QueueId leaf, const JobSpec& job, const Allocation& a, int sign) {
+    const Amounts amt = fair_amounts_of(tree_.settings(), cluster_, job, a);
     for (QueueId q = leaf; q != kNoId; q = tree_.queue(q).parent) {
       for (size_t d = 0; d < kNumDims; ++d) live_[q][d] += sign * amt[d];
       const auto& types = tree_.queue(q).by_type;
@@ -406,7 +406,7 @@ class Cycle {
   }
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
-    add_usage(current_leaf_, alloc, +1);
+    add_usage(current_leaf_, *pj.spec, alloc, +1);
     preempt_failed_.clear();  // usage changed: a queue may now be over its share
     const double est = pj.spec->duration_estimate;
     started_.emplace_back(est >= 0 ? snap_.now + est : kNever, out_.starts.size());
@@ -525,7 +525,7 @@ class Cycle {
     } else {
       scratch_.allocate(one);
     }
-    add_usage(running_leaf_[i], one, sign);
+    add_usage(running_leaf_[i], *snap_.running[i].spec, one, sign);
   }
 
   // Shrinks the elastic gangs among `cands` (victim order), one member at a time and never
@@ -633,7 +633,7 @@ class Cycle {
           scratch_.release(add);
           continue;
         }
-        add_usage(current_leaf_, add, +1);
+        add_usage(current_leaf_, *r.spec, add, +1);
         Allocation grown = *r.alloc;
         grown.member_node.insert(grown.member_node.end(), add.member_node.begin(),
                                  add.member_node.end());
@@ -786,7 +786,7 @@ class Cycle {
       } else {
         scratch_.allocate(va);
       }
-      add_usage(running_leaf_[v], va, sign);
+      add_usage(running_leaf_[v], *snap_.running[v].spec, va, sign);
     };
     for (const Candidate& c : cands) {
       if (gave_back(c.kind, c.index)) continue;

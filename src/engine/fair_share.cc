@@ -148,6 +148,39 @@ Amounts cluster_capacity(const Cluster& c) {
   return cap;
 }
 
+int64_t effective_gpu_milli(const Cluster& c, const JobSpec& job, const Allocation& a) {
+  if (job.type_speed.empty()) return a.gpu_milli();
+  double m = 0;
+  for (const GpuShare& s : a.shares) {
+    const GpuTypeId t = c.node(c.node_of_gpu(s.gpu)).gpu_type;
+    const double speed = t < job.type_speed.size() && job.type_speed[t] > 0
+                             ? static_cast<double>(job.type_speed[t])
+                             : c.gpu_types().at(t).relative_speed;
+    m += static_cast<double>(s.milli) * speed;
+  }
+  return std::llround(m);
+}
+
+Amounts fair_amounts_of(const FairnessSettings& fs, const Cluster& c, const JobSpec& job,
+                        const Allocation& a) {
+  Amounts amt = amounts_of(a);
+  if (fs.count == FairCount::kThroughput) amt[kGpuDim] = effective_gpu_milli(c, job, a);
+  return amt;
+}
+
+Amounts fair_capacity(const FairnessSettings& fs, const Cluster& c) {
+  Amounts cap = cluster_capacity(c);
+  if (fs.count == FairCount::kThroughput) {
+    double m = 0;
+    for (const Node& n : c.nodes()) {
+      m += static_cast<double>(n.num_gpus) * kMilliPerGpu *
+           c.gpu_types().at(n.gpu_type).relative_speed;
+    }
+    cap[kGpuDim] = std::llround(m);
+  }
+  return cap;
+}
+
 QueueId QueueShares::leaf_of(TenantId t) const {
   const QueueId q = tree->leaf_of(t);
   return q == kNoId ? kRootQueue : q;
@@ -183,9 +216,10 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
     return s;
   }
   // Usage and demand are summed up each path (water_fill reads only the leaves' demand).
+  const Cluster& cluster = snap.state->cluster();
   for (const RunningJob& r : snap.running) {
     const QueueId leaf = s.leaf_of(r.spec->tenant);
-    const Amounts a = amounts_of(*r.alloc);
+    const Amounts a = fair_amounts_of(tree.settings(), cluster, *r.spec, *r.alloc);
     add_to_path(tree, s.usage, leaf, a);
     if (r.spec->priority != PriorityClass::kBestEffort) add_to_path(tree, s.demand, leaf, a);
   }
@@ -194,7 +228,7 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
     add_to_path(tree, s.demand, s.leaf_of(p.spec->tenant),
                 amounts_of(*p.spec, p.spec->min_members));
   }
-  s.entitled = water_fill(tree, cluster_capacity(snap.state->cluster()), s.demand,
+  s.entitled = water_fill(tree, fair_capacity(tree.settings(), cluster), s.demand,
                           snap.decayed_usage, tree.settings().long_term_weight);
   return s;
 }

@@ -37,6 +37,20 @@ double dominant_ratio(const Amounts& usage, const Amounts& entitled);
 Amounts amounts_of(const Allocation& a);
 Amounts cluster_capacity(const Cluster& c);
 
+// Effective throughput (fairness.count: throughput). Each GPU share counts milli x the job's
+// type_speed on that GPU's type (V100 = 1); a type the job has no speed for counts at the type
+// table's relative_speed, and a job without type_speed counts raw (a.gpu_milli()).
+int64_t effective_gpu_milli(const Cluster& c, const JobSpec& job, const Allocation& a);
+// What `a` counts for fair shares: amounts_of(a), with the GPU dimension effective_gpu_milli
+// when the tree counts throughput. Every fair-share usage (compute_queue_shares, the cycle's
+// live usage, the simulator's tracker) goes through this.
+Amounts fair_amounts_of(const FairnessSettings& fs, const Cluster& c, const JobSpec& job,
+                        const Allocation& a);
+// The capacity entitlements are filled over, in the same unit: cluster_capacity(c), with the
+// GPU dimension the sum over GPUs of their type's relative_speed (V100-equivalent milli-GPUs)
+// when the tree counts throughput.
+Amounts fair_capacity(const FairnessSettings& fs, const Cluster& c);
+
 // Per-queue view of a snapshot. Best-effort work counts in usage but not in demand: it runs on
 // idle capacity only, so it earns no entitlement.
 struct QueueShares {

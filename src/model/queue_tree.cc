@@ -406,7 +406,15 @@ class QueueYamlReader {
 FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
   FairnessSettings f;
   if (const YAML::Node fair = root["fairness"]) {
-    check_keys(origin_, fair, "fairness", {"half_life", "long_term_weight"});
+    check_keys(origin_, fair, "fairness", {"half_life", "long_term_weight", "count"});
+    if (const YAML::Node c = fair["count"]) {
+      const std::string v = yaml_string(origin_, c, "fairness.count");
+      if (v == "throughput") {
+        f.count = FairCount::kThroughput;
+      } else if (v != "gpus") {
+        yaml_fail(origin_, c, "fairness.count", "expected 'gpus' or 'throughput', got '" + v + "'");
+      }
+    }
     if (fair["half_life"]) f.half_life_seconds = duration(fair["half_life"], "fairness.half_life");
     if (const YAML::Node w = fair["long_term_weight"]) {
       f.long_term_weight = yaml_number(origin_, w, "fairness.long_term_weight", false);

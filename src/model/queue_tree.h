@@ -7,6 +7,7 @@
 //   fairness:                      # optional
 //     half_life: 24h               # decayed-usage half-life (s, m, h, d suffixes); 0 = off
 //     long_term_weight: 0.5        # 0..1: how much decayed usage counts against instant usage
+//     count: gpus                  # gpus (default) | throughput: GPU usage in V100-equivalents
 //   preemption:                    # optional
 //     checkpoint_grace: 30s        # a victim is asked to checkpoint; its GPUs free after this
 //     starving_after: 1h           # a gang larger than its queue's share may reclaim after
@@ -109,7 +110,12 @@ struct QueueSpec {
   bool leaf() const { return children.empty(); }
 };
 
+// What a queue's GPU usage counts for fair shares: raw milli-GPUs, or milli-GPUs weighted by
+// the job's speed on each GPU's type relative to V100 (engine/fair_share.h, fair_amounts_of).
+enum class FairCount : uint8_t { kGpus, kThroughput };
+
 struct FairnessSettings {
+  FairCount count = FairCount::kGpus;
   double half_life_seconds = 0;          // decayed-usage half-life; 0 = long-term fairness off
   double long_term_weight = 0;           // 0..1; defaults to 0.5 when a half-life is set
   double checkpoint_grace_seconds = -1;  // < 0: not set (the caller's default applies)

@@ -10,7 +10,8 @@ namespace tessera {
 FairnessTracker::FairnessTracker(const QueueTree& tree, const Cluster& c, const Workload& w,
                                  double series_interval, double start)
     : tree_(tree),
-      capacity_(cluster_capacity(c)),
+      cluster_(c),
+      capacity_(fair_capacity(tree.settings(), c)),
       active_(tree.size(), 0),
       usage_(tree.size(), kZeroAmounts),
       demand_(tree.size(), kZeroAmounts),
@@ -42,6 +43,10 @@ void FairnessTracker::add_demand(const JobSpec& job, const Amounts& a, int sign)
 void FairnessTracker::add_usage(TenantId t, const Amounts& a, int sign) {
   Amounts& u = usage_[tree_.leaf_of(t)];
   for (size_t k = 0; k < kNumDims; ++k) u[k] += sign * a[k];
+}
+
+Amounts FairnessTracker::held(const JobSpec& job, const Allocation& a) const {
+  return fair_amounts_of(tree_.settings(), cluster_, job, a);
 }
 
 void FairnessTracker::refresh_entitlement() {

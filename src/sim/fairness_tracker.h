@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/allocation.h"
 #include "model/cluster.h"
 #include "model/job.h"
 #include "model/queue_tree.h"
@@ -38,6 +39,9 @@ class FairnessTracker {
   // jobs earn no entitlement: callers pass their demand, the tracker ignores it.
   void add_demand(const JobSpec& job, const Amounts& a, int sign);
   void add_usage(TenantId t, const Amounts& a, int sign);
+  // What a running job holding `a` counts for usage and demand: amounts_of(a), in effective
+  // throughput when the tree's fairness.count is throughput (engine/fair_share.h).
+  Amounts held(const JobSpec& job, const Allocation& a) const;
 
   // Integrates everything over [from, to) with the state as it is now.
   void advance(double from, double to);
@@ -54,7 +58,8 @@ class FairnessTracker {
   void refresh_entitlement();
 
   const QueueTree& tree_;
-  Amounts capacity_;
+  const Cluster& cluster_;
+  Amounts capacity_;             // in the tree's fairness unit (fair_capacity)
   std::vector<QueueId> leaves_;  // leaves with jobs in the workload, by id
   std::vector<int32_t> active_;  // by QueueId
   std::vector<Amounts> usage_, demand_, entitled_;

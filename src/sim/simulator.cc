@@ -292,7 +292,7 @@ class Simulation {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     state_.release(js.alloc);
-    const Amounts held = amounts_of(js.alloc);
+    const Amounts held = fair_.held(s, js.alloc);
     if (js.begun && !keep_usage) fair_.add_usage(s.tenant, held, -1);
     fair_.add_demand(s, held, -1);
     remove_from(running_, j);
@@ -339,7 +339,7 @@ class Simulation {
     result_.preemptions++;
     const bool was_begun = js.begun;
     js.grace_gpus = was_begun ? run_gpus(js) : 0.0;
-    js.grace_amounts = was_begun ? amounts_of(js.alloc) : kZeroAmounts;
+    js.grace_amounts = was_begun ? fair_.held(w_.jobs[j], js.alloc) : kZeroAmounts;
     stop_run(j, /*keep_usage=*/true);
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);  // it wants to run again
     // The event log shows the GPUs released now, when the ledger releases them, so that no
@@ -557,12 +557,12 @@ class Simulation {
     const JobSpec& s = w_.jobs[j];
     const int32_t had = js.alloc.members();
     js.remaining = std::max(0.0, js.remaining - account_run(j));
-    if (js.begun) fair_.add_usage(s.tenant, amounts_of(js.alloc), -1);
-    fair_.add_demand(s, amounts_of(js.alloc), -1);
+    if (js.begun) fair_.add_usage(s.tenant, fair_.held(s, js.alloc), -1);
+    fair_.add_demand(s, fair_.held(s, js.alloc), -1);
     state_.release(js.alloc);
     write_event("evict", j);
     state_.allocate(r.alloc);
-    fair_.add_demand(s, amounts_of(r.alloc), +1);
+    fair_.add_demand(s, fair_.held(s, r.alloc), +1);
     js.alloc = std::move(r.alloc);
     js.generation++;
     js.run_start = now_;
@@ -602,7 +602,7 @@ class Simulation {
     const JobSpec& s = w_.jobs[j];
     state_.allocate(alloc);
     fair_.add_demand(s, amounts_of(s, s.min_members), -1);
-    fair_.add_demand(s, amounts_of(alloc), +1);
+    fair_.add_demand(s, fair_.held(s, alloc), +1);
     js.alloc = std::move(alloc);
     js.phase = Phase::kRunning;
     js.begun = false;
@@ -639,7 +639,7 @@ class Simulation {
         recovery_choice_.erase(it);
       }
     }
-    fair_.add_usage(s.tenant, amounts_of(js.alloc), +1);
+    fair_.add_usage(s.tenant, fair_.held(s, js.alloc), +1);
     JobOutcome& o = result_.jobs[j];
     if (o.first_start < 0) o.first_start = now_;
     if (opt_.events != nullptr) {
