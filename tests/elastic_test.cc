@@ -75,7 +75,7 @@ TEST(Elastic, NeverShrinksBelowItsMinimum) {
   for (const Resize& r : d.resizes) EXPECT_GE(r.alloc.members(), 6);
 }
 
-TEST(Elastic, GrowsIntoIdleGpusOnlyWhenNothingWaits) {
+TEST(Elastic, GrowsIntoWhatTheWaitingJobsLeave) {
   World w(make_uniform_cluster(1, 1, 2, 4));
   w.add_running(elastic("e", 1, 8), members_on(w.cluster, 0, 0, 2), 0);
   w.now = 1000;
@@ -88,11 +88,29 @@ TEST(Elastic, GrowsIntoIdleGpusOnlyWhenNothingWaits) {
   // Not within resize_interval of its (re)start: a resize costs a restart.
   w.now = 100;
   EXPECT_TRUE(schedule_cycle(w.snapshot(), elastic_policy()).resizes.empty());
-  // Not while a job waits (here one too large to start): the GPUs are kept for it.
+  // A waiting job that fits starts first; the gang grows into the rest.
   w.now = 1000;
-  w.add_pending(gang("big", 9, 1, 10));
+  const JobId small = w.add_pending(gang("small", 2, 1, 10));
   d = schedule_cycle(w.snapshot(), elastic_policy());
-  EXPECT_TRUE(d.resizes.empty());
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, small);
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_EQ(d.resizes[0].alloc.members(), 6);
+}
+
+// What a gang grew beyond its minimum, any waiting job may take back.
+TEST(Elastic, AWaitingJobTakesBackWhatAGangGrew) {
+  World w(make_uniform_cluster(1, 1, 1, 8));
+  w.add_running(elastic("e", 2, 8), members_on(w.cluster, 0, 0, 8), 0);
+  const JobId p = w.add_pending(gang("p", 3, 1, 10));  // same class: no priority preemption
+  w.now = 1000;
+  const Decisions d = schedule_cycle(w.snapshot(), elastic_policy());
+  EXPECT_TRUE(d.preemptions.empty());
+  ASSERT_EQ(d.resizes.size(), 1u);
+  EXPECT_FALSE(d.resizes[0].grow);
+  EXPECT_EQ(d.resizes[0].alloc.members(), 5);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, p);
 }
 
 // End to end: elastic gangs in a simulation pass the independent audit (no GPU over-committed,

@@ -99,8 +99,10 @@ class Cycle {
 
   Decisions run() {
     for (uint32_t idx : policy_.order->order(snap_, shares_)) consider(idx);
-    // Capacity left over once nothing waits goes to elastic gangs below their maximum.
-    if (policy_.elastic && out_.pending.empty()) grow_elastic();
+    // What is left after every waiting job was considered goes to elastic gangs below their
+    // maximum: the waiting jobs could not use it now, and any of them may take it back later
+    // (try_take_back_growth).
+    if (policy_.elastic) grow_elastic();
     return std::move(out_);
   }
 

@@ -29,8 +29,9 @@ struct Policy {
   // way to anyone), and a queue under its fair share reclaims GPUs from queues over theirs.
   bool reclaim = false;
   // Elastic gangs: running jobs with min_members < max_members shrink (never below their
-  // minimum) before anything is preempted whole, and grow into GPUs nothing pending can use,
-  // at most once per `resize_interval` seconds of a run (each resize costs a restart).
+  // minimum) before anything is preempted whole, and grow into the GPUs left after the waiting
+  // jobs were placed, at most once per `resize_interval` seconds of a run (each resize costs a
+  // restart); any waiting job may take back what a gang grew beyond its minimum.
   bool elastic = false;
   // Heterogeneity-aware placement (Gavel's idea, greedily): a job whose speed-up from the
   // fastest GPU type over the slowest is at least the median of the jobs waiting in this cycle

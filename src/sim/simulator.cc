@@ -153,7 +153,7 @@ class Simulation {
         changed = true;
       }
       // Elastic gangs below their maximum may grow into idle GPUs, even with nothing pending.
-      const bool growable = policy_.elastic && pending_.empty() && any_growable();
+      const bool growable = policy_.elastic && any_growable();
       if (changed && (!pending_.empty() || growable)) cycle();
       if (policy_.order->time_dependent() && !pending_.empty() && !running_.empty() &&
           !tick_pending_) {
