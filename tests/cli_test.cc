@@ -81,10 +81,7 @@ TEST(Cli, JsonHasTheDocumentedKeys) {
 
 // The independent auditor (shared/tools/audit_events.py) accepts the event log.
 TEST(Cli, EventLogPassesTheIndependentAudit) {
-  const std::string audit = std::string(TESSERA_TOOLS) + "/audit_events.py";
-  if (!fs::exists(audit) || std::system("python3 --version >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "auditor or python3 missing";
-  }
+  if (!tessera::testing::auditor_available()) GTEST_SKIP() << "auditor or python3 missing";
   std::vector<std::string> inputs = {""};
   if (have("philly/pollux/workloads/workload-3.csv")) {
     inputs.push_back("--workload " + kData + "/philly/pollux/workloads/workload-3.csv");
@@ -96,9 +93,7 @@ TEST(Cli, EventLogPassesTheIndependentAudit) {
                     " --events " + e.string())
                     .status,
                 0);
-      const int rc = std::system(
-          ("python3 " + audit + " " + e.string() + " " + j.string() + " >/dev/null").c_str());
-      EXPECT_EQ(rc, 0) << policy << " " << in;
+      EXPECT_EQ(tessera::testing::audit(e.string(), j.string()), 0) << policy << " " << in;
     }
   }
 }
@@ -172,12 +167,8 @@ TEST(Cli, FairPolicyWithAQueueTreePassesTheAudit) {
   const CmdResult r = run("simulate --quiet --policy fair --queues " + q.string() + " --json " +
                           j.string() + " --events " + e.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  const std::string audit = std::string(TESSERA_TOOLS) + "/audit_events.py";
-  if (fs::exists(audit) && std::system("python3 --version >/dev/null 2>&1") == 0) {
-    EXPECT_EQ(
-        std::system(
-            ("python3 " + audit + " " + e.string() + " " + j.string() + " >/dev/null").c_str()),
-        0);
+  if (tessera::testing::auditor_available()) {
+    EXPECT_EQ(tessera::testing::audit(e.string(), j.string()), 0);
   }
   const auto report = nlohmann::json::parse(slurp(j));
   EXPECT_GT(report["sla"]["jobs"].get<int>(), 0);
@@ -196,12 +187,8 @@ TEST(Cli, InjectedNodeFailuresAreReportedAndAudited) {
   EXPECT_GT(report["failures"]["node_failures"].get<int>(), 0);
   EXPECT_EQ(report["failures"]["unrecovered"].get<int>(), 0);
   EXPECT_EQ(report["finished"].get<int>(), 400);
-  const std::string audit = std::string(TESSERA_TOOLS) + "/audit_events.py";
-  if (fs::exists(audit) && std::system("python3 --version >/dev/null 2>&1") == 0) {
-    EXPECT_EQ(
-        std::system(
-            ("python3 " + audit + " " + e.string() + " " + j.string() + " >/dev/null").c_str()),
-        0);
+  if (tessera::testing::auditor_available()) {
+    EXPECT_EQ(tessera::testing::audit(e.string(), j.string()), 0);
   }
   const auto list = tmp("failures.csv");
   std::ofstream(list) << "time,node,repair_seconds\n60,node-99,10\n";

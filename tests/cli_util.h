@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace tessera::testing {
@@ -23,6 +25,19 @@ inline CmdResult run_tessera(const std::string& args) {
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int rc = pclose(p);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+// Whether the independent auditor (shared/tools/audit_events.py) and python3 are at hand.
+inline bool auditor_available() {
+  return std::filesystem::exists(std::string(TESSERA_TOOLS) + "/audit_events.py") &&
+         std::system("python3 --version >/dev/null 2>&1") == 0;
+}
+
+// The auditor's exit status on an event log and its --json report (0: the audit passed).
+inline int audit(const std::string& events, const std::string& json) {
+  const std::string cmd = "python3 " + std::string(TESSERA_TOOLS) + "/audit_events.py " + events +
+                          " " + json + " >/dev/null";
+  return std::system(cmd.c_str());
 }
 
 }  // namespace tessera::testing

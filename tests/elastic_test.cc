@@ -145,12 +145,8 @@ TEST(Elastic, SimulationWithElasticGangsPassesTheAudit) {
   EXPECT_EQ(report["finished"].get<int>(), 4);
   EXPECT_EQ(report["preemptions"].get<int>(), 0);
   EXPECT_GE(report["resizes"].get<int>(), 3);  // grown, shrunk for p, grown again
-  const std::string audit = std::string(TESSERA_TOOLS) + "/audit_events.py";
-  if (fs::exists(audit) && std::system("python3 --version >/dev/null 2>&1") == 0) {
-    EXPECT_EQ(std::system(
-                  ("python3 " + audit + " " + events.string() + " " + json.string() + " >/dev/null")
-                      .c_str()),
-              0);
+  if (testing::auditor_available()) {
+    EXPECT_EQ(testing::audit(events.string(), json.string()), 0);
   }
   // The elastic gang never ran below its minimum or above its maximum.
   std::ifstream ev(events);
