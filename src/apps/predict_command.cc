@@ -44,15 +44,7 @@ int run_predict(const PredictArgs& a) {
     predictors.push_back(p.get());
     owned.push_back(std::move(p));
   }
-  TraceFormat f;
-  if (a.format.empty()) {
-    f = guess_trace_format(a.workload);
-  } else if (auto parsed = parse_trace_format(a.format)) {
-    f = *parsed;
-  } else {
-    throw std::invalid_argument("--format: unknown format '" + a.format +
-                                "' (pollux, philly, tiresias, alibaba, jsonl)");
-  }
+  const TraceFormat f = trace_format_for(a.workload, a.format);
   const GpuTypeTable types = GpuTypeTable::builtin();
   ReaderOptions ro;
   ro.gpu_types = &types;

@@ -139,15 +139,7 @@ int run_simulate(const SimulateArgs& a) {
     w = generate_workload(g);
     source = fmt::format("embedded(seed={})", a.seed);
   } else {
-    TraceFormat f;
-    if (a.format.empty()) {
-      f = guess_trace_format(a.workload);
-    } else if (auto parsed = parse_trace_format(a.format)) {
-      f = *parsed;
-    } else {
-      throw std::invalid_argument("--format: unknown format '" + a.format +
-                                  "' (pollux, philly, tiresias, alibaba, jsonl)");
-    }
+    const TraceFormat f = trace_format_for(a.workload, a.format);
     ReaderOptions ro;
     ro.gpu_types = &cluster.gpu_types();
     ro.max_jobs = a.max_jobs;

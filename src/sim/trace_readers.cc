@@ -566,6 +566,13 @@ std::optional<TraceFormat> guess_trace_format_of_line(std::string_view first_lin
   return std::nullopt;
 }
 
+TraceFormat trace_format_for(const std::string& path, const std::string& name) {
+  if (name.empty()) return guess_trace_format(path);
+  if (auto f = parse_trace_format(name)) return *f;
+  throw std::invalid_argument("--format: unknown format '" + name +
+                              "' (pollux, philly, tiresias, alibaba, jsonl)");
+}
+
 TraceFormat guess_trace_format(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(input_error_message(path, 0, "", "cannot open"));

@@ -20,6 +20,9 @@ std::optional<TraceFormat> parse_trace_format(std::string_view name);
 std::string_view to_string(TraceFormat f);
 // Guesses the format from the first line of the file (its CSV header, or a JSON object).
 TraceFormat guess_trace_format(const std::string& path);
+// The format `name` (a --format flag) names, or the one guessed from the file when it is empty.
+// Throws std::invalid_argument naming --format and the known names for anything else.
+TraceFormat trace_format_for(const std::string& path, const std::string& name);
 
 struct ReaderOptions {
   // GPU types named by the trace (Alibaba gpu_spec, JSONL gpu_types) are looked up here; an
