@@ -5,6 +5,7 @@
 #include <limits>
 #include <tuple>
 #include <unordered_set>
+#include <utility>
 
 #include "engine/fair_share.h"
 #include "engine/rng.h"
@@ -126,17 +127,31 @@ class Cycle {
     return try_place_sized(job, alloc);
   }
 
-  // The speed-up a job gets from its fastest allowed GPU type present over its slowest.
-  double type_spread(const JobSpec& job) const {
-    double lo = 0, hi = 0;
+  // Calls f(type, speed) for each GPU type present in the cluster that the job may use and has a
+  // known speed on.
+  template <class F>
+  void for_each_usable_type(const JobSpec& job, F&& f) const {
     const GpuTypeMask present = cluster_.present_types();
     for (GpuTypeId t = 0; t < job.type_speed.size() && t < 64; ++t) {
       if (((present >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
       const double v = job.type_speed[t];
-      if (!(v > 0)) continue;
+      if (v > 0) f(t, v);
+    }
+  }
+
+  // The job's slowest and fastest speed over its usable types (0, 0 when none is known).
+  std::pair<double, double> speed_range(const JobSpec& job) const {
+    double lo = 0, hi = 0;
+    for_each_usable_type(job, [&](GpuTypeId, double v) {
       lo = lo == 0 ? v : std::min(lo, v);
       hi = std::max(hi, v);
-    }
+    });
+    return {lo, hi};
+  }
+
+  // The speed-up a job gets from its fastest allowed GPU type present over its slowest.
+  double type_spread(const JobSpec& job) const {
+    const auto [lo, hi] = speed_range(job);
     return lo > 0 ? hi / lo : 1.0;
   }
 
@@ -154,23 +169,14 @@ class Cycle {
       std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2, spreads.end());
       hetero_median_ = spreads[spreads.size() / 2];
     }
-    const double spread = type_spread(job);
+    const auto [lo, hi] = speed_range(job);
+    const double spread = lo > 0 ? hi / lo : 1.0;
     if (spread <= 1.0 + 1e-9) return 0;
     const bool fast = spread >= hetero_median_;
-    const GpuTypeMask present = cluster_.present_types();
-    double best = fast ? 0 : 1e300;
-    for (GpuTypeId t = 0; t < job.type_speed.size() && t < 64; ++t) {
-      if (((present >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
-      if (!(job.type_speed[t] > 0)) continue;
-      best = fast ? std::max<double>(best, job.type_speed[t])
-                  : std::min<double>(best, job.type_speed[t]);
-    }
     GpuTypeMask mask = 0;
-    for (GpuTypeId t = 0; t < job.type_speed.size() && t < 64; ++t) {
-      if (((present >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
-      const double v = job.type_speed[t];
-      if (v > 0 && (fast ? v >= 0.9 * best : v <= 1.1 * best)) mask |= GpuTypeMask{1} << t;
-    }
+    for_each_usable_type(job, [&](GpuTypeId t, double v) {
+      if (fast ? v >= 0.9 * hi : v <= 1.1 * lo) mask |= GpuTypeMask{1} << t;
+    });
     return mask;
   }
 

@@ -161,7 +161,7 @@ class Simulation {
         tick_pending_ = true;
       }
       // A gang too recently (re)started to grow is looked at again after resize_interval.
-      if (growable && !tick_pending_ && policy_.elastic && any_growable()) {
+      if (growable && !tick_pending_ && any_growable()) {
         events_.push(now_ + policy_.resize_interval, EventKind::kTick);
         tick_pending_ = true;
       }
@@ -236,11 +236,13 @@ class Simulation {
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);
     write_event("submit", j);
     if (reserve_ && s.priority == PriorityClass::kInferenceCritical) reserve_->arrived(now_);
-    note(j, "submitted to queue {}: {} members x {:g} GPUs, class {}",
-         tree_.queue(tree_.leaf_of(s.tenant)).path,
-         s.min_members == s.max_members ? std::to_string(s.min_members)
-                                        : fmt::format("{}..{}", s.min_members, s.max_members),
-         static_cast<double>(s.demand.gpu_milli) / kMilliPerGpu, to_string(s.priority));
+    if (js.history >= 0) {  // the arguments build strings: only for explained jobs
+      note(j, "submitted to queue {}: {} members x {:g} GPUs, class {}",
+           tree_.queue(tree_.leaf_of(s.tenant)).path,
+           s.min_members == s.max_members ? std::to_string(s.min_members)
+                                          : fmt::format("{}..{}", s.min_members, s.max_members),
+           static_cast<double>(s.demand.gpu_milli) / kMilliPerGpu, to_string(s.priority));
+    }
   }
 
   // pending_ stays in arrival order (queue orders sort it in O(n) when already ordered);
@@ -437,7 +439,9 @@ class Simulation {
     if (!restart_in_place(s, before, failed, a == RecoveryAction::kAnywhere, alloc)) return;
     std::erase(pending_, j);
     result_.failure.restarted_in_place++;
-    note(j, "restarted in place of its lost members on {}", describe_placement(alloc));
+    if (jobs_[j].history >= 0) {
+      note(j, "restarted in place of its lost members on {}", describe_placement(alloc));
+    }
     start(j, std::move(alloc), 0.0);
   }
 
