@@ -16,8 +16,7 @@ struct CmdResult {
 };
 
 // `tessera ARGS`, with ARGS as a shell would split them.
-inline CmdResult run_tessera(const std::string& args) {
-  const std::string cmd = std::string(TESSERA_BINARY) + " " + args + " 2>&1";
+inline CmdResult run_tessera_cmd(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return {-1, "cannot run " + cmd};
   std::string out;
@@ -25,6 +24,15 @@ inline CmdResult run_tessera(const std::string& args) {
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int rc = pclose(p);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+inline CmdResult run_tessera(const std::string& args) {
+  return run_tessera_cmd(std::string(TESSERA_BINARY) + " " + args + " 2>&1");
+}
+
+// `ENV tessera ARGS`: ENV is a list of NAME=VALUE assignments for the shell.
+inline CmdResult run_tessera_env(const std::string& env, const std::string& args) {
+  return run_tessera_cmd(env + std::string(TESSERA_BINARY) + " " + args + " 2>&1");
 }
 
 // Whether the independent auditor (shared/tools/audit_events.py) and python3 are at hand.

@@ -11,6 +11,7 @@
 #include "apps/frag_command.h"
 #include "apps/gpu_commands.h"
 #include "apps/predict_command.h"
+#include "apps/service_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a multi-tenant scheduler for GPU clusters"};
@@ -33,8 +34,14 @@ int main(int argc, char** argv) {
   CLI::App* predict_cmd = tessera::add_predict_command(app, predict);
   tessera::ForecastArgs forecast;
   CLI::App* forecast_cmd = tessera::add_forecast_command(app, forecast);
+  tessera::ServeArgs serve;
+  CLI::App* serve_cmd = tessera::add_serve_command(app, serve);
+  tessera::ClientArgs client;
+  const tessera::ClientCommands client_cmds = tessera::add_client_commands(app, client);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (*serve_cmd) return tessera::run_serve(serve);
+    if (const int rc = tessera::run_client_command(client_cmds, client); rc >= 0) return rc;
     if (*bench_cmd) return tessera::run_bench(bench);
     if (*forecast_cmd) return tessera::run_forecast(forecast);
     if (*advise_cmd) return tessera::run_advise(advise);

@@ -340,34 +340,6 @@ QueueId leaf_for_tenant(const std::vector<QueueSpec>& qs, const QueueIndex& inde
 
 // ---- The YAML reader. ----
 
-// "30", "30s", "10m", "24h", "1.5d" -> seconds.
-bool parse_duration(std::string_view s, double& seconds) {
-  double factor = 1;
-  if (!s.empty()) {
-    switch (s.back()) {
-      case 's':
-        factor = 1;
-        break;
-      case 'm':
-        factor = 60;
-        break;
-      case 'h':
-        factor = 3600;
-        break;
-      case 'd':
-        factor = 86400;
-        break;
-      default:
-        factor = 0;  // no suffix: plain seconds
-    }
-    if (factor != 0) s.remove_suffix(1);
-  }
-  double v = 0;
-  if (!csv::parse_double(s, v) || v < 0) return false;
-  seconds = v * (factor == 0 ? 1 : factor);
-  return std::isfinite(seconds);
-}
-
 // A guarantee or borrow_limit mapping; dimensions it does not give are empty.
 struct Quota {
   std::array<std::optional<int64_t>, kNumDims> dims;

@@ -114,4 +114,33 @@ bool parse_memory_quantity(std::string_view s, int64_t& mib) {
   return true;
 }
 
+bool parse_duration(std::string_view s, double& seconds) {
+  double factor = 1;
+  if (!s.empty()) {
+    switch (s.back()) {
+      case 's':
+        factor = 1;
+        break;
+      case 'm':
+        factor = 60;
+        break;
+      case 'h':
+        factor = 3600;
+        break;
+      case 'd':
+        factor = 86400;
+        break;
+      default:
+        factor = 0;  // no suffix: plain seconds
+    }
+    if (factor != 0) s.remove_suffix(1);
+  }
+  double v = 0;
+  if (!csv::parse_double(s, v) || v < 0) return false;
+  const double out = v * (factor == 0 ? 1 : factor);
+  if (!std::isfinite(out)) return false;
+  seconds = out;
+  return true;
+}
+
 }  // namespace tessera

@@ -41,4 +41,8 @@ void check_keys(const std::string& origin, const YAML::Node& map, const std::str
 bool parse_cpu_quantity(std::string_view s, int64_t& milli);
 bool parse_memory_quantity(std::string_view s, int64_t& mib);
 
+// Durations: "30" or "30s", "10m", "24h", "1.5d" -> seconds. Returns false on anything else,
+// and on a negative or non-finite value.
+bool parse_duration(std::string_view s, double& seconds);
+
 }  // namespace tessera

@@ -1,0 +1,48 @@
+// The HTTP + JSON API of `tessera serve` (docs/openapi.yaml) over a Service.
+//
+// Every request under /v1 carries `Authorization: Bearer TOKEN`: the admin's token, or a
+// tenant's (a tenant sees and cancels only its own jobs). Errors are JSON
+// {"error": ..., "field": ...} with 400 (bad request, naming the field), 401, 403, 404, 409,
+// 413 (body over the size limit) or 422 (a valid job that can never run on this cluster).
+// Every mutating request, refused ones included, is written to the audit log.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "control/service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera {
+
+struct ApiOptions {
+  size_t max_body_bytes = 1 << 20;
+  int threads = 64;  // a keep-alive connection holds one while open
+};
+
+class ApiServer {
+ public:
+  ApiServer(Service& service, ApiOptions opt = {});
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds host:port (port 0 = any free port); returns the port, or throws std::runtime_error
+  // naming the address.
+  int bind(const std::string& host, int port);
+  // Serves until stop() (blocks).
+  void run();
+  void stop();
+
+ private:
+  void routes();
+  Service& service_;
+  ApiOptions opt_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,65 @@
+#include "api/json_views.h"
+
+namespace tessera {
+namespace {
+
+nlohmann::json optional_time(double t) {
+  return t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const JobView& v) {
+  const JobRow& r = v.row;
+  nlohmann::json placement = nlohmann::json::array();
+  for (const MemberPlacement& p : v.placement) {
+    placement.push_back(
+        {{"rank", p.rank}, {"node", p.node}, {"gpus", p.gpus}, {"gpu_milli", p.gpu_milli}});
+  }
+  return {{"id", r.id},
+          {"name", r.spec.name},
+          {"tenant", r.tenant},
+          {"state", to_string(r.state)},
+          {"spec", to_json(r.spec)},
+          {"submitted_at", r.submitted_at},
+          {"started_at", optional_time(r.started_at)},
+          {"finished_at", optional_time(r.finished_at)},
+          {"attempts", r.attempts},
+          {"preemptions", r.preemptions},
+          {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr)},
+          {"message", r.message},
+          {"pending_reason",
+           v.pending_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.pending_reason)},
+          {"allocation", placement}};
+}
+
+nlohmann::json to_json(const QueueView& v) {
+  return {{"path", v.path},
+          {"weight", v.weight},
+          {"guarantee_gpus", v.guarantee_gpus},
+          {"limit_gpus", v.limit_gpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.limit_gpus)},
+          {"holds_gpus", v.holds_gpus},
+          {"fair_share_gpus", v.fair_share_gpus},
+          {"pending_jobs", v.pending_jobs},
+          {"running_jobs", v.running_jobs}};
+}
+
+nlohmann::json to_json(const NodeView& v) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuView& g : v.gpus)
+    gpus.push_back({{"index", g.index}, {"free_milli", g.free_milli}});
+  return {{"name", v.name},
+          {"gpu_type", v.gpu_type},
+          {"gpus", gpus},
+          {"cpu_milli", v.cpu_milli},
+          {"free_cpu_milli", v.free_cpu_milli},
+          {"mem_mib", v.mem_mib},
+          {"free_mem_mib", v.free_mem_mib}};
+}
+
+nlohmann::json to_json(const AuditEntry& e) {
+  return {{"id", e.id},     {"at", e.at},         {"actor", e.actor},  {"method", e.method},
+          {"path", e.path}, {"status", e.status}, {"target", e.target}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,62 @@
+#include "api/prometheus.h"
+
+#include <fmt/format.h>
+
+namespace tessera {
+namespace {
+
+// Label values escape backslash, double quote and newline (the format's only escapes).
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_prometheus(const ServiceMetrics& m) {
+  std::string o;
+  o += "# HELP tessera_queue_depth Jobs waiting, per tenant.\n# TYPE tessera_queue_depth gauge\n";
+  for (const auto& t : m.tenants) {
+    o += fmt::format("tessera_queue_depth{{tenant=\"{}\"}} {}\n", label(t.name), t.pending);
+  }
+  o += "# HELP tessera_running_jobs Jobs running, per tenant.\n# TYPE tessera_running_jobs gauge\n";
+  for (const auto& t : m.tenants) {
+    o += fmt::format("tessera_running_jobs{{tenant=\"{}\"}} {}\n", label(t.name), t.running);
+  }
+  o += "# HELP tessera_gpu_allocated GPUs held, per tenant.\n# TYPE tessera_gpu_allocated gauge\n";
+  for (const auto& t : m.tenants) {
+    o += fmt::format("tessera_gpu_allocated{{tenant=\"{}\"}} {:g}\n", label(t.name),
+                     t.gpus_allocated);
+  }
+  o += "# HELP tessera_gpus GPUs this server schedules.\n# TYPE tessera_gpus gauge\n";
+  o += fmt::format("tessera_gpus {:g}\n", m.gpus_total);
+  o += "# HELP tessera_pending_jobs Jobs waiting.\n# TYPE tessera_pending_jobs gauge\n";
+  o += fmt::format("tessera_pending_jobs {}\n", m.pending_jobs);
+  o += "# HELP tessera_cycle_seconds Time of one scheduling cycle.\n";
+  o += "# TYPE tessera_cycle_seconds histogram\n";
+  for (size_t b = 0; b < m.cycle_bucket_bounds.size(); ++b) {
+    o += fmt::format("tessera_cycle_seconds_bucket{{le=\"{:g}\"}} {}\n", m.cycle_bucket_bounds[b],
+                     m.cycle_bucket_counts[b]);
+  }
+  o += fmt::format("tessera_cycle_seconds_bucket{{le=\"+Inf\"}} {}\n", m.cycles);
+  o += fmt::format("tessera_cycle_seconds_sum {:.9f}\n", m.cycle_seconds_sum);
+  o += fmt::format("tessera_cycle_seconds_count {}\n", m.cycles);
+  o += "# HELP tessera_decisions_total Scheduling decisions applied, by kind "
+       "(rate() gives decisions per second).\n# TYPE tessera_decisions_total counter\n";
+  o += fmt::format("tessera_decisions_total{{kind=\"start\"}} {}\n", m.starts);
+  o += fmt::format("tessera_decisions_total{{kind=\"preempt\"}} {}\n", m.preemptions);
+  o += "# HELP tessera_jobs_completed_total Jobs whose processes all ended (succeeded or "
+       "failed).\n# TYPE tessera_jobs_completed_total counter\n";
+  o += fmt::format("tessera_jobs_completed_total {}\n", m.completions);
+  return o;
+}
+
+}  // namespace tessera

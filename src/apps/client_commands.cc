@@ -1,0 +1,247 @@
+// The client commands of `tessera serve`: they talk to its HTTP API (address and token from
+// flags, else TESSERA_ADDR / TESSERA_TOKEN).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "api/client.h"
+#include "apps/service_commands.h"
+#include "control/token.h"
+
+namespace tessera {
+
+namespace {
+
+void add_common(CLI::App* s, ClientArgs& a) {
+  s->add_option("--addr", a.addr, "server address host:port (default: TESSERA_ADDR)");
+  s->add_option("--token", a.token, "bearer token (default: TESSERA_TOKEN)");
+}
+
+// The body of a successful answer; throws with the server's error (and field) otherwise.
+std::string ok_body(const HttpResult& r, const std::string& what) {
+  if (r.status == 0) {
+    throw std::runtime_error(what + ": cannot reach the server (" + r.error +
+                             "); is `tessera serve` running at TESSERA_ADDR?");
+  }
+  if (r.status >= 400) {
+    std::string msg = r.body;
+    try {
+      const auto j = nlohmann::json::parse(r.body);
+      msg = j.value("error", r.body);
+      if (j.contains("field")) msg += " (field " + j["field"].get<std::string>() + ")";
+    } catch (const std::exception&) {  // not JSON: print it as it came
+    }
+    throw std::runtime_error(what + ": HTTP " + std::to_string(r.status) + ": " + msg);
+  }
+  return r.body;
+}
+
+std::string time_text(const nlohmann::json& t) {
+  if (!t.is_number()) return "-";
+  const auto secs = static_cast<time_t>(t.get<double>());
+  char buf[32];
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+void print_job_table(const nlohmann::json& jobs) {
+  std::cout << fmt::format("{:>6}  {:<20} {:<12} {:<10} {:>5}  {:<19}  {}\n", "ID", "NAME",
+                           "TENANT", "STATE", "GPUS", "SUBMITTED", "INFO");
+  for (const auto& j : jobs) {
+    const auto& spec = j["spec"];
+    const auto& res = spec.value("resources", nlohmann::json::object());
+    double gpus = res.contains("gpus") ? res["gpus"].get<double>() : 1.0;
+    const auto& gang = spec.value("gang", nlohmann::json::object());
+    gpus *= gang.value("max", 1);
+    std::string info = j["pending_reason"].is_string() ? j["pending_reason"].get<std::string>()
+                                                       : j["message"].get<std::string>();
+    std::cout << fmt::format("{:>6}  {:<20} {:<12} {:<10} {:>5g}  {:<19}  {}\n",
+                             j["id"].get<int64_t>(), j["name"].get<std::string>(),
+                             j["tenant"].get<std::string>(), j["state"].get<std::string>(), gpus,
+                             time_text(j["submitted_at"]), info);
+  }
+}
+
+int submit(ApiClient& c, const ClientArgs& a) {
+  std::string body;
+  if (a.file == "-") {
+    body.assign(std::istreambuf_iterator<char>(std::cin), {});
+  } else {
+    std::ifstream in(a.file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + a.file);
+    body.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string::npos && body[first] == '{';
+  // One key per invocation: if the server restarts mid-request, the retry finds the job the
+  // first try created.
+  const HttpResult r = c.post("/v1/jobs", body, json ? "application/json" : "application/yaml",
+                              {{"Idempotency-Key", new_token().substr(0, 32)}});
+  const auto j = nlohmann::json::parse(ok_body(r, "submit " + a.file));
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << j["id"].get<int64_t>() << "\n";
+  }
+  return 0;
+}
+
+int jobs(ApiClient& c, const ClientArgs& a) {
+  nlohmann::json all = nlohmann::json::array();
+  int64_t after = 0;
+  for (;;) {
+    size_t page = 10000;
+    if (a.limit > 0) page = std::min(page, a.limit - all.size());
+    std::string q = "/v1/jobs?limit=" + std::to_string(page) + "&after=" + std::to_string(after);
+    if (!a.state.empty()) q += "&state=" + a.state;
+    if (!a.tenant.empty()) q += "&tenant=" + a.tenant;
+    const auto j = nlohmann::json::parse(ok_body(c.get(q), "jobs"));
+    for (const auto& job : j["jobs"]) all.push_back(job);
+    if (j["next_after"].is_null() || (a.limit > 0 && all.size() >= a.limit)) break;
+    after = j["next_after"].get<int64_t>();
+  }
+  if (a.json) {
+    std::cout << all.dump() << "\n";
+  } else {
+    print_job_table(all);
+  }
+  return 0;
+}
+
+int job(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/jobs/" + std::to_string(a.id)), "job"));
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_job_table(nlohmann::json::array({j}));
+  std::cout << "\nspec:\n" << j["spec"].dump(2) << "\n";
+  if (!j["allocation"].empty()) std::cout << "placement:\n" << j["allocation"].dump(2) << "\n";
+  return 0;
+}
+
+int cancel(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(ok_body(
+      c.post("/v1/jobs/" + std::to_string(a.id) + "/cancel", "", "application/json"), "cancel"));
+  std::cout << "job " << j["id"].get<int64_t>() << ": " << j["state"].get<std::string>() << "\n";
+  return 0;
+}
+
+int queues(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/queues"), "queues"));
+  if (a.json) {
+    std::cout << j["queues"].dump() << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<24} {:>6} {:>9} {:>7} {:>6} {:>10} {:>8} {:>8}\n", "QUEUE", "WEIGHT",
+                           "GUARANTEE", "LIMIT", "HOLDS", "FAIR SHARE", "PENDING", "RUNNING");
+  for (const auto& q : j["queues"]) {
+    std::cout << fmt::format(
+        "{:<24} {:>6g} {:>9g} {:>7} {:>6g} {:>10.3g} {:>8} {:>8}\n", q["path"].get<std::string>(),
+        q["weight"].get<double>(), q["guarantee_gpus"].get<double>(),
+        q["limit_gpus"].is_null() ? std::string("-")
+                                  : fmt::format("{:g}", q["limit_gpus"].get<double>()),
+        q["holds_gpus"].get<double>(), q["fair_share_gpus"].get<double>(),
+        q["pending_jobs"].get<int64_t>(), q["running_jobs"].get<int64_t>());
+  }
+  return 0;
+}
+
+int nodes(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/nodes"), "nodes"));
+  if (a.json) {
+    std::cout << j["nodes"].dump() << "\n";
+    return 0;
+  }
+  for (const auto& n : j["nodes"]) {
+    std::cout << n["name"].get<std::string>() << "  " << n["gpu_type"].get<std::string>() << "  ";
+    for (const auto& g : n["gpus"]) {
+      std::cout << fmt::format(" {}:{:g}free", g["index"].get<int>(),
+                               g["free_milli"].get<double>() / 1000.0);
+    }
+    std::cout << fmt::format("  cpu {:g}/{:g}  mem {}/{} MiB free\n",
+                             n["free_cpu_milli"].get<double>() / 1000.0,
+                             n["cpu_milli"].get<double>() / 1000.0,
+                             n["free_mem_mib"].get<int64_t>(), n["mem_mib"].get<int64_t>());
+  }
+  return 0;
+}
+
+int logs(ApiClient& c, const ClientArgs& a) {
+  std::cout << ok_body(
+      c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id, a.rank, a.tail_bytes)),
+      "logs");
+  return 0;
+}
+
+int tenant_create(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(
+      ok_body(c.post("/v1/tenants", nlohmann::json{{"name", a.name}}.dump(), "application/json"),
+              "tenant create"));
+  if (a.json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << j["token"].get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
+  ClientCommands c;
+  c.submit = app.add_subcommand("submit", "Submit a job (YAML or JSON file, - for stdin)");
+  c.submit->add_option("file", a.file, "job spec")->required();
+  c.submit->add_flag("--json", a.json, "print the whole job, not just its id");
+  c.jobs = app.add_subcommand("jobs", "List jobs");
+  c.jobs->add_option("--state", a.state, "only jobs in this state");
+  c.jobs->add_option("--tenant", a.tenant, "only this tenant's jobs (admin)");
+  c.jobs->add_option("--limit", a.limit, "at most this many (default: all)");
+  c.jobs->add_flag("--json", a.json, "print a JSON array");
+  c.job = app.add_subcommand("job", "Show one job, and why it waits");
+  c.job->add_option("id", a.id, "job id")->required();
+  c.job->add_flag("--json", a.json, "print JSON");
+  c.cancel = app.add_subcommand("cancel", "Cancel a job");
+  c.cancel->add_option("id", a.id, "job id")->required();
+  c.queues = app.add_subcommand("queues", "Show the queue tree and current shares");
+  c.queues->add_flag("--json", a.json, "print JSON");
+  c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
+  c.nodes->add_flag("--json", a.json, "print JSON");
+  c.logs = app.add_subcommand("logs", "Print a job's log (its latest attempt)");
+  c.logs->add_option("id", a.id, "job id")->required();
+  c.logs->add_option("--rank", a.rank, "gang member (default 0)");
+  c.logs->add_option("--tail-bytes", a.tail_bytes, "at most this many bytes from the end");
+  c.tenant = app.add_subcommand("tenant", "Manage tenants (admin)");
+  c.tenant_create = c.tenant->add_subcommand("create", "Create a tenant; prints its token once");
+  c.tenant_create->add_option("name", a.name, "tenant name")->required();
+  c.tenant_create->add_flag("--json", a.json, "print JSON");
+  c.tenant->require_subcommand(1);
+  for (CLI::App* s :
+       {c.submit, c.jobs, c.job, c.cancel, c.queues, c.nodes, c.logs, c.tenant_create}) {
+    add_common(s, a);
+  }
+  return c;
+}
+
+int run_client_command(const ClientCommands& c, const ClientArgs& a) {
+  auto client = [&] {
+    return std::make_unique<ApiClient>(client_options_from_env(a.addr, a.token));
+  };
+  if (*c.submit) return submit(*client(), a);
+  if (*c.jobs) return jobs(*client(), a);
+  if (*c.job) return job(*client(), a);
+  if (*c.cancel) return cancel(*client(), a);
+  if (*c.queues) return queues(*client(), a);
+  if (*c.nodes) return nodes(*client(), a);
+  if (*c.logs) return logs(*client(), a);
+  if (*c.tenant_create) return tenant_create(*client(), a);
+  return -1;
+}
+
+}  // namespace tessera

@@ -1,0 +1,133 @@
+// tessera serve: the scheduler service on this host (control/ + api/ + the local backend).
+#include <sys/stat.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "api/http_server.h"
+#include "apps/service_commands.h"
+#include "control/service.h"
+#include "control/token.h"
+
+namespace tessera {
+
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
+  CLI::App* s = app.add_subcommand("serve", "Run the scheduler service (HTTP API, local jobs)");
+  s->add_option("--listen", a.listen, "host:port to serve on (port 0: any free port)");
+  s->add_option("--db", a.db, "SQLite database file (created if missing)");
+  s->add_option("--work-dir", a.work_dir,
+                "where jobs' working directories and logs go (default: DB.jobs)");
+  s->add_option("--virtual-gpus", a.virtual_gpus,
+                "schedule N virtual GPUs (default: the GPUs nvidia-smi reports, else 8)")
+      ->check(CLI::Range(0, 4096));
+  s->add_option("--admin-token", a.admin_token,
+                "the admin's bearer token (default: TESSERA_ADMIN_TOKEN, else the stored one, "
+                "else a new one written to DB.admin-token)");
+  s->add_option("--queues", a.queues, "queue tree YAML (default: one equal queue per tenant)");
+  s->add_option("--policy", a.policy, "scheduling policy, as for simulate (default: fair)");
+  s->add_option("--checkpoint-grace", a.checkpoint_grace,
+                "seconds between SIGTERM and SIGKILL for jobs that name none")
+      ->check(CLI::Range(0.0, 86400.0));
+  s->add_option("--addr-file", a.addr_file, "write host:port here once listening");
+  s->add_flag("--sync-full", a.sync_full,
+              "fsync every commit (survives power loss; fewer submissions per second)");
+  s->add_option("--nvidia-smi", a.nvidia_smi, "nvidia-smi binary for GPU discovery");
+  s->add_option("--threads", a.threads, "HTTP worker threads")->check(CLI::Range(1, 256));
+  return s;
+}
+
+namespace {
+
+void split_listen(const std::string& listen, std::string& host, int& port) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    throw std::invalid_argument("--listen: expected HOST:PORT, got '" + listen + "'");
+  }
+  host = listen.substr(0, colon);
+  try {
+    size_t used = 0;
+    port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::exception();
+  } catch (const std::exception&) {
+    throw std::invalid_argument("--listen: bad port in '" + listen + "'");
+  }
+}
+
+}  // namespace
+
+int run_serve(const ServeArgs& a) {
+  std::string host;
+  int port = 0;
+  split_listen(a.listen, host, port);
+
+  // SIGINT / SIGTERM stop the server; blocked here so that every thread started below
+  // inherits the mask and one thread waits for them (jobs' processes get a clean mask).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  ServiceOptions opt;
+  opt.db_path = a.db;
+  opt.work_dir = a.work_dir.empty() ? a.db + ".jobs" : a.work_dir;
+  opt.virtual_gpus = a.virtual_gpus;
+  opt.nvidia_smi = a.nvidia_smi;
+  opt.queues_path = a.queues;
+  opt.policy = a.policy;
+  opt.checkpoint_grace_seconds = a.checkpoint_grace;
+  opt.sync_full = a.sync_full;
+  Service service(opt);
+
+  std::string admin = a.admin_token;
+  if (admin.empty()) {
+    const char* e = std::getenv("TESSERA_ADMIN_TOKEN");
+    if (e != nullptr) admin = e;
+  }
+  if (!admin.empty()) {
+    service.set_admin_token(admin);
+  } else if (!service.has_admin_token()) {
+    admin = new_token();
+    service.set_admin_token(admin);
+    const std::string path = a.db + ".admin-token";
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << admin << "\n";
+      if (!out) throw std::runtime_error("cannot write the admin token to " + path);
+    }
+    chmod(path.c_str(), S_IRUSR | S_IWUSR);
+    std::cerr << "tessera serve: admin token written to " << path << " (export TESSERA_TOKEN=$(cat "
+              << path << "))\n";
+  }
+
+  ApiServer api(service, ApiOptions{1 << 20, a.threads});
+  const int bound = api.bind(host, port);
+  const std::string addr = host + ":" + std::to_string(bound);
+  service.start();
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    api.stop();
+  });
+  signals.detach();  // the process exits after run() returns; a blocked sigwait needs no join
+  if (!a.addr_file.empty()) {
+    const std::string tmp = a.addr_file + ".tmp";
+    std::ofstream(tmp) << addr << "\n";
+    std::rename(tmp.c_str(), a.addr_file.c_str());  // readers never see half an address
+  }
+  const auto& c = service.cluster();
+  std::cerr << "tessera serve: listening on http://" << addr << " with " << c.num_gpus()
+            << " GPUs (" << c.gpu_types().at(c.node(0).gpu_type).name << "), database " << a.db
+            << ", jobs in " << opt.work_dir << "\n";
+  api.run();
+  service.stop();
+  std::cerr << "tessera serve: stopped (running jobs keep running and are adopted on restart)\n";
+  return 0;
+}
+
+}  // namespace tessera

@@ -1,0 +1,56 @@
+// `tessera serve` (the scheduler service) and its client commands: submit, jobs, job,
+// cancel, queues, nodes, logs, tenant.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tessera {
+
+struct ServeArgs {
+  std::string listen = "127.0.0.1:8080";
+  std::string db = "tessera.db";
+  std::string work_dir;  // empty: <db>.jobs next to the database
+  int virtual_gpus = 0;
+  std::string admin_token;  // empty: TESSERA_ADMIN_TOKEN, else kept / generated
+  std::string queues;
+  std::string policy = "fair";
+  double checkpoint_grace = 30;
+  std::string addr_file;  // write the bound address here once listening
+  bool sync_full = false;
+  std::string nvidia_smi = "nvidia-smi";
+  // A keep-alive connection holds a worker thread while it is open, so there should be at
+  // least as many threads as concurrent clients.
+  int threads = 64;
+};
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
+int run_serve(const ServeArgs& args);
+
+struct ClientArgs {
+  std::string addr;   // empty: TESSERA_ADDR, else 127.0.0.1:8080
+  std::string token;  // empty: TESSERA_TOKEN
+  std::string file;   // submit
+  int64_t id = 0;     // job, cancel, logs
+  std::string state, tenant;
+  size_t limit = 0;  // jobs: 0 = all
+  int rank = 0;
+  int64_t tail_bytes = 65536;
+  bool json = false;
+  std::string name;  // tenant create
+};
+struct ClientCommands {
+  CLI::App* submit = nullptr;
+  CLI::App* jobs = nullptr;
+  CLI::App* job = nullptr;
+  CLI::App* cancel = nullptr;
+  CLI::App* queues = nullptr;
+  CLI::App* nodes = nullptr;
+  CLI::App* logs = nullptr;
+  CLI::App* tenant = nullptr;
+  CLI::App* tenant_create = nullptr;
+};
+ClientCommands add_client_commands(CLI::App& app, ClientArgs& args);
+// Runs whichever client command was given; -1 when none was.
+int run_client_command(const ClientCommands& cmds, const ClientArgs& args);
+
+}  // namespace tessera

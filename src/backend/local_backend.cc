@@ -1,0 +1,416 @@
+#include "backend/local_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace tessera {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kShell = "/bin/sh";
+
+// The shell survives a SIGTERM sent to the group (`trap :`) long enough to record how the
+// command ended; the command itself gets the default disposition back on exec, so it still
+// sees SIGTERM. "$@" keeps the command's argv intact whatever characters it holds, and a
+// command that cannot be found makes sh print its name and set 127.
+constexpr const char* kWrapper =
+    "trap : TERM; \"$@\"; s=$?; echo $s > \"$TESSERA_EXIT_FILE\"; exit $s";
+
+// The whole content of a small file, or nullopt if it cannot be read or is larger than
+// 4 KiB. Plain read(2): whatever sits at the path (a directory, a process that vanished
+// under /proc) must give "nothing", not an exception from a stream buffer.
+std::optional<std::string> read_small_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::array<char, 4096> buf{};
+  size_t len = 0;
+  ssize_t n = 0;
+  while (len < buf.size() && (n = read(fd, buf.data() + len, buf.size() - len)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    len += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (n < 0 || len == buf.size()) return std::nullopt;
+  return std::string(buf.data(), len);
+}
+
+struct ProcStat {
+  char state = '?';
+  int64_t start_ticks = 0;
+};
+
+// Reads the state (field 3) and start time (field 22) of /proc/PID/stat. Field 2 is
+// "(comm)", and comm may hold spaces and parentheses, so fields are counted from the last ')'.
+std::optional<ProcStat> read_proc_stat(int64_t pid) {
+  if (pid <= 0) return std::nullopt;
+  const std::optional<std::string> line = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!line) return std::nullopt;
+  const size_t close_paren = line->rfind(')');
+  if (close_paren == std::string::npos) return std::nullopt;
+  std::istringstream rest(line->substr(close_paren + 1));
+  ProcStat st;
+  rest >> st.state;
+  // Fields 4..21 lie between the state and the start time.
+  std::string skip;
+  for (int field = 4; field < 22; ++field) rest >> skip;
+  rest >> st.start_ticks;
+  if (!rest) return std::nullopt;
+  return st;
+}
+
+// The integer written by the wrapper, if the file exists and holds exactly one.
+std::optional<int32_t> read_exit_file(const std::string& path) {
+  const std::optional<std::string> text = read_small_file(path);
+  if (!text) return std::nullopt;
+  const size_t begin = text->find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return std::nullopt;
+  const size_t end = text->find_last_not_of(" \t\r\n") + 1;
+  int32_t code = 0;
+  const char* first = text->data() + begin;
+  const char* last = text->data() + end;
+  const auto [ptr, ec] = std::from_chars(first, last, code);
+  if (ec != std::errc() || ptr != last) return std::nullopt;
+  return code;
+}
+
+// 500 -> "0.5", 250 -> "0.25", 1 -> "0.001".
+std::string format_fraction(int32_t milli) {
+  std::string digits = std::to_string(milli);
+  digits.insert(0, 3 - digits.size(), '0');
+  while (!digits.empty() && digits.back() == '0') digits.pop_back();
+  return "0." + digits;
+}
+
+std::string join_indices(const std::vector<int32_t>& indices) {
+  std::string out;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(indices[i]);
+  }
+  return out;
+}
+
+// Owns a posix_spawn_file_actions_t / posix_spawnattr_t for the length of one spawn.
+class FileActions {
+ public:
+  FileActions() {
+    if (const int e = posix_spawn_file_actions_init(&fa_); e != 0) {
+      throw std::runtime_error(std::string("posix_spawn_file_actions_init: ") + strerror(e));
+    }
+  }
+  ~FileActions() { posix_spawn_file_actions_destroy(&fa_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &fa_; }
+
+ private:
+  posix_spawn_file_actions_t fa_;
+};
+
+class SpawnAttr {
+ public:
+  SpawnAttr() {
+    if (const int e = posix_spawnattr_init(&attr_); e != 0) {
+      throw std::runtime_error(std::string("posix_spawnattr_init: ") + strerror(e));
+    }
+  }
+  ~SpawnAttr() { posix_spawnattr_destroy(&attr_); }
+  SpawnAttr(const SpawnAttr&) = delete;
+  SpawnAttr& operator=(const SpawnAttr&) = delete;
+  posix_spawnattr_t* get() { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_;
+};
+
+// Everything one member's spawn needs, built before any member starts so that the spawn loop
+// does nothing that can fail for reasons of our own.
+struct PreparedMember {
+  int32_t rank = 0;
+  std::string log;
+  std::vector<std::string> argv;
+  std::vector<std::string> envp;
+};
+
+// Turns strings into the NULL-terminated char* array that posix_spawn takes; the strings must
+// outlive it.
+std::vector<char*> c_array(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Returns an errno value (0 on success) and sets `pid`; `what` names the step that failed.
+int spawn_member(PreparedMember& m, const std::string& dir, pid_t& pid, std::string& what) {
+  FileActions fa;
+  SpawnAttr attr;
+  auto step = [&what](const char* name, int e) {
+    if (e != 0 && what.empty()) what = name;
+    return e;
+  };
+  int e = 0;
+  // The server may block or catch signals in its threads; the member must start clean.
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t all;
+  sigfillset(&all);
+  if ((e = step(
+           "posix_spawnattr_setflags",
+           posix_spawnattr_setflags(attr.get(), POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                    POSIX_SPAWN_SETSIGDEF))) != 0 ||
+      (e = step("posix_spawnattr_setpgroup", posix_spawnattr_setpgroup(attr.get(), 0))) != 0 ||
+      (e = step("posix_spawnattr_setsigmask", posix_spawnattr_setsigmask(attr.get(), &none))) !=
+          0 ||
+      (e = step("posix_spawnattr_setsigdefault",
+                posix_spawnattr_setsigdefault(attr.get(), &all))) != 0 ||
+      (e = step("open /dev/null", posix_spawn_file_actions_addopen(
+                                      fa.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0))) != 0 ||
+      (e = step("open log",
+                posix_spawn_file_actions_addopen(fa.get(), STDOUT_FILENO, m.log.c_str(),
+                                                 O_WRONLY | O_CREAT | O_APPEND, 0644))) != 0 ||
+      (e = step("dup2 stderr",
+                posix_spawn_file_actions_adddup2(fa.get(), STDOUT_FILENO, STDERR_FILENO))) != 0 ||
+      (e = step("chdir", posix_spawn_file_actions_addchdir_np(fa.get(), dir.c_str()))) != 0 ||
+      // The server's own descriptors (its database, its listening socket) must not leak
+      // into jobs, which could otherwise keep the port busy after the server is gone.
+      (e = step("closefrom", posix_spawn_file_actions_addclosefrom_np(fa.get(), 3))) != 0) {
+    return e;
+  }
+  std::vector<char*> argv = c_array(m.argv);
+  std::vector<char*> envp = c_array(m.envp);
+  e = posix_spawn(&pid, kShell, fa.get(), attr.get(), argv.data(), envp.data());
+  if (e != 0) what = "posix_spawn";
+  return e;
+}
+
+// Stops members already started when a later one could not be: kill their groups and reap
+// them, so that a failed launch leaves nothing behind.
+void kill_and_reap(const std::vector<MemberHandle>& started) {
+  for (const MemberHandle& h : started) kill(-static_cast<pid_t>(h.pid), SIGKILL);
+  for (const MemberHandle& h : started) {
+    int status = 0;
+    while (waitpid(static_cast<pid_t>(h.pid), &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+}  // namespace
+
+LocalBackend::LocalBackend(std::string root) {
+  if (root.empty()) throw std::runtime_error("local backend: empty root directory");
+  std::error_code ec;
+  fs::path path = fs::absolute(fs::path(root), ec);
+  if (ec) {
+    throw std::runtime_error("local backend: cannot resolve root " + root + ": " + ec.message());
+  }
+  path = path.lexically_normal();
+  // "a/b/" normalizes to "a/b/"; drop the empty last component so joined paths stay clean.
+  if (!path.has_filename() && path.has_parent_path() && path != path.root_path()) {
+    path = path.parent_path();
+  }
+  fs::create_directories(path, ec);
+  if (ec || !fs::is_directory(path)) {
+    throw std::runtime_error("local backend: cannot create root " + path.string() + ": " +
+                             (ec ? ec.message() : std::string("not a directory")));
+  }
+  root_ = path.string();
+}
+
+std::string LocalBackend::attempt_dir(uint64_t job, uint32_t attempt) const {
+  return root_ + "/jobs/" + std::to_string(job) + "/" + std::to_string(attempt);
+}
+
+std::string LocalBackend::log_path(uint64_t job, uint32_t attempt, int32_t rank) const {
+  return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".log";
+}
+
+std::string LocalBackend::exit_path(uint64_t job, uint32_t attempt, int32_t rank) const {
+  return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".exit";
+}
+
+std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
+  const std::string job =
+      "job " + std::to_string(spec.job) + " attempt " + std::to_string(spec.attempt);
+  if (spec.command.empty()) throw std::runtime_error("launch " + job + ": empty command");
+  if (spec.members.empty()) throw std::runtime_error("launch " + job + ": no members");
+  for (const MemberLaunch& m : spec.members) {
+    if (m.gpu_milli <= 0 || m.gpu_milli > 1000) {
+      throw std::runtime_error("launch " + job + ": rank " + std::to_string(m.rank) +
+                               " has gpu_milli " + std::to_string(m.gpu_milli) +
+                               " outside 1..1000");
+    }
+  }
+
+  const std::string dir = attempt_dir(spec.job, spec.attempt);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw std::runtime_error("launch " + job + ": cannot create " + dir + ": " + ec.message());
+
+  // Later assignments replace earlier ones: the server's environment, then the user's, then
+  // the variables the gang relies on, which the user must not be able to change.
+  std::map<std::string, std::string> base;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    base[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [name, value] : spec.env) base[name] = value;
+  base["WORLD_SIZE"] = std::to_string(spec.members.size());
+  base["MASTER_ADDR"] = "127.0.0.1";
+  base["MASTER_PORT"] = std::to_string(spec.master_port);
+  base["TESSERA_JOB_ID"] = std::to_string(spec.job);
+  base["TESSERA_JOB_NAME"] = spec.name;
+  base["TESSERA_TENANT"] = spec.tenant;
+  base["TESSERA_ATTEMPT"] = std::to_string(spec.attempt);
+  base["TESSERA_WORKDIR"] = dir;
+
+  std::vector<PreparedMember> prepared;
+  prepared.reserve(spec.members.size());
+  for (const MemberLaunch& m : spec.members) {
+    std::map<std::string, std::string> env = base;
+    env["RANK"] = std::to_string(m.rank);
+    env["LOCAL_RANK"] = std::to_string(m.rank);
+    env["CUDA_VISIBLE_DEVICES"] = join_indices(m.gpu_indices);
+    // A fractional member must not inherit a fraction from the server's or user's environment.
+    env.erase("TESSERA_GPU_FRACTION");
+    if (m.gpu_milli < 1000) env["TESSERA_GPU_FRACTION"] = format_fraction(m.gpu_milli);
+    env["TESSERA_EXIT_FILE"] = exit_path(spec.job, spec.attempt, m.rank);
+
+    PreparedMember p;
+    p.rank = m.rank;
+    p.log = log_path(spec.job, spec.attempt, m.rank);
+    p.argv = {kShell, "-c", kWrapper, "sh"};
+    p.argv.insert(p.argv.end(), spec.command.begin(), spec.command.end());
+    p.envp.reserve(env.size());
+    for (const auto& [name, value] : env) p.envp.push_back(name + "=" + value);
+    prepared.push_back(std::move(p));
+  }
+
+  // An exit file left from an earlier run of the same attempt would be read as this run's.
+  for (const MemberLaunch& m : spec.members) {
+    fs::remove(exit_path(spec.job, spec.attempt, m.rank), ec);
+  }
+
+  std::vector<MemberHandle> started;
+  started.reserve(prepared.size());
+  for (PreparedMember& p : prepared) {
+    pid_t pid = 0;
+    std::string what;
+    const int e = spawn_member(p, dir, pid, what);
+    if (e != 0) {
+      kill_and_reap(started);
+      throw std::runtime_error("launch " + job + ": cannot start rank " + std::to_string(p.rank) +
+                               " (" + what + " of /bin/sh with log " + p.log + " in " + dir +
+                               "): " + strerror(e));
+    }
+    // Our unreaped child cannot vanish from /proc, so this fails only on a broken /proc.
+    const std::optional<ProcStat> st = read_proc_stat(pid);
+    started.push_back(MemberHandle{p.rank, pid, st ? st->start_ticks : 0});
+    if (!st) {
+      kill_and_reap(started);
+      throw std::runtime_error("launch " + job + ": cannot read /proc/" + std::to_string(pid) +
+                               "/stat for rank " + std::to_string(p.rank));
+    }
+  }
+  return started;
+}
+
+MemberStatus LocalBackend::poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h) {
+  // A member that is gone: its exit file is complete (the shell wrote it before exiting).
+  auto ended = [&](std::optional<int> wait_status) {
+    MemberStatus s{h.rank, MemberPhase::kLost, -1};
+    if (const std::optional<int32_t> code = read_exit_file(exit_path(job, attempt, h.rank))) {
+      s.phase = MemberPhase::kExited;
+      s.exit_code = *code;
+    } else if (wait_status && WIFEXITED(*wait_status)) {
+      // The shell ended normally but could not write the file (disk full, say).
+      s.phase = MemberPhase::kExited;
+      s.exit_code = WEXITSTATUS(*wait_status);
+    }
+    return s;
+  };
+  // pid 0 or negative would make waitpid wait for other children: never the member.
+  if (h.pid <= 0 || h.pid > std::numeric_limits<pid_t>::max()) return ended(std::nullopt);
+  const auto pid = static_cast<pid_t>(h.pid);
+
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (const auto it = reaped_.find(h.pid);
+      it != reaped_.end() && it->second.start_ticks == h.start_ticks) {
+    return ended(it->second.wait_status);
+  }
+  const std::optional<ProcStat> st = read_proc_stat(h.pid);
+  // The pid now names another process: the member ended and its pid was recycled. Never
+  // waitpid on it, which could reap an unrelated child of ours.
+  if (st && st->start_ticks != h.start_ticks) return ended(std::nullopt);
+
+  int status = 0;
+  pid_t r = 0;
+  do {
+    r = waitpid(pid, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid) {
+    reaped_[h.pid] = Reaped{h.start_ticks, status};
+    return ended(status);
+  }
+  if (r == 0) return MemberStatus{h.rank, MemberPhase::kRunning, -1};
+  // Not our child (adopted after a restart): /proc alone says whether it lives. A zombie has
+  // ended and waits for its new parent to reap it.
+  if (st && st->state != 'Z' && st->state != 'X') {
+    return MemberStatus{h.rank, MemberPhase::kRunning, -1};
+  }
+  return ended(std::nullopt);
+}
+
+std::vector<MemberStatus> LocalBackend::poll(uint64_t job, uint32_t attempt,
+                                             const std::vector<MemberHandle>& members) {
+  std::vector<MemberStatus> out;
+  out.reserve(members.size());
+  for (const MemberHandle& h : members) out.push_back(poll_member(job, attempt, h));
+  return out;
+}
+
+void LocalBackend::signal(const std::vector<MemberHandle>& members, int sig) {
+  std::string first_error;
+  for (const MemberHandle& h : members) {
+    // kill(0, ...) and kill(-1, ...) would reach our own group or every process.
+    if (h.pid <= 1 || h.pid > std::numeric_limits<pid_t>::max()) continue;
+    // A pid is not reused while a process group carries its number, so if the pid names
+    // another process, the member's group is empty and the pid is no longer ours to signal.
+    const std::optional<ProcStat> st = read_proc_stat(h.pid);
+    if (st && st->start_ticks != h.start_ticks) continue;
+    if (kill(-static_cast<pid_t>(h.pid), sig) == 0) continue;
+    const int e = errno;
+    if (e != ESRCH && first_error.empty()) {
+      first_error = "signal " + std::to_string(sig) + " to process group " + std::to_string(h.pid) +
+                    " (rank " + std::to_string(h.rank) + "): " + strerror(e);
+    }
+  }
+  if (!first_error.empty()) throw std::runtime_error(first_error);
+}
+
+}  // namespace tessera

@@ -1,0 +1,118 @@
+// The local backend: runs each member of a gang as a process on this host (`tessera serve`
+// on a lab server). A member runs under /bin/sh, which records the command's exit status in
+// a file when it ends, so that a server restarted after a crash can still learn how members
+// that outlived it ended (they are no longer its children, so waitpid cannot tell it).
+//
+// Layout of a job attempt under the backend's root directory:
+//   ROOT/jobs/<job>/<attempt>/            the members' working directory
+//   ROOT/jobs/<job>/<attempt>/rank-<r>.log     stdout and stderr of member r
+//   ROOT/jobs/<job>/<attempt>/rank-<r>.exit    its exit status (written when it ends)
+//
+// Every member is the leader of its own process group, so a signal reaches everything it
+// started, and it survives the server being killed (it is adopted back after a restart).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+// One member to start.
+struct MemberLaunch {
+  int32_t rank = 0;
+  std::vector<int32_t> gpu_indices;  // host GPU indices -> CUDA_VISIBLE_DEVICES ("" when none)
+  int32_t gpu_milli = 1000;          // share of each GPU; < 1000 -> TESSERA_GPU_FRACTION
+};
+
+// One attempt of a gang: everything the backend needs to start its members.
+struct LaunchSpec {
+  uint64_t job = 0;
+  uint32_t attempt = 0;  // 1 for the first run, +1 for every restart after preemption
+  std::string name;
+  std::string tenant;
+  std::vector<std::string> command;                      // argv, non-empty
+  std::vector<std::pair<std::string, std::string>> env;  // added to the server's environment
+  std::vector<MemberLaunch> members;                     // WORLD_SIZE = members.size()
+  int32_t master_port = 0;                               // MASTER_PORT for the gang
+};
+
+// What identifies a started member process across server restarts: its pid and its start
+// time (field 22 of /proc/PID/stat, clock ticks since boot), so that a recycled pid is never
+// mistaken for the member.
+struct MemberHandle {
+  int32_t rank = 0;
+  int64_t pid = 0;
+  int64_t start_ticks = 0;
+  bool operator==(const MemberHandle&) const = default;
+};
+
+enum class MemberPhase : uint8_t {
+  kRunning,  // the process is alive
+  kExited,   // it ended; exit_code holds the command's status (128 + signal if killed)
+  kLost,     // it is gone and left no exit status (killed with SIGKILL, or lost in a crash)
+};
+
+struct MemberStatus {
+  int32_t rank = 0;
+  MemberPhase phase = MemberPhase::kRunning;
+  int32_t exit_code = -1;  // kExited only
+};
+
+class LocalBackend {
+ public:
+  // `root` is created if missing. Throws std::runtime_error naming it when it cannot be.
+  // It is kept as an absolute path: members run in their attempt directory, so a relative
+  // root would make their exit file path point elsewhere.
+  explicit LocalBackend(std::string root);
+
+  // Starts every member of the attempt; environment of member r:
+  //   RANK=r, LOCAL_RANK=r, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT,
+  //   CUDA_VISIBLE_DEVICES (comma-separated gpu_indices; empty string when none),
+  //   TESSERA_GPU_FRACTION (e.g. "0.5", only when gpu_milli < 1000),
+  //   TESSERA_JOB_ID, TESSERA_JOB_NAME, TESSERA_TENANT, TESSERA_ATTEMPT, TESSERA_WORKDIR,
+  // then spec.env (which may override none of the above: it is applied first).
+  // All or nothing: if one member cannot start, the ones started are killed and
+  // std::runtime_error says why. A command that does not exist still starts (the shell
+  // reports it in the log and exits 127).
+  std::vector<MemberHandle> launch(const LaunchSpec& spec);
+
+  // The state of each member of an attempt, by looking at its process and exit file. Reaps
+  // members that are this process's children. Safe to call for handles of a previous server
+  // process (after a restart): a pid that is alive but started at another time is not the
+  // member, which has ended (its exit file, if any, gives the status; else kLost).
+  std::vector<MemberStatus> poll(uint64_t job, uint32_t attempt,
+                                 const std::vector<MemberHandle>& members);
+
+  // Sends `sig` (SIGTERM to ask for a checkpoint and exit, SIGKILL to stop) to the process
+  // group of every member. A group whose leader has ended may still hold processes it left
+  // behind, so it is signalled too; only a pid now used by another process (started at
+  // another time) is skipped, and a group that no longer exists is ignored.
+  void signal(const std::vector<MemberHandle>& members, int sig);
+
+  std::string attempt_dir(uint64_t job, uint32_t attempt) const;
+  std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const;
+  const std::string& root() const { return root_; }
+
+ private:
+  // How a child of this process ended, once waitpid has reaped it: after that waitpid can no
+  // longer tell, and the exit file may be missing (killed by a signal).
+  struct Reaped {
+    int64_t start_ticks = 0;
+    int wait_status = 0;
+  };
+
+  MemberStatus poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h);
+  std::string exit_path(uint64_t job, uint32_t attempt, int32_t rank) const;
+
+  std::string root_;
+  // Guards reaped_ and makes "waitpid, then record" atomic, so two threads polling the same
+  // member cannot see one reap it and the other find neither a child nor a status.
+  std::mutex mu_;
+  std::map<int64_t, Reaped> reaped_;  // by pid
+};
+
+}  // namespace tessera

@@ -1,0 +1,1042 @@
+#include "control/service.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "backend/nvidia_smi.h"
+#include "control/token.h"
+#include "engine/admission.h"
+#include "engine/cycle.h"
+#include "engine/fair_share.h"
+#include "engine/snapshot.h"
+#include "model/input_error.h"
+
+namespace tessera {
+
+struct Service::Job {
+  JobRow row;
+  JobSpec spec;
+  Allocation alloc;                   // what it holds in the ledger; empty = nothing
+  std::vector<MemberHandle> members;  // processes of the current attempt; empty = none alive
+  std::vector<int64_t> waits_for;     // preempted victims whose processes must end first
+  double kill_at = -1;                // a stopping job gets SIGKILL at this time (-1: sent)
+  bool stopping = false;              // asked to stop (SIGTERM or SIGKILL sent)
+  std::string failure;                // why a running gang is being stopped as failed
+  std::optional<int32_t> failure_code;
+  double queued_since = 0;
+  double attained = 0;  // GPU-seconds of earlier runs
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+int64_t host_cpu_milli() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return (n > 0 ? n : 1) * 1000;
+}
+
+int64_t host_mem_mib() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 1024;
+  return static_cast<int64_t>(pages) * page / (1024 * 1024);
+}
+
+// The cluster this host offers, and the host GPU index of every GpuId.
+Cluster build_cluster(const ServiceOptions& opt, std::vector<int32_t>& index) {
+  ClusterBuilder b;
+  set_default_links(b);
+  const std::string host = host_name();
+  std::vector<GpuReading> gpus;
+  if (opt.virtual_gpus <= 0) {
+    try {
+      gpus = query_gpus(opt.nvidia_smi);
+    } catch (const std::exception&) {
+      gpus.clear();  // no driver or no GPU: virtual GPUs below
+    }
+  }
+  index.clear();
+  if (gpus.empty()) {
+    const int n = opt.virtual_gpus > 0 ? opt.virtual_gpus : kDefaultVirtualGpus;
+    b.add_node("spine", "rack", host, b.gpu_types().intern("virtual"), static_cast<uint16_t>(n),
+               host_cpu_milli(), host_mem_mib());
+    for (int i = 0; i < n; ++i) index.push_back(i);
+    return b.build();
+  }
+  // One node per GPU type (a node is homogeneous); the host's CPUs and memory go to the first.
+  std::map<std::string, std::vector<int32_t>> by_type;
+  for (const GpuReading& g : gpus) by_type[gpu_type_name(g.name)].push_back(g.index);
+  bool first = true;
+  for (const auto& [type, idx] : by_type) {
+    b.add_node("spine", "rack", by_type.size() == 1 ? host : host + "/" + type,
+               b.gpu_types().intern(type), static_cast<uint16_t>(idx.size()),
+               first ? host_cpu_milli() : 0, first ? host_mem_mib() : 0);
+    first = false;
+  }
+  Cluster c = b.build();
+  // build() keeps the nodes in the order added (one rack), GPUs contiguous per node.
+  for (const auto& [type, idx] : by_type) index.insert(index.end(), idx.begin(), idx.end());
+  return c;
+}
+
+// A free TCP port for a gang's MASTER_PORT (the kernel picks one; it is free now, which is
+// as good as any launcher can do without owning the rendezvous).
+int32_t free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int32_t port = 29500;
+  // The sockets API takes sockaddr*; sockaddr_in is layout-compatible by design.
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string encode_allocation(const Allocation& a) {
+  if (a.empty()) return "";
+  nlohmann::json members = nlohmann::json::array();
+  const size_t gpm = static_cast<size_t>(a.gpus_per_member);
+  for (size_t m = 0; m < a.member_node.size(); ++m) {
+    nlohmann::json shares = nlohmann::json::array();
+    for (size_t k = 0; k < gpm; ++k) {
+      const GpuShare& s = a.shares[m * gpm + k];
+      shares.push_back({s.gpu, s.milli});
+    }
+    members.push_back({a.member_node[m], shares});
+  }
+  return nlohmann::json{{"gpus_per_member", a.gpus_per_member},
+                        {"cpu_milli", a.cpu_milli_per_member},
+                        {"mem_mib", a.mem_mib_per_member},
+                        {"members", members}}
+      .dump();
+}
+
+Allocation decode_allocation(const std::string& text) {
+  Allocation a;
+  if (text.empty()) return a;
+  const auto j = nlohmann::json::parse(text);
+  a.gpus_per_member = j.at("gpus_per_member").get<int32_t>();
+  a.cpu_milli_per_member = j.at("cpu_milli").get<int64_t>();
+  a.mem_mib_per_member = j.at("mem_mib").get<int64_t>();
+  for (const auto& m : j.at("members")) {
+    a.member_node.push_back(m.at(0).get<NodeId>());
+    for (const auto& s : m.at(1))
+      a.shares.push_back({s.at(0).get<GpuId>(), s.at(1).get<int32_t>()});
+  }
+  return a;
+}
+
+std::string encode_members(const std::vector<MemberHandle>& ms) {
+  if (ms.empty()) return "";
+  nlohmann::json j = nlohmann::json::array();
+  for (const MemberHandle& m : ms) j.push_back({m.rank, m.pid, m.start_ticks});
+  return j.dump();
+}
+
+std::vector<MemberHandle> decode_members(const std::string& text) {
+  std::vector<MemberHandle> out;
+  if (text.empty()) return out;
+  for (const auto& m : nlohmann::json::parse(text)) {
+    out.push_back({m.at(0).get<int32_t>(), m.at(1).get<int64_t>(), m.at(2).get<int64_t>()});
+  }
+  return out;
+}
+
+// Whether `a` fits what the ledger has free (the cycle's decision may be stale by the time it
+// is applied: a job cancelled meanwhile still holds its GPUs until its processes end).
+bool fits(const ClusterState& st, const Allocation& a) {
+  std::map<GpuId, int64_t> gpu;
+  std::map<NodeId, int64_t> members;
+  for (const GpuShare& s : a.shares) gpu[s.gpu] += s.milli;
+  for (NodeId n : a.member_node) ++members[n];
+  for (const auto& [g, milli] : gpu) {
+    if (st.gpu_free(g) < milli) return false;
+  }
+  for (const auto& [n, k] : members) {
+    if (st.node_free_cpu(n) < k * a.cpu_milli_per_member) return false;
+    if (st.node_free_mem(n) < k * a.mem_mib_per_member) return false;
+  }
+  return true;
+}
+
+bool valid_tenant_name(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+  });
+}
+
+constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                    0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+
+}  // namespace
+
+Service::Service(ServiceOptions opt)
+    : opt_(std::move(opt)),
+      cluster_(build_cluster(opt_, gpu_index_)),
+      store_(std::make_unique<Store>(opt_.db_path, Store::Options{opt_.sync_full})),
+      backend_(opt_.work_dir),
+      policy_(make_policy(opt_.policy, opt_.seed)),
+      state_(cluster_) {
+  counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));
+  counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
+  std::lock_guard lock(mu_);
+  if (!opt_.queues_path.empty()) {
+    tree_template_ = load_queue_tree(opt_.queues_path);
+    tree_template_.validate_against(cluster_);
+    flat_tree_ = false;
+  }
+  for (const TenantRow& t : store_->tenants()) {
+    tenants_.intern(t.name);
+    token_tenant_[t.token_sha256] = t.name;
+  }
+  admin_hash_ = store_->setting("admin_token_sha256").value_or("");
+  recover();
+}
+
+Service::~Service() {
+  stop();
+}
+
+double Service::now() const {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void Service::rebind_locked() {
+  auto t = std::make_shared<QueueTree>(flat_tree_ ? QueueTree::flat(tenants_) : tree_template_);
+  t->bind(tenants_, opt_.queues_path.empty() ? "tenants" : opt_.queues_path);
+  tree_ = std::move(t);
+}
+
+JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where) {
+  JobSpec s;
+  s.name = req.name;
+  s.tenant = tenant;
+  s.source = where;
+  s.min_members = req.min_members;
+  s.max_members = req.max_members;
+  s.demand.gpus = req.gpus;
+  s.demand.gpu_milli = req.gpu_milli;
+  s.demand.cpu_milli = req.cpu_milli;
+  s.demand.mem_mib = req.mem_mib;
+  if (!req.gpu_types.empty()) {
+    s.allowed_types = 0;
+    for (const std::string& name : req.gpu_types) {
+      auto t = cluster_.gpu_types().find(name);
+      if (!t) {
+        throw ServiceError(ServiceError::kInfeasible, "resources.gpu_types",
+                           "GPU type '" + name + "' does not exist in this cluster");
+      }
+      s.allowed_types |= GpuTypeMask{1} << *t;
+    }
+  }
+  if (req.span == "nvlink") s.max_span = Level::kNvlDomain;
+  if (req.span == "node") s.max_span = Level::kNode;
+  if (req.span == "rack") s.max_span = Level::kRack;
+  if (req.span == "spine") s.max_span = Level::kSpine;
+  s.sla_max_queueing = req.sla_max_queueing_seconds;
+  s.duration_estimate = req.duration_estimate_seconds;
+  const QueueId leaf = tree_->leaf_of(tenant);
+  const QueueSpec& q = tree_->queue(leaf == kNoId ? kRootQueue : leaf);
+  if (!req.priority_class.empty()) {
+    parse_priority_class(req.priority_class, s.priority);
+    s.priority_given = true;
+  } else if (q.has_default_class) {
+    s.priority = q.default_class;
+  }
+  if ((q.allowed_classes & class_bit(s.priority)) == 0) {
+    throw ServiceError(
+        ServiceError::kForbidden, "priority_class",
+        "queue " + q.path + " does not allow priority class " + std::string(to_string(s.priority)));
+  }
+  if (s.sla_max_queueing < 0) s.sla_max_queueing = q.default_sla_seconds;
+  if (auto why = infeasible_reason(cluster_, s)) {
+    throw ServiceError(ServiceError::kInfeasible, "resources", "can never run here: " + *why);
+  }
+  return s;
+}
+
+void Service::recover() {
+  const double t = now();
+  std::vector<JobRow> rows = store_->load_jobs();
+  for (const JobRow& r : rows) tenants_.intern(r.tenant);
+  rebind_locked();
+  std::vector<const JobRow*> dirty;
+  for (JobRow& r : rows) {
+    auto j = std::make_unique<Job>();
+    j->row = std::move(r);
+    JobRow& row = j->row;
+    const TenantId tid = *tenants_.find(row.tenant);
+    try {
+      j->spec = to_spec_locked(row.spec, tid, "job " + std::to_string(row.id));
+    } catch (const ServiceError& e) {
+      j->spec.name = row.spec.name;
+      j->spec.tenant = tid;
+      if (!is_terminal(row.state)) {  // the cluster changed under it (fewer GPUs configured)
+        row.state = JobState::kFailed;
+        row.finished_at = t;
+        row.message = std::string("after restart: ") + e.what();
+        dirty.push_back(&row);
+      }
+    }
+    if (!row.idempotency_key.empty()) idempotency_[{row.tenant, row.idempotency_key}] = row.id;
+    j->queued_since = row.submitted_at;
+    j->members = decode_members(row.processes);
+    Allocation alloc = decode_allocation(row.allocation);
+    const bool has_processes = !j->members.empty();
+    auto requeue = [&](const std::string& why) {
+      row.state = JobState::kPending;
+      row.allocation.clear();
+      row.processes.clear();
+      row.message = why;
+      j->members.clear();
+      j->queued_since = t;
+      dirty.push_back(&row);
+    };
+    switch (row.state) {
+      case JobState::kPending:
+        break;
+      case JobState::kRunning:
+        if (!has_processes) {
+          requeue("requeued after a restart: it had not been launched");
+          break;
+        }
+        {
+          const auto st = backend_.poll(static_cast<uint64_t>(row.id),
+                                        static_cast<uint32_t>(row.attempts), j->members);
+          const bool all_lost = std::all_of(st.begin(), st.end(), [](const MemberStatus& m) {
+            return m.phase == MemberPhase::kLost;
+          });
+          if (all_lost) {
+            requeue("requeued after a restart: its processes were gone");
+            break;
+          }
+        }
+        if (!alloc.empty() && fits(state_, alloc)) {
+          state_.allocate(alloc);
+          j->alloc = std::move(alloc);
+        }
+        break;
+      case JobState::kPreempted:
+        if (!has_processes) {
+          requeue("preempted; requeued");
+        } else {
+          j->stopping = true;
+          backend_.signal(j->members, SIGTERM);
+          j->kill_at = t + opt_.checkpoint_grace_seconds;
+        }
+        break;
+      case JobState::kCancelled:
+        if (row.finished_at < 0) {
+          if (has_processes) {
+            j->stopping = true;
+            backend_.signal(j->members, SIGKILL);
+            if (!alloc.empty() && fits(state_, alloc)) {
+              state_.allocate(alloc);
+              j->alloc = std::move(alloc);
+            }
+          } else {
+            row.finished_at = t;
+            dirty.push_back(&row);
+          }
+        }
+        break;
+      default:
+        break;
+    }
+    if (row.state == JobState::kPending) pending_.push_back(j.get());
+    if (!j->alloc.empty() || !j->members.empty()) active_[row.id] = j.get();
+    jobs_.emplace(row.id, std::move(j));
+  }
+  if (!dirty.empty()) store_->update_jobs(dirty);
+}
+
+void Service::start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { run_loop(); });
+}
+
+void Service::stop() {
+  stop_ = true;
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Service::run_loop() {
+  auto last_cycle = Clock::now() - std::chrono::hours(1);
+  const auto poll = std::chrono::duration<double>(opt_.poll_interval_seconds);
+  const auto cycle_every = std::chrono::duration<double>(opt_.cycle_interval_seconds);
+  while (!stop_) {
+    poll_processes();
+    launch_ready();
+    bool run = false;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, poll, [&] { return stop_.load() || dirty_; });
+      run = dirty_ || Clock::now() - last_cycle >= cycle_every;
+    }
+    if (stop_) break;
+    if (run) {
+      run_cycle();
+      last_cycle = Clock::now();
+    }
+  }
+}
+
+void Service::tick() {
+  poll_processes();
+  launch_ready();
+  run_cycle();
+}
+
+void Service::release_locked(Job& j) {
+  if (!j.alloc.empty()) {
+    state_.release(j.alloc);
+    j.alloc = Allocation{};
+    dirty_ = true;
+  }
+  j.row.allocation.clear();
+}
+
+void Service::poll_processes() {
+  std::lock_guard lock(mu_);
+  const double t = now();
+  std::vector<const JobRow*> dirty;
+  for (auto& [id, jp] : active_) {
+    Job& j = *jp;
+    if (j.members.empty()) continue;
+    const auto st =
+        backend_.poll(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), j.members);
+    const bool all_gone = std::none_of(st.begin(), st.end(), [](const MemberStatus& m) {
+      return m.phase == MemberPhase::kRunning;
+    });
+    if (!all_gone) {
+      if (j.row.state == JobState::kRunning && !j.stopping) {
+        // A gang fails together: one member that failed stops the others.
+        for (const MemberStatus& m : st) {
+          if (m.phase == MemberPhase::kRunning) continue;
+          if (m.phase == MemberPhase::kExited && m.exit_code == 0) continue;
+          j.failure = m.phase == MemberPhase::kLost
+                          ? "rank " + std::to_string(m.rank) + " was killed"
+                          : "rank " + std::to_string(m.rank) + " exited with code " +
+                                std::to_string(m.exit_code);
+          if (m.phase == MemberPhase::kExited) j.failure_code = m.exit_code;
+          j.stopping = true;
+          j.kill_at = -1;
+          backend_.signal(j.members, SIGKILL);
+          break;
+        }
+      } else if (j.stopping && j.kill_at >= 0 && t >= j.kill_at) {
+        backend_.signal(j.members, SIGKILL);
+        j.kill_at = -1;
+      }
+      continue;
+    }
+    // Every member is gone.
+    j.members.clear();
+    j.stopping = false;
+    j.kill_at = -1;
+    j.row.processes.clear();
+    if (j.row.started_at >= 0) {
+      j.attained += (t - j.row.started_at) * static_cast<double>(j.alloc.gpu_milli()) / 1000.0;
+    }
+    switch (j.row.state) {
+      case JobState::kRunning: {
+        std::optional<int32_t> code;
+        std::string why = j.failure;
+        for (const MemberStatus& m : st) {
+          if (m.phase == MemberPhase::kExited && m.exit_code != 0 && !code) {
+            code = m.exit_code;
+            if (why.empty()) {
+              why = "rank " + std::to_string(m.rank) + " exited with code " +
+                    std::to_string(m.exit_code);
+            }
+          }
+          if (m.phase == MemberPhase::kLost && why.empty()) {
+            why = "rank " + std::to_string(m.rank) + " was killed";
+          }
+        }
+        if (j.failure_code) code = j.failure_code;
+        if (why.empty()) {
+          j.row.state = JobState::kSucceeded;
+          j.row.exit_code = 0;
+        } else {
+          j.row.state = JobState::kFailed;
+          j.row.exit_code = code;
+          j.row.message = why;
+        }
+        j.row.finished_at = t;
+        ++counters_.completions;
+        break;
+      }
+      case JobState::kCancelled:
+        j.row.finished_at = t;
+        break;
+      case JobState::kPreempted:
+        j.row.state = JobState::kPending;
+        j.queued_since = t;
+        pending_.push_back(&j);
+        break;
+      default:
+        break;
+    }
+    j.failure.clear();
+    j.failure_code.reset();
+    release_locked(j);
+    dirty.push_back(&j.row);
+    dirty_ = true;
+  }
+  if (!dirty.empty()) store_->update_jobs(dirty);
+  std::erase_if(active_,
+                [](const auto& e) { return e.second->alloc.empty() && e.second->members.empty(); });
+}
+
+void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
+  LaunchSpec ls;
+  ls.job = static_cast<uint64_t>(j.row.id);
+  ls.attempt = static_cast<uint32_t>(j.row.attempts);
+  ls.name = j.row.spec.name;
+  ls.tenant = j.row.tenant;
+  ls.command = j.row.spec.command;
+  ls.env = j.row.spec.env;
+  ls.master_port = free_port();
+  const size_t gpm = static_cast<size_t>(j.alloc.gpus_per_member);
+  for (int32_t m = 0; m < j.alloc.members(); ++m) {
+    MemberLaunch ml;
+    ml.rank = m;
+    for (size_t k = 0; k < gpm; ++k) {
+      const GpuShare& s = j.alloc.shares[static_cast<size_t>(m) * gpm + k];
+      ml.gpu_indices.push_back(gpu_index_[s.gpu]);
+      ml.gpu_milli = s.milli;
+    }
+    ls.members.push_back(std::move(ml));
+  }
+  try {
+    j.members = backend_.launch(ls);
+    j.row.processes = encode_members(j.members);
+  } catch (const std::exception& e) {
+    j.row.state = JobState::kFailed;
+    j.row.finished_at = now();
+    j.row.message = std::string("could not start: ") + e.what();
+    release_locked(j);
+  }
+  dirty.push_back(&j.row);
+}
+
+void Service::begin_run_locked(Job& j, double t) {
+  j.row.state = JobState::kRunning;
+  j.row.started_at = t;
+  ++j.row.attempts;
+  j.row.message.clear();
+  j.row.allocation = encode_allocation(j.alloc);
+}
+
+void Service::launch_ready() {
+  std::lock_guard lock(mu_);
+  std::vector<const JobRow*> dirty;
+  for (auto& [id, jp] : active_) {
+    Job& j = *jp;
+    if (j.row.state != JobState::kPending || j.waits_for.empty() || j.alloc.empty()) continue;
+    const bool clear = std::all_of(j.waits_for.begin(), j.waits_for.end(), [&](int64_t v) {
+      auto it = jobs_.find(v);
+      return it == jobs_.end() || it->second->members.empty();
+    });
+    if (!clear) continue;
+    j.waits_for.clear();
+    begin_run_locked(j, now());
+    launch_locked(j, dirty);
+  }
+  if (!dirty.empty()) store_->update_jobs(dirty);
+}
+
+void Service::run_cycle() {
+  std::vector<PendingJob> pending;
+  std::vector<RunningJob> running;
+  std::shared_ptr<const QueueTree> tree;
+  Snapshot snap;
+  {
+    std::lock_guard lock(mu_);
+    dirty_ = false;
+    snap.now = now();
+    snap.cycle = ++cycle_no_;
+    pending.reserve(pending_.size());
+    for (const Job* j : pending_) {
+      pending.push_back(
+          PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
+    }
+    for (const auto& [id, jp] : active_) {
+      const Job& j = *jp;
+      if (j.row.state != JobState::kRunning || j.alloc.empty() || j.stopping) continue;
+      RunningJob r;
+      r.id = static_cast<JobId>(id);
+      r.spec = &j.spec;
+      r.alloc = &j.alloc;
+      r.start_time = j.row.started_at;
+      r.attained_gpu_seconds = j.attained + (snap.now - j.row.started_at) *
+                                                static_cast<double>(j.alloc.gpu_milli()) / 1000.0;
+      if (j.spec.duration_estimate >= 0) {
+        r.expected_end = std::max(snap.now, j.row.started_at + j.spec.duration_estimate);
+      }
+      r.last_checkpoint = j.row.started_at;
+      running.push_back(r);
+    }
+    tree = tree_;
+  }
+  snap.state = &state_;
+  snap.pending = pending;
+  snap.running = running;
+  snap.queues = tree.get();
+  // Unlocked: only this thread changes the ledger and allocations, and specs never change.
+  const auto t0 = Clock::now();
+  Decisions d = schedule_cycle(snap, policy_);
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  std::unordered_map<int64_t, PendingReason> reasons;
+  reasons.reserve(d.pending.size());
+  for (const PendingReason& r : d.pending) reasons.emplace(r.job, r);
+
+  std::lock_guard lock(mu_);
+  reasons_.swap(reasons);
+  ++counters_.cycles;
+  counters_.cycle_seconds_sum += secs;
+  for (size_t b = 0; b < counters_.cycle_bucket_bounds.size(); ++b) {
+    if (secs <= counters_.cycle_bucket_bounds[b]) ++counters_.cycle_bucket_counts[b];
+  }
+  const double t = now();
+  std::vector<const JobRow*> dirty;
+  std::vector<Job*> to_launch;
+  std::set<int64_t> started;
+  for (Start& s : d.starts) {
+    Job& j = *jobs_.at(s.job);
+    if (j.row.state != JobState::kPending) continue;  // cancelled while the cycle ran
+    for (const Preemption& p : d.preemptions) {
+      if (p.for_job != s.job) continue;
+      Job& v = *jobs_.at(p.job);
+      if (v.row.state != JobState::kRunning || v.stopping) continue;
+      v.row.state = JobState::kPreempted;
+      ++v.row.preemptions;
+      ++counters_.preemptions;
+      v.row.message = "preempted by job " + std::to_string(s.job) + " (" + j.row.tenant + ")";
+      release_locked(v);  // its GPUs pass to the preemptor, which starts once it has exited
+      v.waits_for.clear();
+      if (v.members.empty()) {  // never launched: straight back to the queue
+        v.row.state = JobState::kPending;
+        v.queued_since = t;
+        pending_.push_back(&v);
+      } else {
+        const double grace = v.row.spec.checkpoint_grace_seconds >= 0
+                                 ? v.row.spec.checkpoint_grace_seconds
+                                 : opt_.checkpoint_grace_seconds;
+        v.stopping = true;
+        v.kill_at = t + grace;
+        backend_.signal(v.members, SIGTERM);
+        j.waits_for.push_back(p.job);
+      }
+      dirty.push_back(&v.row);
+    }
+    if (!fits(state_, s.alloc)) {
+      dirty_ = true;  // decided on a stale ledger; the next cycle decides again
+      continue;
+    }
+    state_.allocate(s.alloc);
+    j.alloc = std::move(s.alloc);
+    active_[s.job] = &j;
+    started.insert(s.job);
+    ++counters_.starts;
+    // A start that preempted waits, holding its GPUs, until its victims have exited; it is
+    // still pending (to the API and in the store) until its processes start.
+    if (j.waits_for.empty()) {
+      begin_run_locked(j, t);
+      dirty.push_back(&j.row);
+      to_launch.push_back(&j);
+    }
+  }
+  if (!started.empty()) {
+    std::erase_if(pending_, [&](const Job* p) { return started.count(p->row.id) != 0; });
+  }
+  // The decision is durable before any process starts, so a crash in between cannot leave a
+  // process the store does not know belongs to a running job.
+  if (!dirty.empty()) store_->update_jobs(dirty);
+  std::vector<const JobRow*> launched;
+  for (Job* j : to_launch) launch_locked(*j, launched);
+  if (!launched.empty()) store_->update_jobs(launched);
+}
+
+std::optional<Caller> Service::authenticate(const std::string& token) const {
+  if (token.empty()) return std::nullopt;
+  const std::string h = sha256_hex(token);
+  std::lock_guard lock(mu_);
+  if (!admin_hash_.empty() && h == admin_hash_) return Caller{true, ""};
+  auto it = token_tenant_.find(h);
+  if (it == token_tenant_.end()) return std::nullopt;
+  return Caller{false, it->second};
+}
+
+void Service::set_admin_token(const std::string& token) {
+  const std::string h = sha256_hex(token);
+  std::lock_guard lock(mu_);
+  store_->set_setting("admin_token_sha256", h);
+  admin_hash_ = h;
+}
+
+bool Service::has_admin_token() const {
+  std::lock_guard lock(mu_);
+  return !admin_hash_.empty();
+}
+
+JobView Service::submit(const RequestContext& ctx, JobRequest req,
+                        const std::string& idempotency_key, bool* created) {
+  if (created != nullptr) *created = false;
+  std::lock_guard lock(mu_);
+  if (ctx.caller.admin) {
+    if (req.tenant.empty()) {
+      throw ServiceError(ServiceError::kInvalid, "tenant",
+                         "the admin submits on behalf of a tenant: name it in `tenant`");
+    }
+  } else if (req.tenant.empty()) {
+    req.tenant = ctx.caller.tenant;
+  } else if (req.tenant != ctx.caller.tenant) {
+    throw ServiceError(
+        ServiceError::kForbidden, "tenant",
+        "token of tenant " + ctx.caller.tenant + " cannot submit for tenant " + req.tenant);
+  }
+  if (!idempotency_key.empty()) {
+    auto it = idempotency_.find({req.tenant, idempotency_key});
+    if (it != idempotency_.end()) return view_locked(*jobs_.at(it->second));
+  }
+  if (!tenants_.find(req.tenant)) {
+    if (!valid_tenant_name(req.tenant) && flat_tree_) {
+      throw ServiceError(ServiceError::kInvalid, "tenant",
+                         "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
+    }
+    // A tenant without a token (the admin submits for it): it gets a queue like any other.
+    Interner before = tenants_;
+    tenants_.intern(req.tenant);
+    try {
+      rebind_locked();
+    } catch (const InputError& e) {
+      tenants_ = std::move(before);
+      rebind_locked();
+      throw ServiceError(ServiceError::kInvalid, "tenant",
+                         "tenant " + req.tenant + " names no queue of " + opt_.queues_path);
+    }
+  }
+  auto j = std::make_unique<Job>();
+  j->spec = to_spec_locked(req, *tenants_.find(req.tenant), "submitted job");
+  const double t = now();
+  j->row.tenant = req.tenant;
+  j->row.spec = std::move(req);
+  j->row.submitted_at = t;
+  j->row.idempotency_key = idempotency_key;
+  j->queued_since = t;
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, ""};
+  const int64_t id = store_->insert_job(j->row, &audit);
+  j->spec.source = "job " + std::to_string(id);
+  if (!idempotency_key.empty()) idempotency_[{j->row.tenant, idempotency_key}] = id;
+  pending_.push_back(j.get());
+  Job& ref = *j;
+  jobs_.emplace(id, std::move(j));
+  dirty_ = true;
+  wake_.notify_one();
+  if (created != nullptr) *created = true;
+  return view_locked(ref);
+}
+
+const Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
+  }
+  if (!caller.admin && it->second->row.tenant != caller.tenant) {
+    throw ServiceError(ServiceError::kForbidden, "",
+                       "job " + std::to_string(id) + " belongs to another tenant");
+  }
+  return *it->second;
+}
+
+JobView Service::cancel(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = const_cast<Job&>(visible_job_locked(ctx.caller, id));  // NOLINT: own map entry
+  if (is_terminal(j.row.state)) {
+    throw ServiceError(
+        ServiceError::kConflict, "",
+        "job " + std::to_string(id) + " already " + std::string(to_string(j.row.state)));
+  }
+  const double t = now();
+  const JobState was = j.row.state;
+  j.row.state = JobState::kCancelled;
+  j.row.message = "cancelled by " + ctx.caller.actor();
+  if (was == JobState::kPending) {
+    std::erase(pending_, &j);
+  }
+  if (j.members.empty()) {
+    j.row.finished_at = t;
+    release_locked(j);
+    j.waits_for.clear();
+  } else {
+    // Running (or stopping after preemption): TERM now, KILL after its grace.
+    const double grace = j.row.spec.checkpoint_grace_seconds >= 0
+                             ? j.row.spec.checkpoint_grace_seconds
+                             : opt_.checkpoint_grace_seconds;
+    j.stopping = true;
+    j.kill_at = t + grace;
+    backend_.signal(j.members, SIGTERM);
+  }
+  const AuditEntry audit{0,        t,   ctx.caller.actor(),         ctx.method,
+                         ctx.path, 200, "job " + std::to_string(id)};
+  store_->update_job(j.row, &audit);
+  dirty_ = true;
+  wake_.notify_one();
+  return view_locked(j);
+}
+
+std::string Service::create_tenant(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin creates tenants");
+  }
+  if (!valid_tenant_name(name)) {
+    throw ServiceError(ServiceError::kInvalid, "name",
+                       "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [h, t] : token_tenant_) {
+    if (t == name) {
+      throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
+    }
+  }
+  if (!tenants_.find(name)) {
+    Interner before = tenants_;
+    tenants_.intern(name);
+    try {
+      rebind_locked();
+    } catch (const InputError&) {
+      tenants_ = std::move(before);
+      rebind_locked();
+      throw ServiceError(ServiceError::kInvalid, "name",
+                         "tenant " + name + " names no queue of " + opt_.queues_path);
+    }
+  }
+  const std::string token = new_token();
+  const double t = now();
+  const TenantRow row{name, sha256_hex(token), t};
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, "tenant " + name};
+  if (!store_->add_tenant(row, &audit)) {
+    throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
+  }
+  token_tenant_[row.token_sha256] = name;
+  return token;
+}
+
+void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target) {
+  store_->add_audit(AuditEntry{0, now(),
+                               ctx.caller.actor().empty() ? "anonymous" : ctx.caller.actor(),
+                               ctx.method, ctx.path, status, target});
+}
+
+JobView Service::view_locked(const Job& j) const {
+  JobView v;
+  v.row = j.row;
+  if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
+    std::string ids;
+    for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
+    v.pending_reason =
+        "starting: placed, waiting for preempted job " + ids + " to exit (checkpoint grace)";
+  } else if (auto it = reasons_.find(j.row.id);
+             j.row.state == JobState::kPending && it != reasons_.end()) {
+    const PendingReason& r = it->second;
+    const std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
+    const std::string queue =
+        r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
+    v.pending_reason = describe(r, blocker, queue);
+  }
+  const size_t gpm = static_cast<size_t>(j.alloc.gpus_per_member);
+  for (int32_t m = 0; m < j.alloc.members(); ++m) {
+    MemberPlacement p;
+    p.rank = m;
+    p.node = cluster_.node(j.alloc.member_node[static_cast<size_t>(m)]).name;
+    for (size_t k = 0; k < gpm; ++k) {
+      const GpuShare& s = j.alloc.shares[static_cast<size_t>(m) * gpm + k];
+      p.gpus.push_back(gpu_index_[s.gpu]);
+      p.gpu_milli = s.milli;
+    }
+    v.placement.push_back(std::move(p));
+  }
+  return v;
+}
+
+JobView Service::job(const Caller& caller, int64_t id) const {
+  std::lock_guard lock(mu_);
+  return view_locked(visible_job_locked(caller, id));
+}
+
+std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) const {
+  std::lock_guard lock(mu_);
+  std::vector<JobView> out;
+  for (auto it = jobs_.upper_bound(f.after); it != jobs_.end() && out.size() < f.limit; ++it) {
+    const JobRow& r = it->second->row;
+    if (!caller.admin && r.tenant != caller.tenant) continue;
+    if (!f.tenant.empty() && r.tenant != f.tenant) continue;
+    if (f.state && r.state != *f.state) continue;
+    out.push_back(view_locked(*it->second));
+  }
+  return out;
+}
+
+std::string Service::logs(const Caller& caller, int64_t id, int32_t rank,
+                          int64_t tail_bytes) const {
+  std::string path;
+  {
+    std::lock_guard lock(mu_);
+    const Job& j = visible_job_locked(caller, id);
+    if (j.row.attempts == 0) {
+      throw ServiceError(ServiceError::kNotFound, "",
+                         "job " + std::to_string(id) + " has not started, so it has no logs");
+    }
+    const int32_t world = j.row.spec.max_members;
+    if (rank < 0 || rank >= world) {
+      throw ServiceError(ServiceError::kInvalid, "rank",
+                         "rank must be in 0.." + std::to_string(world - 1));
+    }
+    path =
+        backend_.log_path(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), rank);
+  }
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = tail_bytes > 0 && size > tail_bytes ? size - tail_bytes : 0;
+  in.seekg(from);
+  std::string out(static_cast<size_t>(size - from), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  return out;
+}
+
+std::vector<QueueView> Service::queues(const Caller&) const {
+  std::lock_guard lock(mu_);
+  std::vector<PendingJob> pending;
+  std::vector<RunningJob> running;
+  std::map<TenantId, std::pair<int64_t, int64_t>> counts;  // pending, running
+  for (const Job* j : pending_) {
+    pending.push_back(
+        PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
+    ++counts[j->spec.tenant].first;
+  }
+  for (const auto& [id, jp] : active_) {
+    if (jp->alloc.empty()) continue;
+    RunningJob r;
+    r.id = static_cast<JobId>(id);
+    r.spec = &jp->spec;
+    r.alloc = &jp->alloc;
+    running.push_back(r);
+    ++counts[jp->spec.tenant].second;
+  }
+  Snapshot snap;
+  snap.now = now();
+  snap.state = &state_;
+  snap.pending = pending;
+  snap.running = running;
+  snap.queues = tree_.get();
+  const QueueShares shares = compute_queue_shares(snap);
+  const QueueTree& tree = *shares.tree;
+  std::vector<QueueView> out;
+  for (QueueId q = 0; q < tree.size(); ++q) {
+    const QueueSpec& spec = tree.queue(q);
+    QueueView v;
+    v.path = q == kRootQueue ? "/" : spec.path;
+    v.weight = spec.weight;
+    v.guarantee_gpus = static_cast<double>(spec.guarantee[kGpuDim]) / 1000.0;
+    v.limit_gpus =
+        spec.limit[kGpuDim] >= kUnlimited ? -1 : static_cast<double>(spec.limit[kGpuDim]) / 1000.0;
+    v.holds_gpus = static_cast<double>(shares.usage[q][kGpuDim]) / 1000.0;
+    v.fair_share_gpus = static_cast<double>(shares.entitled[q][kGpuDim]) / 1000.0;
+    for (TenantId t = 0; t < tenants_.size(); ++t) {
+      QueueId leaf = tree.leaf_of(t);
+      // A tenant counts toward every queue on its leaf's path.
+      for (QueueId a = leaf; a != kNoId; a = tree.queue(a).parent) {
+        if (a == q) {
+          v.pending_jobs += counts[t].first;
+          v.running_jobs += counts[t].second;
+          break;
+        }
+        if (a == kRootQueue) break;
+      }
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<NodeView> Service::nodes() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeView> out;
+  for (NodeId n = 0; n < cluster_.nodes().size(); ++n) {
+    const Node& node = cluster_.node(n);
+    NodeView v;
+    v.name = node.name;
+    v.gpu_type = cluster_.gpu_types().at(node.gpu_type).name;
+    for (uint16_t k = 0; k < node.num_gpus; ++k) {
+      const GpuId g = node.first_gpu + k;
+      v.gpus.push_back(GpuView{gpu_index_[g], state_.gpu_free(g)});
+    }
+    v.cpu_milli = node.cpu_milli;
+    v.free_cpu_milli = state_.node_free_cpu(n);
+    v.mem_mib = node.mem_mib;
+    v.free_mem_mib = state_.node_free_mem(n);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<TenantRow> Service::tenants() const {
+  return store_->tenants();
+}
+
+std::vector<AuditEntry> Service::audit_log(size_t limit) const {
+  return store_->audit_log(limit);
+}
+
+ServiceMetrics Service::metrics() const {
+  std::lock_guard lock(mu_);
+  ServiceMetrics m = counters_;
+  std::vector<ServiceMetrics::Tenant> by(tenants_.size());
+  for (TenantId t = 0; t < tenants_.size(); ++t) by[t].name = tenants_.name(t);
+  for (const Job* j : pending_) ++by[j->spec.tenant].pending;
+  for (const auto& [id, jp] : active_) {
+    if (jp->row.state == JobState::kRunning) {
+      ++by[jp->spec.tenant].running;
+      ++m.running_jobs;
+    }
+    by[jp->spec.tenant].gpus_allocated += static_cast<double>(jp->alloc.gpu_milli()) / 1000.0;
+  }
+  m.pending_jobs = static_cast<int64_t>(pending_.size());
+  m.gpus_total = cluster_.num_gpus();
+  m.gpus_allocated = static_cast<double>(state_.allocated_milli()) / 1000.0;
+  m.tenants = std::move(by);
+  return m;
+}
+
+}  // namespace tessera

@@ -1,0 +1,237 @@
+// The long-running scheduler service behind `tessera serve`: it holds the jobs, tenants and
+// cluster, runs the engine's scheduling cycle on events and on a timer, dispatches the
+// decisions to the local backend, watches the processes, and persists every state transition
+// (store/). After a restart it reloads the jobs and reconciles the running ones with their
+// processes: still running (adopted), finished while it was down (their exit files say how),
+// or gone (requeued).
+//
+// Threads: API threads call the public methods; one scheduler thread (start()) polls the
+// processes and runs cycles. One mutex guards the jobs; the engine's cycle runs outside it on
+// a snapshot (job specs never change after submission and only the scheduler thread changes
+// the ledger, so the cycle can read both unlocked) and its decisions are re-checked against
+// what changed meanwhile (a job cancelled during the cycle does not start).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/local_backend.h"
+#include "engine/decisions.h"
+#include "engine/policy.h"
+#include "model/cluster.h"
+#include "model/cluster_state.h"
+#include "model/job.h"
+#include "model/queue_tree.h"
+#include "store/store.h"
+
+namespace tessera {
+
+struct ServiceOptions {
+  std::string db_path = "tessera.db";
+  std::string work_dir = "tessera-jobs";  // the local backend's root (logs, working dirs)
+  // GPUs to schedule: > 0 = this many virtual GPUs (no device behind them); 0 = discover with
+  // nvidia-smi, and fall back to kDefaultVirtualGpus when there is none.
+  int virtual_gpus = 0;
+  std::string nvidia_smi = "nvidia-smi";
+  std::string queues_path;  // queue tree YAML; empty = one queue per tenant, equal weights
+  std::string policy = "fair";
+  uint64_t seed = 0;
+  double checkpoint_grace_seconds = 30;  // SIGTERM .. SIGKILL, for jobs that name none
+  double cycle_interval_seconds = 1.0;   // a cycle at least this often (besides events)
+  double poll_interval_seconds = 0.05;   // how often processes are checked
+  bool sync_full = false;                // Store::Options::sync_full
+};
+inline constexpr int kDefaultVirtualGpus = 8;
+
+// Who is asking: the admin, or one tenant.
+struct Caller {
+  bool admin = false;
+  std::string tenant;
+  std::string actor() const { return admin ? "admin" : tenant; }
+};
+
+// What an API call is, for the audit log.
+struct RequestContext {
+  Caller caller;
+  std::string method;
+  std::string path;
+};
+
+// A refused request. The API maps kinds to HTTP statuses.
+class ServiceError : public std::runtime_error {
+ public:
+  enum Kind { kInvalid, kUnauthorized, kForbidden, kNotFound, kConflict, kInfeasible };
+  ServiceError(Kind kind, std::string field, const std::string& message)
+      : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
+  Kind kind() const { return kind_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  Kind kind_;
+  std::string field_;
+};
+
+// One member's place, for the API.
+struct MemberPlacement {
+  int32_t rank = 0;
+  std::string node;
+  std::vector<int32_t> gpus;  // host GPU indices
+  int32_t gpu_milli = 1000;
+};
+
+// A job as the API shows it.
+struct JobView {
+  JobRow row;
+  std::string pending_reason;  // in words; "" when not pending
+  std::vector<MemberPlacement> placement;
+};
+
+struct JobFilter {
+  std::optional<JobState> state;
+  std::string tenant;  // "" = all the caller may see
+  int64_t after = 0;   // ids greater than this
+  size_t limit = 500;
+};
+
+struct QueueView {
+  std::string path;
+  double weight = 1;
+  double guarantee_gpus = 0;
+  double limit_gpus = -1;  // -1 = none
+  double holds_gpus = 0;
+  double fair_share_gpus = 0;
+  int64_t pending_jobs = 0;
+  int64_t running_jobs = 0;
+};
+
+struct GpuView {
+  int32_t index = 0;
+  int32_t free_milli = 0;
+};
+struct NodeView {
+  std::string name;
+  std::string gpu_type;
+  std::vector<GpuView> gpus;
+  int64_t cpu_milli = 0, free_cpu_milli = 0, mem_mib = 0, free_mem_mib = 0;
+};
+
+// Counters and gauges for /metrics.
+struct ServiceMetrics {
+  struct Tenant {
+    std::string name;
+    int64_t pending = 0;
+    int64_t running = 0;
+    double gpus_allocated = 0;
+  };
+  std::vector<Tenant> tenants;
+  int64_t running_jobs = 0;
+  int64_t pending_jobs = 0;
+  double gpus_total = 0;
+  double gpus_allocated = 0;
+  std::vector<double> cycle_bucket_bounds;    // seconds (Prometheus "le")
+  std::vector<uint64_t> cycle_bucket_counts;  // cumulative, one per bound
+  uint64_t cycles = 0;
+  double cycle_seconds_sum = 0;
+  uint64_t starts = 0, preemptions = 0, completions = 0;
+};
+
+class Service {
+ public:
+  // Opens the store, builds the cluster (virtual GPUs or nvidia-smi), loads the queue tree and
+  // the jobs, and reconciles running jobs with their processes. Throws (StoreError,
+  // InputError, std::runtime_error) naming what is wrong.
+  explicit Service(ServiceOptions opt);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  void start();  // the scheduler thread
+  void stop();   // stops it; running jobs keep running (adopted again after a restart)
+
+  // Authentication: the caller a bearer token stands for, or nullopt.
+  std::optional<Caller> authenticate(const std::string& token) const;
+  // Replaces the admin token (its hash is stored).
+  void set_admin_token(const std::string& token);
+  bool has_admin_token() const;
+
+  // Each mutating call writes its audit entry in the same transaction as its change.
+  JobView submit(const RequestContext& ctx, JobRequest req, const std::string& idempotency_key,
+                 bool* created);
+  JobView cancel(const RequestContext& ctx, int64_t id);
+  // Returns the new tenant's token (shown once).
+  std::string create_tenant(const RequestContext& ctx, const std::string& name);
+  // A refused mutating request still leaves a trace.
+  void audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target);
+
+  JobView job(const Caller& caller, int64_t id) const;
+  std::vector<JobView> jobs(const Caller& caller, const JobFilter& f) const;
+  std::string logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const;
+  std::vector<QueueView> queues(const Caller& caller) const;
+  std::vector<NodeView> nodes() const;
+  std::vector<TenantRow> tenants() const;
+  std::vector<AuditEntry> audit_log(size_t limit) const;
+  ServiceMetrics metrics() const;
+
+  const Cluster& cluster() const { return cluster_; }
+  // Runs one poll + cycle now (tests; the scheduler thread does this on its own).
+  void tick();
+
+ private:
+  struct Job;
+  void rebind_locked();
+  void recover();
+  JobSpec to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where);
+  JobView view_locked(const Job& j) const;
+  const Job& visible_job_locked(const Caller& caller, int64_t id) const;
+  void run_loop();
+  void poll_processes();
+  void run_cycle();
+  void launch_ready();
+  void begin_run_locked(Job& j, double t);
+  void launch_locked(Job& j, std::vector<const JobRow*>& dirty);
+  void release_locked(Job& j);
+  double now() const;
+
+  ServiceOptions opt_;
+  std::vector<int32_t> gpu_index_;  // host GPU index of each GpuId (filled with cluster_)
+  Cluster cluster_;
+  std::unique_ptr<Store> store_;
+  LocalBackend backend_;
+  Policy policy_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool dirty_ = true;  // something happened that may change a decision
+  ClusterState state_;
+  Interner tenants_;
+  std::map<std::string, std::string> token_tenant_;  // token sha256 -> tenant
+  std::string admin_hash_;
+  QueueTree tree_template_;                // as loaded (unbound)
+  std::shared_ptr<const QueueTree> tree_;  // bound to tenants_; replaced, never mutated
+  bool flat_tree_ = true;
+  std::map<int64_t, std::unique_ptr<Job>> jobs_;  // every job; entries are never erased
+  std::vector<Job*> pending_;                     // waiting for a cycle, in arrival order
+  // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
+  // cycles walk, so their cost does not grow with the jobs ever submitted.
+  std::map<int64_t, Job*> active_;
+  // Why each pending job waits, as of the last cycle (replaced whole each cycle).
+  std::unordered_map<int64_t, PendingReason> reasons_;
+  std::map<std::pair<std::string, std::string>, int64_t> idempotency_;  // (tenant, key) -> id
+  uint64_t cycle_no_ = 0;
+  ServiceMetrics counters_;
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,505 @@
+#include "store/job_request.h"
+
+#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <initializer_list>
+#include <limits>
+#include <system_error>
+
+#include "model/csv.h"
+#include "model/job.h"
+#include "model/yaml_util.h"
+
+namespace tessera {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxNameChars = 63;
+constexpr size_t kMaxTenantChars = 255;
+constexpr int64_t kMaxGangMembers = 100000;
+constexpr int64_t kMaxGpusPerMember = 64;
+constexpr size_t kMaxCommandArgs = 4096;
+// Quantities beyond this (before the unit) are typos; the bound also keeps the conversions to
+// milli-CPU and MiB far from int64 overflow (1e12 Ti is below 2^63 MiB).
+constexpr double kMaxQuantity = 1e12;
+// A YAML alias expands to a copy of its anchor in the JSON tree, so a document of nested
+// aliases ("billion laughs") could expand exponentially; no real job spec comes near this.
+constexpr size_t kMaxYamlNodes = 1 << 18;
+
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+bool env_name_char(char c, bool first) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         (!first && c >= '0' && c <= '9');
+}
+
+// A value as quoted in an error message, cut short so a huge value cannot flood the log.
+std::string show(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  constexpr size_t kMax = 80;
+  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
+  return s;
+}
+
+std::string join(std::initializer_list<std::string_view> names) {
+  std::string out;
+  for (std::string_view n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+// Reads a job spec out of a JSON tree. `lenient_scalars` is set for trees converted from YAML:
+// there a scalar's type is a guess from its spelling (`BATCH: 64` is a number, `tag: 1.10` a
+// number that lost its zero), so each field reads a scalar by the text the user wrote instead:
+// a string field takes a number or boolean (the YAML conversion only makes numbers whose JSON
+// spelling is the original text, so the text comes back exactly), and a number field takes a
+// string that spells a number. JSON clients state their types, so for them both are errors.
+class Reader {
+ public:
+  explicit Reader(bool lenient_scalars) : lenient_(lenient_scalars) {}
+
+  JobRequest read(const json& j) const {
+    if (!j.is_object()) fail("", "expected an object (the job spec), got " + show(j));
+    check_keys(j, "",
+               {"name", "tenant", "gang", "resources", "priority_class", "span", "sla",
+                "duration_estimate", "checkpoint_grace", "command", "env"});
+    JobRequest r;
+    r.name = name(required(j, "name", ""), "name");
+    if (const json* v = optional(j, "tenant")) r.tenant = tenant(*v, "tenant");
+    if (const json* v = optional(j, "gang")) gang(*v, r);
+    if (const json* v = optional(j, "resources")) resources(*v, r);
+    if (const json* v = optional(j, "priority_class")) {
+      const std::string s = string(*v, "priority_class");
+      PriorityClass p = PriorityClass::kResearch;
+      if (!parse_priority_class(s, p)) {
+        fail("priority_class",
+             "expected one of inference-critical, production, research, best-effort, got " +
+                 show(*v));
+      }
+      r.priority_class = std::string(to_string(p));
+    }
+    if (const json* v = optional(j, "span")) {
+      r.span = string(*v, "span");
+      if (r.span != "nvlink" && r.span != "node" && r.span != "rack" && r.span != "spine")
+        fail("span", "expected one of nvlink, node, rack, spine, got " + show(*v));
+    }
+    if (const json* v = optional(j, "sla")) {
+      check_keys(*v, "sla", {"max_queueing"});
+      if (const json* q = optional(*v, "max_queueing"))
+        r.sla_max_queueing_seconds = duration(*q, "sla.max_queueing");
+    }
+    if (const json* v = optional(j, "duration_estimate"))
+      r.duration_estimate_seconds = duration(*v, "duration_estimate");
+    if (const json* v = optional(j, "checkpoint_grace"))
+      r.checkpoint_grace_seconds = duration(*v, "checkpoint_grace");
+    command(required(j, "command", ""), r);
+    if (const json* v = optional(j, "env")) env(*v, r);
+    return r;
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& field, const std::string& msg) {
+    throw FieldError(field, msg);
+  }
+
+  static std::string path(const std::string& where, std::string_view key) {
+    return where.empty() ? std::string(key) : where + "." + std::string(key);
+  }
+
+  // Unknown keys are errors: a misspelt key would otherwise silently take its default.
+  static void check_keys(const json& obj, const std::string& where,
+                         std::initializer_list<std::string_view> known) {
+    if (!obj.is_object()) fail(where, "expected an object, got " + show(obj));
+    for (const auto& kv : obj.items()) {
+      bool ok = false;
+      for (std::string_view k : known) ok = ok || k == kv.key();
+      if (!ok) fail(path(where, kv.key()), "unknown key (known: " + join(known) + ")");
+    }
+  }
+
+  // A present, non-null member, or nullptr: null means "not given", as an absent key does.
+  static const json* optional(const json& obj, std::string_view key) {
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  static const json& required(const json& obj, std::string_view key, const std::string& where) {
+    const json* v = optional(obj, key);
+    if (v == nullptr) fail(path(where, key), "required");
+    return *v;
+  }
+
+  std::string string(const json& v, const std::string& field) const {
+    if (v.is_string()) return v.get<std::string>();
+    if (lenient_ && (v.is_number() || v.is_boolean())) return v.dump();
+    fail(field, "expected a string, got " + show(v));
+  }
+
+  // The number a scalar spells, if any: JSON numbers, and in lenient mode numeric strings.
+  bool number(const json& v, double& out) const {
+    if (v.is_number()) {
+      out = v.get<double>();
+      return std::isfinite(out);
+    }
+    if (lenient_ && v.is_string()) return csv::parse_double(v.get_ref<const std::string&>(), out);
+    return false;
+  }
+
+  // An integer in [min, max]. An integral float (2.0, as some JSON encoders write) counts.
+  int64_t integer(const json& v, const std::string& field, int64_t min, int64_t max) const {
+    if (v.is_number_integer()) {
+      // Unsigned values above INT64_MAX read as negative; compare as the right type.
+      if (v.is_number_unsigned()) {
+        const uint64_t u = v.get<uint64_t>();
+        if (u <= static_cast<uint64_t>(max) && static_cast<int64_t>(u) >= min)
+          return static_cast<int64_t>(u);
+      } else {
+        const int64_t i = v.get<int64_t>();
+        if (i >= min && i <= max) return i;
+      }
+    } else {
+      double d = 0;
+      if (number(v, d) && d == std::floor(d) && d >= static_cast<double>(min) &&
+          d <= static_cast<double>(max)) {
+        return static_cast<int64_t>(d);
+      }
+    }
+    const std::string range = max == std::numeric_limits<int64_t>::max()
+                                  ? ">= " + std::to_string(min)
+                                  : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    fail(field, "expected an integer " + range + ", got " + show(v));
+  }
+
+  std::string name(const json& v, const std::string& field) const {
+    const std::string s = string(v, field);
+    if (s.empty() || s.size() > kMaxNameChars) {
+      fail(field, "expected 1 to " + std::to_string(kMaxNameChars) + " characters, got " +
+                      std::to_string(s.size()));
+    }
+    for (char c : s) {
+      if (!name_char(c))
+        fail(field, "expected only letters, digits, '.', '_' and '-', got " + show(v));
+    }
+    return s;
+  }
+
+  // A tenant is a queue path: names as above, joined by '/' (research/nlp).
+  std::string tenant(const json& v, const std::string& field) const {
+    const std::string s = string(v, field);
+    if (s.empty() || s.size() > kMaxTenantChars) {
+      fail(field, "expected 1 to " + std::to_string(kMaxTenantChars) + " characters, got " +
+                      std::to_string(s.size()));
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c == '/') {
+        if (i == 0 || i + 1 == s.size() || s[i - 1] == '/')
+          fail(field, "expected a queue path like research/nlp (no empty parts), got " + show(v));
+      } else if (!name_char(c)) {
+        fail(field, "expected only letters, digits, '.', '_', '-' and '/', got " + show(v));
+      }
+    }
+    return s;
+  }
+
+  void gang(const json& v, JobRequest& r) const {
+    if (!v.is_object()) {
+      const auto n = static_cast<int32_t>(integer(v, "gang", 1, kMaxGangMembers));
+      r.min_members = r.max_members = n;
+      return;
+    }
+    check_keys(v, "gang", {"min", "max"});
+    const json* min = optional(v, "min");
+    const json* max = optional(v, "max");
+    // {max: 8} alone is an elastic gang that may start with one member.
+    r.min_members = min ? static_cast<int32_t>(integer(*min, "gang.min", 1, kMaxGangMembers)) : 1;
+    r.max_members =
+        max ? static_cast<int32_t>(integer(*max, "gang.max", 1, kMaxGangMembers)) : r.min_members;
+    if (r.min_members > r.max_members) {
+      fail("gang", "min (" + std::to_string(r.min_members) + ") must not exceed max (" +
+                       std::to_string(r.max_members) + ")");
+    }
+  }
+
+  void gpus(const json& v, JobRequest& r) const {
+    double d = 0;
+    if (number(v, d)) {
+      if (d == std::floor(d) && d >= 0 && d <= static_cast<double>(kMaxGpusPerMember)) {
+        r.gpus = static_cast<int32_t>(d);
+        r.gpu_milli = 1000;
+        return;
+      }
+      if (d > 0 && d < 1) {
+        const auto milli = static_cast<int32_t>(std::lround(d * 1000));
+        if (milli >= 1 && milli <= 999) {
+          r.gpus = 1;
+          r.gpu_milli = milli;
+          return;
+        }
+      }
+    }
+    fail("resources.gpus", "expected an integer in [0, " + std::to_string(kMaxGpusPerMember) +
+                               "] or a fraction in [0.001, 0.999], got " + show(v));
+  }
+
+  // The text of a Kubernetes quantity: a string, or a number written out.
+  std::string quantity_text(const json& v, const std::string& field) const {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return v.dump();
+    fail(field,
+         "expected a quantity (a number or a string like \"500m\" or \"16Gi\"), got " + show(v));
+  }
+
+  // Rejects quantities whose number (before the unit) is negative, not finite or absurd.
+  static bool quantity_in_range(std::string_view s) {
+    double v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && p != s.data() && std::isfinite(v) && v >= 0 && v <= kMaxQuantity;
+  }
+
+  void resources(const json& v, JobRequest& r) const {
+    check_keys(v, "resources", {"gpus", "cpu", "memory", "gpu_types"});
+    if (const json* g = optional(v, "gpus")) gpus(*g, r);
+    if (const json* c = optional(v, "cpu")) {
+      const std::string s = quantity_text(*c, "resources.cpu");
+      if (!quantity_in_range(s) || !parse_cpu_quantity(s, r.cpu_milli) || r.cpu_milli < 0) {
+        fail("resources.cpu",
+             "expected a non-negative CPU quantity like 4, 0.5 or \"500m\", got " + show(*c));
+      }
+    }
+    if (const json* m = optional(v, "memory")) {
+      const std::string s = quantity_text(*m, "resources.memory");
+      if (!quantity_in_range(s) || !parse_memory_quantity(s, r.mem_mib) || r.mem_mib < 0) {
+        fail("resources.memory",
+             "expected a non-negative memory quantity like \"16Gi\" or \"512Mi\", got " + show(*m));
+      }
+    }
+    if (const json* t = optional(v, "gpu_types")) {
+      if (!t->is_array()) fail("resources.gpu_types", "expected an array, got " + show(*t));
+      for (size_t i = 0; i < t->size(); ++i) {
+        const std::string field = "resources.gpu_types[" + std::to_string(i) + "]";
+        std::string s = string((*t)[i], field);
+        if (s.empty()) fail(field, "must not be empty");
+        r.gpu_types.push_back(std::move(s));
+      }
+    }
+  }
+
+  double duration(const json& v, const std::string& field) const {
+    double seconds = -1;
+    bool ok = false;
+    if (v.is_number()) {
+      seconds = v.get<double>();
+      ok = std::isfinite(seconds) && seconds >= 0;
+    } else if (v.is_string()) {
+      ok = parse_duration(v.get_ref<const std::string&>(), seconds);
+    }
+    if (!ok) {
+      fail(field,
+           "expected a non-negative duration (seconds, or a number with suffix s, m, h or d "
+           "like 30s or 24h), got " +
+               show(v));
+    }
+    return seconds;
+  }
+
+  void command(const json& v, JobRequest& r) const {
+    if (!v.is_array() || v.empty())
+      fail("command", "expected a non-empty array of strings (the argv), got " + show(v));
+    if (v.size() > kMaxCommandArgs)
+      fail("command", "expected at most " + std::to_string(kMaxCommandArgs) + " arguments");
+    r.command.reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      r.command.push_back(string(v[i], "command[" + std::to_string(i) + "]"));
+    if (r.command[0].empty()) fail("command[0]", "the program must not be empty");
+  }
+
+  void env(const json& v, JobRequest& r) const {
+    if (!v.is_object()) fail("env", "expected an object of NAME: value, got " + show(v));
+    // json objects iterate in key order with unique keys: the sorted, unique list JobRequest
+    // promises comes for free.
+    r.env.reserve(v.size());
+    for (const auto& kv : v.items()) {
+      const std::string& key = kv.key();
+      const std::string field = "env." + key;
+      bool ok = !key.empty();
+      for (size_t i = 0; ok && i < key.size(); ++i) ok = env_name_char(key[i], i == 0);
+      if (!ok) fail(field, "expected a name of letters, digits and '_', not starting with a digit");
+      r.env.emplace_back(key, string(kv.value(), field));
+    }
+  }
+
+  bool lenient_;
+};
+
+// ---- YAML to JSON ----
+
+// A plain scalar's JSON value when it spells an integer or a decimal number exactly as JSON
+// would write it back; otherwise it stays a string ("007", "1.50", "1e3", "0x10", "inf"), so a
+// string field reading it in lenient mode gets the user's text unchanged.
+bool canonical_number(const std::string& s, json& out) {
+  if (s.empty()) return false;
+  const char* begin = s.data();
+  const char* end = begin + s.size();
+  int64_t i = 0;
+  if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end) {
+    json v = i;
+    if (v.dump() != s) return false;
+    out = std::move(v);
+    return true;
+  }
+  double d = 0;
+  if (auto [p, ec] = std::from_chars(begin, end, d); ec == std::errc() && p == end) {
+    json v = d;
+    if (!std::isfinite(d) || v.dump() != s) return false;
+    out = std::move(v);
+    return true;
+  }
+  return false;
+}
+
+class YamlToJson {
+ public:
+  json convert(const YAML::Node& n) {
+    if (++nodes_ > kMaxYamlNodes) {
+      throw FieldError("", "YAML document too large (more than " + std::to_string(kMaxYamlNodes) +
+                               " nodes after expanding aliases)");
+    }
+    switch (n.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return nullptr;
+      case YAML::NodeType::Sequence: {
+        json a = json::array();
+        for (const auto& e : n) a.push_back(convert(e));
+        return a;
+      }
+      case YAML::NodeType::Map: {
+        json o = json::object();
+        for (const auto& kv : n) {
+          if (!kv.first.IsScalar()) fail(kv.first, "keys must be plain strings");
+          const std::string& key = kv.first.Scalar();
+          if (o.contains(key)) fail(kv.first, "duplicate key '" + key + "'");
+          o[key] = convert(kv.second);
+        }
+        return o;
+      }
+      case YAML::NodeType::Scalar:
+        return scalar(n);
+    }
+    return nullptr;
+  }
+
+ private:
+  [[noreturn]] static void fail(const YAML::Node& n, const std::string& msg) {
+    throw FieldError("", "YAML line " + std::to_string(line_of(n)) + ": " + msg);
+  }
+
+  // Resolves a plain scalar's type as YAML 1.2's core schema would, for the spellings a job
+  // spec uses; quoted or explicitly tagged scalars are strings.
+  static json scalar(const YAML::Node& n) {
+    const std::string& s = n.Scalar();
+    if (n.Tag() != "?") return s;
+    if (s == "true") return true;
+    if (s == "false") return false;
+    if (s == "null" || s == "~" || s.empty()) return nullptr;
+    json v;
+    if (canonical_number(s, v)) return v;
+    return s;
+  }
+
+  size_t nodes_ = 0;
+};
+
+std::string error_message(const std::string& field, const std::string& message) {
+  return field.empty() ? message : "field " + field + ": " + message;
+}
+
+}  // namespace
+
+FieldError::FieldError(std::string field, const std::string& message)
+    : std::runtime_error(error_message(field, message)), field_(std::move(field)) {}
+
+JobRequest job_request_from_json(const nlohmann::json& j) {
+  return Reader(false).read(j);
+}
+
+JobRequest parse_job_request(std::string_view text) {
+  size_t first = 0;
+  while (first < text.size() &&
+         (text[first] == ' ' || text[first] == '\t' || text[first] == '\n' || text[first] == '\r'))
+    ++first;
+  if (first < text.size() && text[first] == '{') {
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::parse_error& e) {
+      // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ...".
+      std::string what = e.what();
+      if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+      throw FieldError("", "invalid JSON (byte " + std::to_string(e.byte) + "): " + what);
+    }
+    return Reader(false).read(j);
+  }
+  json j;
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    j = YamlToJson().convert(root);
+  } catch (const YAML::Exception& e) {
+    // The mark is 0-based; e.msg leaves out the "yaml-cpp: error at line ..." prefix.
+    const std::string line = e.mark.is_null() ? "?" : std::to_string(e.mark.line + 1);
+    throw FieldError("", "invalid YAML at line " + line + ": " + e.msg);
+  }
+  return Reader(true).read(j);
+}
+
+nlohmann::json to_json(const JobRequest& r) {
+  json j = json::object();
+  j["name"] = r.name;
+  if (!r.tenant.empty()) j["tenant"] = r.tenant;
+  j["gang"] = {{"min", r.min_members}, {"max", r.max_members}};
+  json res = json::object();
+  // A fraction is written as the number it was read from: 500 milli -> 0.5, which reads back
+  // as round(0.5 * 1000) = 500 exactly (every k / 1000 does).
+  if (r.gpu_milli < 1000) {
+    res["gpus"] = r.gpu_milli / 1000.0;
+  } else {
+    res["gpus"] = r.gpus;
+  }
+  if (r.cpu_milli != 0) {
+    if (r.cpu_milli % 1000 == 0) {
+      res["cpu"] = r.cpu_milli / 1000;
+    } else {
+      res["cpu"] = std::to_string(r.cpu_milli) + "m";
+    }
+  }
+  if (r.mem_mib != 0) {
+    res["memory"] = r.mem_mib % 1024 == 0 ? std::to_string(r.mem_mib / 1024) + "Gi"
+                                          : std::to_string(r.mem_mib) + "Mi";
+  }
+  if (!r.gpu_types.empty()) res["gpu_types"] = r.gpu_types;
+  j["resources"] = std::move(res);
+  if (!r.priority_class.empty()) j["priority_class"] = r.priority_class;
+  if (!r.span.empty()) j["span"] = r.span;
+  if (r.sla_max_queueing_seconds >= 0) j["sla"] = {{"max_queueing", r.sla_max_queueing_seconds}};
+  if (r.duration_estimate_seconds >= 0) j["duration_estimate"] = r.duration_estimate_seconds;
+  if (r.checkpoint_grace_seconds >= 0) j["checkpoint_grace"] = r.checkpoint_grace_seconds;
+  j["command"] = r.command;
+  json env = json::object();
+  for (const auto& [k, v] : r.env) env[k] = v;
+  if (!env.empty()) j["env"] = std::move(env);
+  return j;
+}
+
+}  // namespace tessera

@@ -1,0 +1,73 @@
+// What a user submits to `tessera serve`, and what the store keeps of it: the job spec of the
+// service API, read from YAML or JSON and validated field by field.
+//
+//   name: hello                      # required; [A-Za-z0-9._-], at most 63 characters
+//   tenant: team-a                   # optional: the caller's tenant when absent
+//   gang: {min: 2, max: 2}           # or a number (min = max); default 1
+//   resources:                       # per member
+//     gpus: 1                        # whole GPUs (integer >= 0), or a fraction in (0, 1)
+//     cpu: 4                         # Kubernetes quantity: 4, "500m"
+//     memory: 16Gi                   # Kubernetes quantity: "16Gi", "512Mi"
+//     gpu_types: [A100-80G, H100]    # optional: allowed GPU types
+//   priority_class: research         # optional: inference-critical | production | research |
+//                                    # best-effort (the queue's default when absent)
+//   span: node                       # optional: nvlink | node | rack | spine
+//   sla: {max_queueing: 10m}         # optional
+//   duration_estimate: 2h            # optional: seconds, or a number with s, m, h or d
+//   checkpoint_grace: 30s            # optional: SIGTERM .. SIGKILL on preemption
+//   command: ["python", "train.py"]  # required, non-empty argv (no shell unless you ask)
+//   env: {BATCH: "64"}               # optional; names [A-Za-z_][A-Za-z0-9_]*
+//
+// Unknown fields are errors (a typo must not be silently ignored).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tessera {
+
+struct JobRequest {
+  std::string name;
+  std::string tenant;  // "" = the caller's tenant
+  int32_t min_members = 1;
+  int32_t max_members = 1;
+  int32_t gpus = 1;          // GPUs per member (1 when fractional)
+  int32_t gpu_milli = 1000;  // share of each GPU; < 1000 = a fraction of one GPU
+  int64_t cpu_milli = 0;
+  int64_t mem_mib = 0;
+  std::vector<std::string> gpu_types;  // allowed types; empty = any
+  std::string priority_class;          // "" = the queue's default
+  std::string span;                    // "" = none
+  double sla_max_queueing_seconds = -1;
+  double duration_estimate_seconds = -1;
+  double checkpoint_grace_seconds = -1;  // -1 = the server's default
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;  // sorted by name, names unique
+  bool operator==(const JobRequest&) const = default;
+};
+
+// A request that is wrong, naming the field ("resources.gpus", "gang.min", "command[2]", or ""
+// for a syntax error, whose message then gives the line).
+class FieldError : public std::runtime_error {
+ public:
+  FieldError(std::string field, const std::string& message);
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+// Validates a parsed JSON object. Throws FieldError.
+JobRequest job_request_from_json(const nlohmann::json& j);
+// Parses JSON (text starting with '{') or YAML text. Throws FieldError.
+JobRequest parse_job_request(std::string_view text);
+// The canonical JSON form: job_request_from_json(to_json(r)) == r.
+nlohmann::json to_json(const JobRequest& r);
+
+}  // namespace tessera

@@ -1,0 +1,81 @@
+#include "store/migrations.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+namespace {
+
+constexpr std::array<std::string_view, 2> kMigrations = {
+    // 1: jobs, tenants, audit log, settings.
+    R"sql(
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  state TEXT NOT NULL,
+  submitted_at REAL NOT NULL,
+  started_at REAL,
+  finished_at REAL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  preemptions INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER,
+  message TEXT NOT NULL DEFAULT '',
+  allocation TEXT NOT NULL DEFAULT '',
+  processes TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE TABLE tenants (
+  name TEXT PRIMARY KEY,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  created_at REAL NOT NULL
+);
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at REAL NOT NULL,
+  actor TEXT NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  target TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql",
+    // 2: client retries of a submission find the job they created (Idempotency-Key).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN idempotency_key TEXT;
+CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+)sql",
+};
+
+int user_version(Db& db) {
+  Statement s = db.prepare("PRAGMA user_version");
+  s.step();
+  return static_cast<int>(s.int64(0));
+}
+
+}  // namespace
+
+int latest_schema_version() {
+  return static_cast<int>(kMigrations.size());
+}
+
+void migrate(Db& db) {
+  const int have = user_version(db);
+  if (have > latest_schema_version()) {
+    throw StoreError(db.path() + ": schema version " + std::to_string(have) +
+                     " is newer than this build knows (" + std::to_string(latest_schema_version()) +
+                     "); upgrade Tessera");
+  }
+  for (int v = have; v < latest_schema_version(); ++v) {
+    Transaction tx(db);
+    db.exec(kMigrations[static_cast<size_t>(v)]);
+    db.exec("PRAGMA user_version = " + std::to_string(v + 1));
+    tx.commit();
+  }
+}
+
+}  // namespace tessera

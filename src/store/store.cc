@@ -1,0 +1,232 @@
+#include "store/store.h"
+
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "store/migrations.h"
+
+namespace tessera {
+namespace {
+
+constexpr std::array<std::string_view, 6> kStateNames = {"pending", "running",   "succeeded",
+                                                         "failed",  "cancelled", "preempted"};
+
+void bind_optional_time(Statement& s, int i, double t) {
+  if (t < 0) {
+    s.bind_null(i);
+  } else {
+    s.bind(i, t);
+  }
+}
+
+double optional_time(const Statement& s, int col) {
+  return s.is_null(col) ? -1 : s.real(col);
+}
+
+}  // namespace
+
+std::string_view to_string(JobState s) {
+  return kStateNames[static_cast<size_t>(s)];
+}
+
+bool parse_job_state(std::string_view s, JobState& out) {
+  for (size_t i = 0; i < kStateNames.size(); ++i) {
+    if (kStateNames[i] == s) {
+      out = static_cast<JobState>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+Store::Store(const std::string& path, Options opt) : path_(path) {
+  db_ = std::make_unique<Db>(path);
+  db_->exec("PRAGMA journal_mode=WAL");
+  db_->exec(opt.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+  db_->exec("PRAGMA foreign_keys=ON");
+  migrate(*db_);
+  insert_job_.emplace(db_->prepare(
+      "INSERT INTO jobs (tenant, name, spec, state, submitted_at, started_at, finished_at, "
+      "attempts, preemptions, exit_code, message, allocation, processes, idempotency_key) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+  update_job_.emplace(db_->prepare(
+      "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
+      "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10 "
+      "WHERE id = ?1"));
+  insert_audit_.emplace(
+      db_->prepare("INSERT INTO audit_log (at, actor, method, path, status, target) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+}
+
+int Store::schema_version() {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare("PRAGMA user_version");
+  s.step();
+  return static_cast<int>(s.int64(0));
+}
+
+void Store::write_audit(const AuditEntry& e) {
+  Statement& s = *insert_audit_;
+  s.reset();
+  s.bind(1, e.at).bind(2, e.actor).bind(3, e.method).bind(4, e.path);
+  s.bind(5, int64_t{e.status}).bind(6, e.target);
+  s.run();
+}
+
+int64_t Store::insert_job(JobRow& row, const AuditEntry* audit) {
+  const std::string spec = to_json(row.spec).dump();
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement& s = *insert_job_;
+  s.reset();
+  s.bind(1, row.tenant).bind(2, row.spec.name).bind(3, spec).bind(4, to_string(row.state));
+  s.bind(5, row.submitted_at);
+  bind_optional_time(s, 6, row.started_at);
+  bind_optional_time(s, 7, row.finished_at);
+  s.bind(8, int64_t{row.attempts}).bind(9, int64_t{row.preemptions});
+  if (row.exit_code) {
+    s.bind(10, int64_t{*row.exit_code});
+  } else {
+    s.bind_null(10);
+  }
+  s.bind(11, row.message).bind(12, row.allocation).bind(13, row.processes);
+  if (row.idempotency_key.empty()) {
+    s.bind_null(14);
+  } else {
+    s.bind(14, row.idempotency_key);
+  }
+  s.run();
+  row.id = db_->last_insert_rowid();
+  if (audit != nullptr) {
+    AuditEntry e = *audit;
+    if (e.target.empty()) e.target = "job " + std::to_string(row.id);
+    write_audit(e);
+  }
+  tx.commit();
+  return row.id;
+}
+
+void Store::write_update(const JobRow& row) {
+  Statement& s = *update_job_;
+  s.reset();
+  s.bind(1, row.id).bind(2, to_string(row.state));
+  bind_optional_time(s, 3, row.started_at);
+  bind_optional_time(s, 4, row.finished_at);
+  s.bind(5, int64_t{row.attempts}).bind(6, int64_t{row.preemptions});
+  if (row.exit_code) {
+    s.bind(7, int64_t{*row.exit_code});
+  } else {
+    s.bind_null(7);
+  }
+  s.bind(8, row.message).bind(9, row.allocation).bind(10, row.processes);
+  s.run();
+}
+
+void Store::update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  for (const JobRow* r : rows) write_update(*r);
+  if (audit != nullptr) write_audit(*audit);
+  tx.commit();
+}
+
+void Store::update_job(const JobRow& row, const AuditEntry* audit) {
+  const JobRow* p = &row;
+  update_jobs(std::span<const JobRow* const>(&p, 1), audit);
+}
+
+std::vector<JobRow> Store::load_jobs() {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(
+      "SELECT id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, "
+      "preemptions, exit_code, message, allocation, processes, idempotency_key "
+      "FROM jobs ORDER BY id");
+  std::vector<JobRow> out;
+  while (s.step()) {
+    JobRow r;
+    r.id = s.int64(0);
+    r.tenant = s.text(1);
+    try {
+      r.spec = job_request_from_json(nlohmann::json::parse(s.text(2)));
+    } catch (const std::exception& e) {
+      throw StoreError(path_ + ": job " + std::to_string(r.id) +
+                       ": stored spec unreadable: " + e.what());
+    }
+    const std::string state = s.text(3);
+    if (!parse_job_state(state, r.state)) {
+      throw StoreError(path_ + ": job " + std::to_string(r.id) + ": unknown state '" + state + "'");
+    }
+    r.submitted_at = s.real(4);
+    r.started_at = optional_time(s, 5);
+    r.finished_at = optional_time(s, 6);
+    r.attempts = static_cast<int32_t>(s.int64(7));
+    r.preemptions = static_cast<int32_t>(s.int64(8));
+    if (!s.is_null(9)) r.exit_code = static_cast<int32_t>(s.int64(9));
+    r.message = s.text(10);
+    r.allocation = s.text(11);
+    r.processes = s.text(12);
+    r.idempotency_key = s.text(13);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void Store::add_audit(const AuditEntry& e) {
+  std::lock_guard lock(mu_);
+  write_audit(e);
+}
+
+std::vector<AuditEntry> Store::audit_log(size_t limit) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(
+      "SELECT id, at, actor, method, path, status, target FROM audit_log ORDER BY id DESC "
+      "LIMIT ?1");
+  s.bind(1, static_cast<int64_t>(limit));
+  std::vector<AuditEntry> out;
+  while (s.step()) {
+    out.push_back(AuditEntry{s.int64(0), s.real(1), s.text(2), s.text(3), s.text(4),
+                             static_cast<int32_t>(s.int64(5)), s.text(6)});
+  }
+  return out;
+}
+
+bool Store::add_tenant(const TenantRow& t, const AuditEntry* audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement s = db_->prepare(
+      "INSERT INTO tenants (name, token_sha256, created_at) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT(name) DO NOTHING");
+  s.bind(1, t.name).bind(2, t.token_sha256).bind(3, t.created_at);
+  s.run();
+  if (db_->changes() == 0) return false;
+  if (audit != nullptr) write_audit(*audit);
+  tx.commit();
+  return true;
+}
+
+std::vector<TenantRow> Store::tenants() {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare("SELECT name, token_sha256, created_at FROM tenants ORDER BY name");
+  std::vector<TenantRow> out;
+  while (s.step()) out.push_back(TenantRow{s.text(0), s.text(1), s.real(2)});
+  return out;
+}
+
+std::optional<std::string> Store::setting(std::string_view key) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare("SELECT value FROM settings WHERE key = ?1");
+  s.bind(1, key);
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
+}
+
+void Store::set_setting(std::string_view key, std::string_view value) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(
+      "INSERT INTO settings (key, value) VALUES (?1, ?2) "
+      "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+  s.bind(1, key).bind(2, value);
+  s.run();
+}
+
+}  // namespace tessera

@@ -1,0 +1,114 @@
+// What `tessera serve` keeps on disk: jobs and their state transitions, tenants and their
+// token hashes, the audit log and a few settings, in one SQLite file in WAL mode.
+//
+// Durability: every method is one transaction, so a crash (kill -9) at any moment leaves each
+// job either wholly before or wholly after a transition, never half-way. With the default
+// synchronous=NORMAL a process crash loses nothing committed; only a power loss or OS crash
+// may lose the last transactions before the WAL is synced (Options::sync_full syncs every
+// commit instead, at a cost in submissions per second).
+//
+// Thread safety: all methods may be called from any thread; they are serialised internally.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/job_request.h"
+#include "store/sqlite_db.h"
+
+namespace tessera {
+
+// A service job's life: pending -> running -> succeeded | failed, with cancelled reachable from
+// pending and running, and preempted while a preempted gang is being stopped (it returns to
+// pending once its processes are gone).
+enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled, kPreempted };
+std::string_view to_string(JobState s);
+bool parse_job_state(std::string_view s, JobState& out);
+inline bool is_terminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+struct JobRow {
+  int64_t id = 0;  // assigned by insert_job
+  std::string tenant;
+  JobRequest spec;
+  JobState state = JobState::kPending;
+  double submitted_at = 0;  // unix seconds
+  double started_at = -1;   // last start; -1 = never
+  double finished_at = -1;  // -1 = not finished
+  int32_t attempts = 0;     // launches so far
+  int32_t preemptions = 0;
+  std::optional<int32_t> exit_code;
+  std::string message;          // why it failed, was cancelled or preempted, in words
+  std::string allocation;       // the control layer's JSON of where it runs; "" = nowhere
+  std::string processes;        // the backend's JSON of its member processes; "" = none
+  std::string idempotency_key;  // unique per tenant when not empty
+};
+
+struct AuditEntry {
+  int64_t id = 0;      // assigned by the store
+  double at = 0;       // unix seconds
+  std::string actor;   // "admin" or the tenant
+  std::string method;  // "POST"
+  std::string path;    // "/v1/jobs/12/cancel"
+  int32_t status = 0;  // the HTTP status answered
+  std::string target;  // what it acted on ("job 12", "tenant team-a"), "" if nothing
+};
+
+struct TenantRow {
+  std::string name;
+  std::string token_sha256;  // hex; the token itself is never stored
+  double created_at = 0;
+};
+
+class Store {
+ public:
+  struct Options {
+    bool sync_full = false;  // PRAGMA synchronous=FULL (fsync every commit)
+  };
+  // Opens or creates the database at `path` and applies pending schema migrations. Throws
+  // StoreError naming the path (also for a database written by a newer Tessera).
+  explicit Store(const std::string& path) : Store(path, Options{}) {}
+  Store(const std::string& path, Options opt);
+
+  int schema_version();
+
+  // Inserts a new job (sets row.id) and, in the same transaction, the audit entry if given.
+  int64_t insert_job(JobRow& row, const AuditEntry* audit = nullptr);
+  // Writes the mutable fields (state, times, counters, exit code, message, allocation,
+  // processes) of every row in one transaction, with the audit entry if given.
+  void update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit = nullptr);
+  void update_job(const JobRow& row, const AuditEntry* audit = nullptr);
+  // Every job, by id.
+  std::vector<JobRow> load_jobs();
+
+  void add_audit(const AuditEntry& e);
+  // The newest `limit` entries, newest first.
+  std::vector<AuditEntry> audit_log(size_t limit);
+
+  // False (and nothing written) if a tenant of that name exists.
+  bool add_tenant(const TenantRow& t, const AuditEntry* audit = nullptr);
+  std::vector<TenantRow> tenants();
+
+  std::optional<std::string> setting(std::string_view key);
+  void set_setting(std::string_view key, std::string_view value);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_audit(const AuditEntry& e);
+  void write_update(const JobRow& row);
+
+  std::string path_;
+  std::mutex mu_;
+  std::unique_ptr<Db> db_;
+  std::optional<Statement> insert_job_, update_job_, insert_audit_;
+};
+
+}  // namespace tessera

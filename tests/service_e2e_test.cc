@@ -1,0 +1,249 @@
+// End to end: `tessera serve` on loopback with virtual GPUs, two tenants, real processes.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "cli_util.h"
+#include "service_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::eventually;
+using testing::json_of;
+using testing::kAdminToken;
+using testing::ServerProcess;
+using testing::TempDir;
+
+std::string create_tenant(ApiClient& admin, const std::string& name) {
+  const HttpResult r =
+      admin.post("/v1/tenants", nlohmann::json{{"name", name}}.dump(), "application/json");
+  EXPECT_EQ(r.status, 201) << r.body;
+  return json_of(r).value("token", "");
+}
+
+nlohmann::json get_job(ApiClient& c, int64_t id) {
+  return json_of(c.get("/v1/jobs/" + std::to_string(id)));
+}
+
+bool job_in(ApiClient& c, int64_t id, const std::string& state) {
+  return get_job(c, id).value("state", "") == state;
+}
+
+int64_t submit(ApiClient& c, const std::string& yaml, int expect_status = 201) {
+  const HttpResult r = c.post("/v1/jobs", yaml, "application/yaml");
+  EXPECT_EQ(r.status, expect_status) << r.body;
+  return json_of(r).value("id", int64_t{-1});
+}
+
+TEST(ServiceE2E, TwoTenantsRunGangFractionalAndWaitingJobsAsProcesses) {
+  TempDir dir("e2e");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "3", "--checkpoint-grace", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token_a = create_tenant(admin, "team-a");
+  const std::string token_b = create_tenant(admin, "team-b");
+  ASSERT_FALSE(token_a.empty());
+  ApiClient a = server.client(token_a);
+  ApiClient b = server.client(token_b);
+
+  // A gang of two whole GPUs (team-a), a half GPU (team-b), and a two-GPU job (team-b) that
+  // must wait for the gang: 3 GPUs in all.
+  const int64_t gang = submit(a, R"(name: gang
+gang: {min: 2, max: 2}
+resources: {gpus: 1}
+command: ["sh", "-c", "echo rank=$RANK world=$WORLD_SIZE gpus=$CUDA_VISIBLE_DEVICES master=$MASTER_ADDR:$MASTER_PORT; sleep 1.5"]
+)");
+  const int64_t frac = submit(b, R"(name: half
+resources: {gpus: 0.5}
+command: ["sh", "-c", "echo fraction=$TESSERA_GPU_FRACTION gpus=$CUDA_VISIBLE_DEVICES pid=$$"]
+)");
+  ASSERT_TRUE(eventually([&] { return job_in(a, gang, "running"); }, 10));
+  const int64_t waits = submit(b, R"(name: waits
+resources: {gpus: 2}
+command: ["sh", "-c", "echo done"]
+)");
+  ASSERT_GT(waits, 0);
+  ASSERT_TRUE(eventually([&] { return !get_job(b, waits)["pending_reason"].is_null(); }, 5));
+  const nlohmann::json pending = get_job(b, waits);
+  EXPECT_EQ(pending["state"], "pending");
+  EXPECT_NE(pending["pending_reason"].get<std::string>().find("GPUs"), std::string::npos)
+      << pending.dump();
+
+  // Isolation: team-b neither sees nor cancels team-a's job, nor submits in its name.
+  EXPECT_EQ(b.get("/v1/jobs/" + std::to_string(gang)).status, 403);
+  EXPECT_EQ(b.post("/v1/jobs/" + std::to_string(gang) + "/cancel", "", "application/json").status,
+            403);
+  EXPECT_EQ(
+      b.post("/v1/jobs", "name: x\ntenant: team-a\ncommand: [true]\n", "application/yaml").status,
+      403);
+  for (const auto& j : json_of(b.get("/v1/jobs"))["jobs"]) EXPECT_EQ(j["tenant"], "team-b");
+  EXPECT_EQ(json_of(admin.get("/v1/jobs"))["jobs"].size(), 3u);
+
+  // Bad requests name what is wrong; nothing is created for them.
+  EXPECT_EQ(server.client("wrong-token").get("/v1/jobs").status, 401);
+  const HttpResult bad =
+      a.post("/v1/jobs", "name: x\nresources: {gpus: 1.5}\ncommand: [true]\n", "application/yaml");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json_of(bad)["field"], "resources.gpus");
+  const HttpResult never =
+      a.post("/v1/jobs", R"({"name": "big", "resources": {"gpus": 4}, "command": ["true"]})",
+             "application/json");
+  EXPECT_EQ(never.status, 422) << never.body;
+  EXPECT_EQ(a.post("/v1/jobs", std::string(2 << 20, 'x'), "application/yaml").status, 413);
+  EXPECT_EQ(b.get("/v1/audit").status, 403);
+
+  // Everything runs to completion, the waiting job after the gang.
+  for (int64_t id : {gang, frac, waits}) {
+    ASSERT_TRUE(eventually([&] { return job_in(admin, id, "succeeded"); }, 20))
+        << get_job(admin, id).dump() << server.log();
+  }
+  const nlohmann::json g = get_job(a, gang), w = get_job(b, waits);
+  EXPECT_GE(w["started_at"].get<double>(), g["finished_at"].get<double>() - 0.2);
+  const std::string log0 = a.get("/v1/jobs/" + std::to_string(gang) + "/logs?rank=0").body;
+  const std::string log1 = a.get("/v1/jobs/" + std::to_string(gang) + "/logs?rank=1").body;
+  EXPECT_NE(log0.find("rank=0 world=2"), std::string::npos) << log0;
+  EXPECT_NE(log1.find("rank=1 world=2"), std::string::npos) << log1;
+  EXPECT_NE(log0.find("master=127.0.0.1:"), std::string::npos) << log0;
+  // The two members hold different GPUs.
+  EXPECT_NE(log0.substr(log0.find("gpus=")), log1.substr(log1.find("gpus=")));
+  const std::string flog = b.get("/v1/jobs/" + std::to_string(frac) + "/logs").body;
+  EXPECT_NE(flog.find("fraction=0.5"), std::string::npos) << flog;
+
+  // A running job is cancelled: SIGTERM, and SIGKILL after the grace when it ignores TERM.
+  const int64_t stubborn = submit(a, R"(name: stubborn
+command: ["sh", "-c", "trap '' TERM; sleep 60"]
+)");
+  ASSERT_TRUE(eventually([&] { return job_in(a, stubborn, "running"); }, 10));
+  const HttpResult cancelled =
+      a.post("/v1/jobs/" + std::to_string(stubborn) + "/cancel", "", "application/json");
+  EXPECT_EQ(cancelled.status, 200);
+  EXPECT_EQ(json_of(cancelled)["state"], "cancelled");
+  ASSERT_TRUE(eventually([&] { return get_job(a, stubborn)["finished_at"].is_number(); }, 10));
+  EXPECT_EQ(
+      a.post("/v1/jobs/" + std::to_string(stubborn) + "/cancel", "", "application/json").status,
+      409);
+
+  // The audit log has every mutating call, refused ones too, with who made it.
+  const nlohmann::json audit = json_of(admin.get("/v1/audit?limit=1000"))["entries"];
+  auto count = [&](const std::string& actor, const std::string& method, int status) {
+    int n = 0;
+    for (const auto& e : audit) {
+      if (e["actor"] == actor && e["method"] == method && e["status"] == status) ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("admin", "POST", 201), 2);   // two tenants created
+  EXPECT_EQ(count("team-a", "POST", 201), 2);  // gang, stubborn
+  EXPECT_EQ(count("team-b", "POST", 201), 2);  // half, waits
+  EXPECT_EQ(count("team-b", "POST", 403), 2);  // cancel of team-a's job, submit as team-a
+  EXPECT_EQ(count("team-a", "POST", 422), 1);
+  EXPECT_EQ(count("team-a", "POST", 200), 1);  // the cancel
+  bool saw_refused_cancel = false;
+  for (const auto& e : audit) {
+    if (e["status"] == 403 && e["path"] == "/v1/jobs/" + std::to_string(gang) + "/cancel") {
+      saw_refused_cancel = true;
+    }
+  }
+  EXPECT_TRUE(saw_refused_cancel) << audit.dump();
+
+  const std::string metrics = admin.get("/metrics").body;
+  EXPECT_NE(metrics.find("tessera_queue_depth{tenant=\"team-a\"} 0"), std::string::npos);
+  EXPECT_NE(metrics.find("tessera_cycle_seconds_count"), std::string::npos);
+  EXPECT_NE(metrics.find("tessera_decisions_total{kind=\"start\"} 4"), std::string::npos)
+      << metrics;
+}
+
+TEST(ServiceE2E, AReturningTenantReclaimsItsShareByPreemptingAWholeGang) {
+  TempDir dir("reclaim");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "4", "--checkpoint-grace", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  ApiClient b = server.client(create_tenant(admin, "team-b"));
+  // team-a borrows the whole cluster: two 2-member gangs, one that ignores SIGTERM.
+  const int64_t polite = submit(a, R"(name: polite
+gang: {min: 2, max: 2}
+command: ["sh", "-c", "echo started; sleep 60"]
+)");
+  const int64_t stubborn = submit(a, R"(name: stubborn
+gang: {min: 2, max: 2}
+command: ["sh", "-c", "trap 'echo got TERM' TERM; while true; do sleep 0.1; done"]
+)");
+  ASSERT_TRUE(eventually(
+      [&] { return job_in(a, polite, "running") && job_in(a, stubborn, "running"); }, 10));
+  // team-b's fair share is half the cluster: one of team-a's gangs gives way, whole.
+  const int64_t mine = submit(b, R"(name: mine
+gang: {min: 2, max: 2}
+command: ["sh", "-c", "echo reclaimed; sleep 60"]
+)");
+  ASSERT_TRUE(eventually([&] { return job_in(b, mine, "running"); }, 10)) << server.log();
+  const nlohmann::json p = get_job(a, polite), s = get_job(a, stubborn);
+  const nlohmann::json& victim = p["preemptions"] == 1 ? p : s;
+  EXPECT_EQ(p["preemptions"].get<int>() + s["preemptions"].get<int>(), 1) << p.dump() << s.dump();
+  // The victim went back to the queue once all its members had exited (SIGKILL after the
+  // grace for the one that ignores SIGTERM), and the reclaiming gang started after that.
+  EXPECT_EQ(victim["state"], "pending") << victim.dump();
+  EXPECT_NE(victim["message"].get<std::string>().find("preempted by job " + std::to_string(mine)),
+            std::string::npos)
+      << victim.dump();
+  const nlohmann::json m = get_job(b, mine);
+  EXPECT_EQ(m["allocation"].size(), 2u);
+  if (victim["name"] == "stubborn") {
+    EXPECT_GE(m["started_at"].get<double>() + 0.05, victim["submitted_at"].get<double>() + 1.0);
+  }
+  for (int64_t id : {polite, stubborn}) {
+    a.post("/v1/jobs/" + std::to_string(id) + "/cancel", "", "application/json");
+  }
+  b.post("/v1/jobs/" + std::to_string(mine) + "/cancel", "", "application/json");
+  for (int64_t id : {polite, stubborn, mine}) {
+    EXPECT_TRUE(eventually([&] { return get_job(admin, id)["finished_at"].is_number(); }, 10));
+  }
+}
+
+TEST(ServiceE2E, TheCliContractFromTheReadme) {
+  TempDir dir("cli");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2"});
+  ASSERT_TRUE(server.up()) << server.log();
+  const std::string spec = dir.file("hello.yaml");
+  std::ofstream(spec) << R"(name: hello
+tenant: team-a
+gang: {min: 2, max: 2}
+resources: {gpus: 1}
+command: ["sh", "-c", "echo rank=$RANK world=$WORLD_SIZE; sleep 1"]
+)";
+  const std::string env = "TESSERA_ADDR=" + server.addr() + " TESSERA_TOKEN=" + kAdminToken + " ";
+  const auto sub = testing::run_tessera_env(env, "submit " + spec);
+  ASSERT_EQ(sub.status, 0) << sub.output;
+  const int64_t id = std::stoll(sub.output);
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto r = testing::run_tessera_env(env, "jobs --json");
+        const auto j = nlohmann::json::parse(r.output, nullptr, false);
+        return j.is_array() && j.size() == 1 && j[0]["state"] == "succeeded";
+      },
+      15));
+  const auto jobs = nlohmann::json::parse(testing::run_tessera_env(env, "jobs --json").output);
+  EXPECT_EQ(jobs[0]["id"], id);
+  EXPECT_EQ(jobs[0]["name"], "hello");
+  EXPECT_EQ(jobs[0]["tenant"], "team-a");
+  const auto logs = testing::run_tessera_env(env, "logs " + std::to_string(id) + " --rank 1");
+  EXPECT_NE(logs.output.find("rank=1 world=2"), std::string::npos) << logs.output;
+  const auto table = testing::run_tessera_env(env, "jobs");
+  EXPECT_NE(table.output.find("succeeded"), std::string::npos) << table.output;
+  const auto queues = testing::run_tessera_env(env, "queues");
+  EXPECT_NE(queues.output.find("team-a"), std::string::npos) << queues.output;
+  const auto nodes = testing::run_tessera_env(env, "nodes --json");
+  EXPECT_EQ(nlohmann::json::parse(nodes.output)[0]["gpus"].size(), 2u) << nodes.output;
+  // A client error names the field; an unknown job is a clear 404.
+  std::ofstream(dir.file("bad.yaml")) << "name: bad\ngang: {min: 3, max: 2}\ncommand: [true]\n";
+  const auto bad = testing::run_tessera_env(env, "submit " + dir.file("bad.yaml"));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("gang"), std::string::npos) << bad.output;
+  const auto missing = testing::run_tessera_env(env, "job 999");
+  EXPECT_NE(missing.output.find("404"), std::string::npos) << missing.output;
+}
+
+}  // namespace
+}  // namespace tessera
