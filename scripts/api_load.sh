@@ -2,6 +2,7 @@
 # Load test of `tessera serve` on loopback with wrk (Debian package `wrk`): sustained job
 # submissions, then listing, each for DURATION seconds over CONNS connections.
 #   scripts/api_load.sh [TESSERA_BINARY] [DURATION] [CONNS] [THREADS]
+# TESSERA_SERVE_FLAGS adds flags to the server (e.g. --sync-full).
 # The server gets 1 virtual GPU and one job that holds it, so every submission stays pending:
 # the queue grows by the whole run (tens of thousands of jobs), which is the hard case for the
 # scheduler cycle that runs beside the API.
@@ -14,7 +15,7 @@ command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 
 DIR=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -rf "$DIR"' EXIT
 "$BIN" serve --listen 127.0.0.1:0 --addr-file "$DIR/addr" --db "$DIR/tessera.db" \
-  --virtual-gpus 1 --admin-token load-admin 2>"$DIR/serve.log" &
+  --virtual-gpus 1 --admin-token load-admin ${TESSERA_SERVE_FLAGS:-} 2>"$DIR/serve.log" &
 SERVER=$!
 for _ in $(seq 100); do [ -s "$DIR/addr" ] && break; sleep 0.05; done
 ADDR=$(cat "$DIR/addr")

@@ -476,3 +476,36 @@ TEST_F(LocalBackendTest, ConcurrentPollsAgree) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST_F(LocalBackendTest, DiscoverFindsMembersWhoseHandlesWereNeverRecorded) {
+  LocalBackend backend(root_);
+  const LaunchSpec s = spec({"sh", "-c", "sleep 0.4; exit 5"}, 2);
+  const std::vector<MemberHandle> handles = launch(backend, s);
+  // A server that crashed before storing `handles` finds the same members from disk.
+  std::vector<MemberHandle> found;
+  ASSERT_TRUE(eventually([&] {
+    found = backend.discover(s.job, s.attempt, 2);
+    return found.size() == 2;
+  }));
+  EXPECT_EQ(found, handles);
+  const std::vector<MemberStatus> st = wait_done(backend, s, found);
+  for (const MemberStatus& m : st) {
+    EXPECT_EQ(m.phase, MemberPhase::kExited);
+    EXPECT_EQ(m.exit_code, 5);
+  }
+  // After they ended, discover still finds them, and poll reports them from the exit files.
+  found = backend.discover(s.job, s.attempt, 2);
+  ASSERT_EQ(found.size(), 2u);
+  for (const MemberStatus& m : backend.poll(s.job, s.attempt, found)) {
+    EXPECT_EQ(m.phase, MemberPhase::kExited);
+    EXPECT_EQ(m.exit_code, 5);
+  }
+  // An attempt that never started has no members.
+  EXPECT_TRUE(backend.discover(s.job, s.attempt + 1, 2).empty());
+}
+
+}  // namespace
+}  // namespace tessera

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "cli_util.h"
@@ -200,6 +201,44 @@ command: ["sh", "-c", "echo reclaimed; sleep 60"]
   for (int64_t id : {polite, stubborn, mine}) {
     EXPECT_TRUE(eventually([&] { return get_job(admin, id)["finished_at"].is_number(); }, 10));
   }
+}
+
+TEST(ServiceE2E, SchedulesTheGpusNvidiaSmiReportsByType) {
+  TempDir dir("smi");
+  // A stand-in nvidia-smi: GPUs 0 and 2 are H100s, GPU 1 an A100 80GB (CI has no GPU; the
+  // real driver's output format is what parse_nvidia_smi_csv is tested on).
+  const std::string smi = dir.file("nvidia-smi");
+  std::ofstream(smi) << R"(#!/bin/sh
+echo "0, GPU-a, NVIDIA H100 80GB HBM3, 81559, 0, 0, 0"
+echo "1, GPU-b, NVIDIA A100-SXM4-80GB, 81920, 0, 0, 0"
+echo "2, GPU-c, NVIDIA H100 80GB HBM3, 81559, 0, 0, 0"
+)";
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  ServerProcess server(dir.str(), {"--nvidia-smi", smi});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const nlohmann::json nodes = json_of(admin.get("/v1/nodes"))["nodes"];
+  ASSERT_EQ(nodes.size(), 2u) << nodes.dump();
+  std::map<std::string, std::vector<int>> by_type;
+  for (const auto& n : nodes) {
+    for (const auto& g : n["gpus"]) by_type[n["gpu_type"]].push_back(g["index"]);
+  }
+  EXPECT_EQ(by_type["H100"], (std::vector<int>{0, 2}));
+  EXPECT_EQ(by_type["A100-80G"], (std::vector<int>{1}));
+  // A job that asks for the A100 sees exactly that device.
+  const int64_t id = submit(admin, R"(name: a100
+tenant: lab
+resources: {gpus: 1, gpu_types: [A100-80G]}
+command: ["sh", "-c", "echo devices=$CUDA_VISIBLE_DEVICES"]
+)");
+  ASSERT_TRUE(eventually([&] { return job_in(admin, id, "succeeded"); }, 10));
+  EXPECT_NE(admin.get("/v1/jobs/" + std::to_string(id) + "/logs").body.find("devices=1"),
+            std::string::npos);
+  const HttpResult unknown = admin.post(
+      "/v1/jobs", "name: x\ntenant: lab\nresources: {gpu_types: [T4]}\ncommand: [true]\n",
+      "application/yaml");
+  EXPECT_EQ(unknown.status, 422);
+  EXPECT_EQ(json_of(unknown)["field"], "resources.gpu_types");
 }
 
 TEST(ServiceE2E, TheCliContractFromTheReadme) {

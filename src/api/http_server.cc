@@ -271,7 +271,7 @@ void ApiServer::routes() {
              guarded(false, [&svc, admin_only](const httplib::Request& req, httplib::Response& res,
                                                const Caller& c) {
                admin_only(c);
-               const auto limit = static_cast<size_t>(int_param(req, "limit", 100, 1, 100000));
+               const auto limit = static_cast<size_t>(int_param(req, "limit", 100, 1, 10000));
                nlohmann::json arr = nlohmann::json::array();
                for (const AuditEntry& e : svc.audit_log(limit)) arr.push_back(to_json(e));
                res.set_content(nlohmann::json{{"entries", arr}}.dump(), kJson);

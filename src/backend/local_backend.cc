@@ -31,8 +31,11 @@ constexpr const char* kShell = "/bin/sh";
 // command ended; the command itself gets the default disposition back on exec, so it still
 // sees SIGTERM. "$@" keeps the command's argv intact whatever characters it holds, and a
 // command that cannot be found makes sh print its name and set 127.
+// The pid file, written first, lets a server that crashed between starting a member and
+// recording its pid find it again (LocalBackend::discover).
 constexpr const char* kWrapper =
-    "trap : TERM; \"$@\"; s=$?; echo $s > \"$TESSERA_EXIT_FILE\"; exit $s";
+    "trap : TERM; echo $$ > \"$TESSERA_PID_FILE\"; \"$@\"; s=$?; "
+    "echo $s > \"$TESSERA_EXIT_FILE\"; exit $s";
 
 // The whole content of a small file, or nullopt if it cannot be read or is larger than
 // 4 KiB. Plain read(2): whatever sits at the path (a directory, a process that vanished
@@ -300,6 +303,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     env.erase("TESSERA_GPU_FRACTION");
     if (m.gpu_milli < 1000) env["TESSERA_GPU_FRACTION"] = format_fraction(m.gpu_milli);
     env["TESSERA_EXIT_FILE"] = exit_path(spec.job, spec.attempt, m.rank);
+    env["TESSERA_PID_FILE"] = pid_path(spec.job, spec.attempt, m.rank);
 
     PreparedMember p;
     p.rank = m.rank;
@@ -314,6 +318,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   // An exit file left from an earlier run of the same attempt would be read as this run's.
   for (const MemberLaunch& m : spec.members) {
     fs::remove(exit_path(spec.job, spec.attempt, m.rank), ec);
+    fs::remove(pid_path(spec.job, spec.attempt, m.rank), ec);
   }
 
   std::vector<MemberHandle> started;
@@ -338,6 +343,25 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     }
   }
   return started;
+}
+
+std::string LocalBackend::pid_path(uint64_t job, uint32_t attempt, int32_t rank) const {
+  return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".pid";
+}
+
+std::vector<MemberHandle> LocalBackend::discover(uint64_t job, uint32_t attempt, int32_t world) {
+  std::vector<MemberHandle> out;
+  for (int32_t r = 0; r < world; ++r) {
+    const std::optional<int32_t> pid = read_exit_file(pid_path(job, attempt, r));
+    if (!pid || *pid <= 1) continue;
+    if (read_exit_file(exit_path(job, attempt, r))) {
+      out.push_back(MemberHandle{r, *pid, 0});  // ended: poll reads its exit file
+      continue;
+    }
+    const std::optional<ProcStat> st = read_proc_stat(*pid);
+    if (st && st->state != 'Z') out.push_back(MemberHandle{r, *pid, st->start_ticks});
+  }
+  return out;
 }
 
 MemberStatus LocalBackend::poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h) {

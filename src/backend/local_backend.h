@@ -6,6 +6,7 @@
 // Layout of a job attempt under the backend's root directory:
 //   ROOT/jobs/<job>/<attempt>/            the members' working directory
 //   ROOT/jobs/<job>/<attempt>/rank-<r>.log     stdout and stderr of member r
+//   ROOT/jobs/<job>/<attempt>/rank-<r>.pid     its shell's pid (written when it starts)
 //   ROOT/jobs/<job>/<attempt>/rank-<r>.exit    its exit status (written when it ends)
 //
 // Every member is the leader of its own process group, so a signal reaches everything it
@@ -93,6 +94,12 @@ class LocalBackend {
   // another time) is skipped, and a group that no longer exists is ignored.
   void signal(const std::vector<MemberHandle>& members, int sig);
 
+  // The members of an attempt found from their pid files (each member's shell writes
+  // rank-<r>.pid as its first act), for a server that crashed after starting them but before
+  // it recorded their handles. Members that ended carry start_ticks 0 (poll then reports
+  // them from their exit files); ranks that never started are missing.
+  std::vector<MemberHandle> discover(uint64_t job, uint32_t attempt, int32_t world);
+
   std::string attempt_dir(uint64_t job, uint32_t attempt) const;
   std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const;
   const std::string& root() const { return root_; }
@@ -107,6 +114,7 @@ class LocalBackend {
 
   MemberStatus poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h);
   std::string exit_path(uint64_t job, uint32_t attempt, int32_t rank) const;
+  std::string pid_path(uint64_t job, uint32_t attempt, int32_t rank) const;
 
   std::string root_;
   // Guards reaped_ and makes "waitpid, then record" atomic, so two threads polling the same

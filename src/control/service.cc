@@ -247,7 +247,7 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
     s.allowed_types = 0;
     for (const std::string& name : req.gpu_types) {
       auto t = cluster_.gpu_types().find(name);
-      if (!t) {
+      if (!t || (cluster_.present_types() & (GpuTypeMask{1} << *t)) == 0) {
         throw ServiceError(ServiceError::kInfeasible, "resources.gpu_types",
                            "GPU type '" + name + "' does not exist in this cluster");
       }
@@ -322,8 +322,19 @@ void Service::recover() {
         break;
       case JobState::kRunning:
         if (!has_processes) {
-          requeue("requeued after a restart: it had not been launched");
-          break;
+          // The server died between recording the start and recording the processes: find
+          // the members that did start, adopt a whole gang, stop a partial one.
+          const int32_t world = alloc.members();
+          auto found = backend_.discover(static_cast<uint64_t>(row.id),
+                                         static_cast<uint32_t>(row.attempts), world);
+          if (world == 0 || static_cast<int32_t>(found.size()) != world) {
+            backend_.signal(found, SIGKILL);
+            requeue("requeued after a restart: it had not been launched");
+            break;
+          }
+          j->members = std::move(found);
+          row.processes = encode_members(j->members);
+          dirty.push_back(&row);
         }
         {
           const auto st = backend_.poll(static_cast<uint64_t>(row.id),
