@@ -36,13 +36,14 @@ struct Submitter {
     o.timeout_seconds = 5;
     ApiClient c(o);
     while (!stop) {
-      std::string name;
+      int k = 0;
       {
         std::lock_guard lock(mu);
-        name = "j" + std::to_string(next++);
+        k = next++;
       }
+      const std::string name = "j" + std::to_string(k);
       const nlohmann::json spec{{"name", name},
-                                {"tenant", "t" + std::to_string(next % 2)},
+                                {"tenant", "t" + std::to_string(k % 2)},
                                 {"resources", {{"gpus", 0.25}}},
                                 {"command", {"sh", "-c", "sleep 0.1"}}};
       const HttpResult r =
