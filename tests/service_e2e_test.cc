@@ -170,10 +170,15 @@ command: ["sh", "-c", "echo started; sleep 60"]
 )");
   const int64_t stubborn = submit(a, R"(name: stubborn
 gang: {min: 2, max: 2}
-command: ["sh", "-c", "trap 'echo got TERM' TERM; while true; do sleep 0.1; done"]
+command: ["sh", "-c", "trap 'echo got TERM' TERM; echo ready; while true; do sleep 0.1; done"]
 )");
-  ASSERT_TRUE(eventually(
-      [&] { return job_in(a, polite, "running") && job_in(a, stubborn, "running"); }, 10));
+  // Both members of the stubborn gang have set their trap (a SIGTERM before that would end
+  // them at once, as it would any process).
+  auto ready = [&](int rank) {
+    return a.get("/v1/jobs/" + std::to_string(stubborn) + "/logs?rank=" + std::to_string(rank))
+               .body.find("ready") != std::string::npos;
+  };
+  ASSERT_TRUE(eventually([&] { return job_in(a, polite, "running") && ready(0) && ready(1); }, 10));
   // team-b's fair share is half the cluster: one of team-a's gangs gives way, whole.
   const int64_t mine = submit(b, R"(name: mine
 gang: {min: 2, max: 2}
