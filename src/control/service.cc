@@ -356,9 +356,7 @@ void Service::recover() {
         if (!has_processes) {
           requeue("preempted; requeued");
         } else {
-          j->stopping = true;
-          backend_.signal(j->members, SIGTERM);
-          j->kill_at = t + opt_.checkpoint_grace_seconds;
+          ask_to_stop_locked(*j, t);
         }
         break;
       case JobState::kCancelled:
@@ -527,6 +525,18 @@ void Service::poll_processes() {
                 [](const auto& e) { return e.second->alloc.empty() && e.second->members.empty(); });
 }
 
+void Service::ask_to_stop_locked(Job& j, double t) {
+  // The job's own grace, else the queue tree's, else the server's.
+  double grace = opt_.checkpoint_grace_seconds;
+  if (tree_ && tree_->settings().checkpoint_grace_seconds >= 0) {
+    grace = tree_->settings().checkpoint_grace_seconds;
+  }
+  if (j.row.spec.checkpoint_grace_seconds >= 0) grace = j.row.spec.checkpoint_grace_seconds;
+  j.stopping = true;
+  j.kill_at = t + grace;
+  backend_.signal(j.members, SIGTERM);
+}
+
 void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
   LaunchSpec ls;
   ls.job = static_cast<uint64_t>(j.row.id);
@@ -660,12 +670,7 @@ void Service::run_cycle() {
         v.queued_since = t;
         pending_.push_back(&v);
       } else {
-        const double grace = v.row.spec.checkpoint_grace_seconds >= 0
-                                 ? v.row.spec.checkpoint_grace_seconds
-                                 : opt_.checkpoint_grace_seconds;
-        v.stopping = true;
-        v.kill_at = t + grace;
-        backend_.signal(v.members, SIGTERM);
+        ask_to_stop_locked(v, t);
         j.waits_for.push_back(p.job);
       }
       dirty.push_back(&v.row);
@@ -778,7 +783,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   return view_locked(ref);
 }
 
-const Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) const {
+Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
@@ -792,7 +797,7 @@ const Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id
 
 JobView Service::cancel(const RequestContext& ctx, int64_t id) {
   std::lock_guard lock(mu_);
-  Job& j = const_cast<Job&>(visible_job_locked(ctx.caller, id));  // NOLINT: own map entry
+  Job& j = visible_job_locked(ctx.caller, id);
   if (is_terminal(j.row.state)) {
     throw ServiceError(
         ServiceError::kConflict, "",
@@ -810,13 +815,7 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id) {
     release_locked(j);
     j.waits_for.clear();
   } else {
-    // Running (or stopping after preemption): TERM now, KILL after its grace.
-    const double grace = j.row.spec.checkpoint_grace_seconds >= 0
-                             ? j.row.spec.checkpoint_grace_seconds
-                             : opt_.checkpoint_grace_seconds;
-    j.stopping = true;
-    j.kill_at = t + grace;
-    backend_.signal(j.members, SIGTERM);
+    ask_to_stop_locked(j, t);  // running, or already stopping after a preemption
   }
   const AuditEntry audit{0,        t,   ctx.caller.actor(),         ctx.method,
                          ctx.path, 200, "job " + std::to_string(id)};

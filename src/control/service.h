@@ -192,12 +192,17 @@ class Service {
   void recover();
   JobSpec to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where);
   JobView view_locked(const Job& j) const;
-  const Job& visible_job_locked(const Caller& caller, int64_t id) const;
+  // The job, if `caller` may see it (ServiceError kNotFound / kForbidden otherwise). Jobs are
+  // owned through unique_ptr, so a const service still hands out the job for mutation by
+  // callers that hold the lock.
+  Job& visible_job_locked(const Caller& caller, int64_t id) const;
   void run_loop();
   void poll_processes();
   void run_cycle();
   void launch_ready();
   void begin_run_locked(Job& j, double t);
+  // SIGTERM to every member now, SIGKILL once its checkpoint grace has passed.
+  void ask_to_stop_locked(Job& j, double t);
   void launch_locked(Job& j, std::vector<const JobRow*>& dirty);
   void release_locked(Job& j);
   double now() const;
