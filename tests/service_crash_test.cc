@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -125,6 +126,106 @@ TEST(ServiceCrash, SigkillDuringSubmissionsAndCompletionsLosesAndDuplicatesNothi
     EXPECT_EQ(by_name[name], id);
   }
   EXPECT_EQ(by_name.size(), sub.accepted.size() + sub.unanswered.size());
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+using testing::eventually;
+using testing::json_of;
+using testing::kAdminToken;
+using testing::ServerProcess;
+using testing::TempDir;
+
+int64_t submit_json(ApiClient& c, const nlohmann::json& spec) {
+  const HttpResult r = c.post("/v1/jobs", spec.dump(), "application/json");
+  EXPECT_EQ(r.status, 201) << r.body;
+  return json_of(r).value("id", int64_t{-1});
+}
+
+nlohmann::json job_of(ApiClient& c, int64_t id) {
+  return json_of(c.get("/v1/jobs/" + std::to_string(id)));
+}
+
+// The pid of a member's shell, from the file it writes when it starts.
+pid_t member_pid(const std::string& dir, int64_t job, int attempt, int rank) {
+  std::ifstream in(dir + "/tessera.db.jobs/jobs/" + std::to_string(job) + "/" +
+                   std::to_string(attempt) + "/rank-" + std::to_string(rank) + ".pid");
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+// Each way a running job can be found after a restart: still running (adopted, and then
+// cancellable), finished while the server was down (its exit status read from disk), or gone
+// without a trace (requeued and run again).
+TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
+  TempDir dir("recover");
+  const std::vector<std::string> flags = {"--virtual-gpus", "3", "--checkpoint-grace", "1"};
+  int64_t adopted = 0, finished = 0, failed = 0, vanished = 0;
+  {
+    ServerProcess server(dir.str(), flags);
+    ASSERT_TRUE(server.up()) << server.log();
+    ApiClient admin = server.client(kAdminToken);
+    auto spec = [](const std::string& name, const std::string& cmd) {
+      return nlohmann::json{{"name", name}, {"tenant", "lab"}, {"command", {"sh", "-c", cmd}}};
+    };
+    adopted = submit_json(admin, spec("adopted", "echo started; sleep 60"));
+    finished = submit_json(admin, spec("finished", "sleep 0.5; echo done"));
+    failed = submit_json(admin, spec("failed", "sleep 0.5; exit 7"));
+    ASSERT_TRUE(eventually([&] {
+      for (int64_t id : {adopted, finished, failed}) {
+        if (job_of(admin, id)["state"] != "running" || member_pid(dir.str(), id, 1, 0) <= 0) {
+          return false;
+        }
+      }
+      return true;
+    }));
+    server.kill(SIGKILL);
+  }
+  // While the server is down, two of the jobs end on their own.
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  {
+    ServerProcess server(dir.str(), flags);
+    ASSERT_TRUE(server.up()) << server.log();
+    ApiClient admin = server.client(kAdminToken);
+    const nlohmann::json f = job_of(admin, finished), x = job_of(admin, failed);
+    EXPECT_EQ(f["state"], "succeeded") << f.dump();
+    EXPECT_EQ(x["state"], "failed") << x.dump();
+    EXPECT_EQ(x["exit_code"], 7);
+    EXPECT_EQ(job_of(admin, adopted)["state"], "running");
+    // A job whose processes vanish without an exit status while the server is down.
+    vanished = submit_json(admin, nlohmann::json{{"name", "vanished"},
+                                                 {"tenant", "lab"},
+                                                 {"command", {"sh", "-c", "sleep 0.6"}}});
+    ASSERT_TRUE(eventually([&] {
+      return job_of(admin, vanished)["state"] == "running" &&
+             member_pid(dir.str(), vanished, 1, 0) > 0;
+    }));
+    server.kill(SIGKILL);
+  }
+  ::kill(-member_pid(dir.str(), vanished, 1, 0), SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ServerProcess server(dir.str(), flags);
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  // Requeued and run again as attempt 2.
+  ASSERT_TRUE(eventually([&] { return job_of(admin, vanished)["state"] == "succeeded"; }, 10))
+      << job_of(admin, vanished).dump();
+  EXPECT_EQ(job_of(admin, vanished)["attempts"], 2);
+  // The adopted job (no longer the server's child) is still watched and can be cancelled.
+  const pid_t pid = member_pid(dir.str(), adopted, 1, 0);
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(::kill(pid, 0), 0);
+  EXPECT_EQ(
+      admin.post("/v1/jobs/" + std::to_string(adopted) + "/cancel", "", "application/json").status,
+      200);
+  ASSERT_TRUE(eventually([&] { return job_of(admin, adopted)["finished_at"].is_number(); }, 10));
+  EXPECT_TRUE(eventually([&] { return testing::process_gone(pid); }, 5));
+  EXPECT_EQ(job_of(admin, adopted)["state"], "cancelled");
 }
 
 }  // namespace

@@ -49,6 +49,17 @@ inline bool eventually(const std::function<bool()>& cond, double seconds = 20) {
   return cond();
 }
 
+// Whether a process has ended: no /proc entry, or a zombie that its parent (here an adopting
+// init, which in a container may never reap it) has not reaped.
+inline bool process_gone(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return true;
+  std::string line;
+  std::getline(in, line);
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
 inline const char* kAdminToken = "admin-secret-for-tests";
 
 // `tessera serve --listen 127.0.0.1:0 --db DIR/tessera.db --admin-token ... EXTRA`.
