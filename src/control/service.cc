@@ -438,7 +438,10 @@ void Service::poll_processes() {
   std::vector<const JobRow*> dirty;
   for (auto& [id, jp] : active_) {
     Job& j = *jp;
-    if (j.members.empty()) continue;
+    if (j.members.empty()) {
+      if (is_terminal(j.row.state)) release_locked(j);  // cancelled before it launched
+      continue;
+    }
     const auto st =
         backend_.poll(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), j.members);
     const bool all_gone = std::none_of(st.begin(), st.end(), [](const MemberStatus& m) {
@@ -811,8 +814,9 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id) {
     std::erase(pending_, &j);
   }
   if (j.members.empty()) {
+    // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
+    // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
     j.row.finished_at = t;
-    release_locked(j);
     j.waits_for.clear();
   } else {
     ask_to_stop_locked(j, t);  // running, or already stopping after a preemption

@@ -204,6 +204,7 @@ class Service {
   // SIGTERM to every member now, SIGKILL once its checkpoint grace has passed.
   void ask_to_stop_locked(Job& j, double t);
   void launch_locked(Job& j, std::vector<const JobRow*>& dirty);
+  // Returns its GPUs to the ledger. Scheduler thread only: the cycle reads the ledger unlocked.
   void release_locked(Job& j);
   double now() const;
 
