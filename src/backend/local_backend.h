@@ -17,53 +17,13 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "backend/backend.h"
 
 namespace tessera {
 
-// One member to start.
-struct MemberLaunch {
-  int32_t rank = 0;
-  std::vector<int32_t> gpu_indices;  // host GPU indices -> CUDA_VISIBLE_DEVICES ("" when none)
-  int32_t gpu_milli = 1000;          // share of each GPU; < 1000 -> TESSERA_GPU_FRACTION
-};
-
-// One attempt of a gang: everything the backend needs to start its members.
-struct LaunchSpec {
-  uint64_t job = 0;
-  uint32_t attempt = 0;  // 1 for the first run, +1 for every restart after preemption
-  std::string name;
-  std::string tenant;
-  std::vector<std::string> command;                      // argv, non-empty
-  std::vector<std::pair<std::string, std::string>> env;  // added to the server's environment
-  std::vector<MemberLaunch> members;                     // WORLD_SIZE = members.size()
-  int32_t master_port = 0;                               // MASTER_PORT for the gang
-};
-
-// What identifies a started member process across server restarts: its pid and its start
-// time (field 22 of /proc/PID/stat, clock ticks since boot), so that a recycled pid is never
-// mistaken for the member.
-struct MemberHandle {
-  int32_t rank = 0;
-  int64_t pid = 0;
-  int64_t start_ticks = 0;
-  bool operator==(const MemberHandle&) const = default;
-};
-
-enum class MemberPhase : uint8_t {
-  kRunning,  // the process is alive
-  kExited,   // it ended; exit_code holds the command's status (128 + signal if killed)
-  kLost,     // it is gone and left no exit status (killed with SIGKILL, or lost in a crash)
-};
-
-struct MemberStatus {
-  int32_t rank = 0;
-  MemberPhase phase = MemberPhase::kRunning;
-  int32_t exit_code = -1;  // kExited only
-};
-
-class LocalBackend {
+class LocalBackend final : public Backend {
  public:
   // `root` is created if missing. Throws std::runtime_error naming it when it cannot be.
   // It is kept as an absolute path: members run in their attempt directory, so a relative
@@ -79,29 +39,29 @@ class LocalBackend {
   // All or nothing: if one member cannot start, the ones started are killed and
   // std::runtime_error says why. A command that does not exist still starts (the shell
   // reports it in the log and exits 127).
-  std::vector<MemberHandle> launch(const LaunchSpec& spec);
+  std::vector<MemberHandle> launch(const LaunchSpec& spec) override;
 
   // The state of each member of an attempt, by looking at its process and exit file. Reaps
   // members that are this process's children. Safe to call for handles of a previous server
   // process (after a restart): a pid that is alive but started at another time is not the
   // member, which has ended (its exit file, if any, gives the status; else kLost).
   std::vector<MemberStatus> poll(uint64_t job, uint32_t attempt,
-                                 const std::vector<MemberHandle>& members);
+                                 const std::vector<MemberHandle>& members) override;
 
   // Sends `sig` (SIGTERM to ask for a checkpoint and exit, SIGKILL to stop) to the process
   // group of every member. A group whose leader has ended may still hold processes it left
   // behind, so it is signalled too; only a pid now used by another process (started at
   // another time) is skipped, and a group that no longer exists is ignored.
-  void signal(const std::vector<MemberHandle>& members, int sig);
+  void signal(const std::vector<MemberHandle>& members, int sig) override;
 
   // The members of an attempt found from their pid files (each member's shell writes
   // rank-<r>.pid as its first act), for a server that crashed after starting them but before
   // it recorded their handles. Members that ended carry start_ticks 0 (poll then reports
   // them from their exit files); ranks that never started are missing.
-  std::vector<MemberHandle> discover(uint64_t job, uint32_t attempt, int32_t world);
+  std::vector<MemberHandle> discover(uint64_t job, uint32_t attempt, int32_t world) override;
 
   std::string attempt_dir(uint64_t job, uint32_t attempt) const;
-  std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const;
+  std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const override;
   const std::string& root() const { return root_; }
 
  private:

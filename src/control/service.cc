@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "backend/local_backend.h"
 #include "backend/nvidia_smi.h"
 #include "control/token.h"
 #include "engine/admission.h"
@@ -195,11 +196,11 @@ constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.00
 
 }  // namespace
 
-Service::Service(ServiceOptions opt)
+Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     : opt_(std::move(opt)),
       cluster_(build_cluster(opt_, gpu_index_)),
       store_(std::make_unique<Store>(opt_.db_path, Store::Options{opt_.sync_full})),
-      backend_(opt_.work_dir),
+      backend_(backend ? std::move(backend) : std::make_unique<LocalBackend>(opt_.work_dir)),
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_) {
   counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));
@@ -223,6 +224,7 @@ Service::~Service() {
 }
 
 double Service::now() const {
+  if (opt_.clock) return opt_.clock();
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -325,10 +327,10 @@ void Service::recover() {
           // The server died between recording the start and recording the processes: find
           // the members that did start, adopt a whole gang, stop a partial one.
           const int32_t world = alloc.members();
-          auto found = backend_.discover(static_cast<uint64_t>(row.id),
-                                         static_cast<uint32_t>(row.attempts), world);
+          auto found = backend_->discover(static_cast<uint64_t>(row.id),
+                                          static_cast<uint32_t>(row.attempts), world);
           if (world == 0 || static_cast<int32_t>(found.size()) != world) {
-            backend_.signal(found, SIGKILL);
+            backend_->signal(found, SIGKILL);
             requeue("requeued after a restart: it had not been launched");
             break;
           }
@@ -337,8 +339,8 @@ void Service::recover() {
           dirty.push_back(&row);
         }
         {
-          const auto st = backend_.poll(static_cast<uint64_t>(row.id),
-                                        static_cast<uint32_t>(row.attempts), j->members);
+          const auto st = backend_->poll(static_cast<uint64_t>(row.id),
+                                         static_cast<uint32_t>(row.attempts), j->members);
           const bool all_lost = std::all_of(st.begin(), st.end(), [](const MemberStatus& m) {
             return m.phase == MemberPhase::kLost;
           });
@@ -363,7 +365,7 @@ void Service::recover() {
         if (row.finished_at < 0) {
           if (has_processes) {
             j->stopping = true;
-            backend_.signal(j->members, SIGKILL);
+            backend_->signal(j->members, SIGKILL);
             if (!alloc.empty() && fits(state_, alloc)) {
               state_.allocate(alloc);
               j->alloc = std::move(alloc);
@@ -443,7 +445,7 @@ void Service::poll_processes() {
       continue;
     }
     const auto st =
-        backend_.poll(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), j.members);
+        backend_->poll(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), j.members);
     const bool all_gone = std::none_of(st.begin(), st.end(), [](const MemberStatus& m) {
       return m.phase == MemberPhase::kRunning;
     });
@@ -460,11 +462,11 @@ void Service::poll_processes() {
           if (m.phase == MemberPhase::kExited) j.failure_code = m.exit_code;
           j.stopping = true;
           j.kill_at = -1;
-          backend_.signal(j.members, SIGKILL);
+          backend_->signal(j.members, SIGKILL);
           break;
         }
       } else if (j.stopping && j.kill_at >= 0 && t >= j.kill_at) {
-        backend_.signal(j.members, SIGKILL);
+        backend_->signal(j.members, SIGKILL);
         j.kill_at = -1;
       }
       continue;
@@ -537,7 +539,7 @@ void Service::ask_to_stop_locked(Job& j, double t) {
   if (j.row.spec.checkpoint_grace_seconds >= 0) grace = j.row.spec.checkpoint_grace_seconds;
   j.stopping = true;
   j.kill_at = t + grace;
-  backend_.signal(j.members, SIGTERM);
+  backend_->signal(j.members, SIGTERM);
 }
 
 void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
@@ -561,7 +563,7 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
     ls.members.push_back(std::move(ml));
   }
   try {
-    j.members = backend_.launch(ls);
+    j.members = backend_->launch(ls);
     j.row.processes = encode_members(j.members);
   } catch (const std::exception& e) {
     j.row.state = JobState::kFailed;
@@ -937,7 +939,7 @@ std::string Service::logs(const Caller& caller, int64_t id, int32_t rank,
                          "rank must be in 0.." + std::to_string(world - 1));
     }
     path =
-        backend_.log_path(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), rank);
+        backend_->log_path(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), rank);
   }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";

@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/local_backend.h"
+#include "backend/backend.h"
 #include "engine/decisions.h"
 #include "engine/policy.h"
 #include "model/cluster.h"
@@ -50,6 +50,8 @@ struct ServiceOptions {
   double cycle_interval_seconds = 1.0;   // a cycle at least this often (besides events)
   double poll_interval_seconds = 0.05;   // how often processes are checked
   bool sync_full = false;                // Store::Options::sync_full
+  // Unix seconds now; empty = the system clock (tests inject their own).
+  std::function<double()> clock;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -150,7 +152,8 @@ class Service {
   // Opens the store, builds the cluster (virtual GPUs or nvidia-smi), loads the queue tree and
   // the jobs, and reconciles running jobs with their processes. Throws (StoreError,
   // InputError, std::runtime_error) naming what is wrong.
-  explicit Service(ServiceOptions opt);
+  // `backend`: where jobs run; null = a LocalBackend under opt.work_dir.
+  explicit Service(ServiceOptions opt, std::unique_ptr<Backend> backend = nullptr);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -212,7 +215,7 @@ class Service {
   std::vector<int32_t> gpu_index_;  // host GPU index of each GpuId (filled with cluster_)
   Cluster cluster_;
   std::unique_ptr<Store> store_;
-  LocalBackend backend_;
+  std::unique_ptr<Backend> backend_;
   Policy policy_;
 
   mutable std::mutex mu_;

@@ -1,0 +1,310 @@
+// The control plane on its own: the Service over an in-memory backend and a clock the test
+// moves, so that gang failure, preemption grace, launch failure and recovery are checked
+// step by step (tick() runs one poll + cycle) without real processes or sleeps.
+#include "control/service.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "service_test_util.h"
+#include "store/job_request.h"
+
+namespace tessera {
+namespace {
+
+using testing::TempDir;
+
+// Members are entries in a table; the test ends them, and signals end them as a process's
+// default handlers would (unless the member ignores SIGTERM).
+class FakeBackend final : public Backend {
+ public:
+  struct Proc {
+    uint64_t job = 0;
+    int32_t rank = 0;
+    bool alive = true;
+    bool ignores_term = false;
+    MemberPhase end = MemberPhase::kExited;
+    int32_t code = 0;
+    std::vector<int> signals;
+  };
+
+  std::vector<MemberHandle> launch(const LaunchSpec& spec) override {
+    std::lock_guard lock(mu_);
+    if (fail_next_launch) {
+      fail_next_launch = false;
+      throw std::runtime_error("no such file or directory");
+    }
+    launches.push_back(spec);
+    std::vector<MemberHandle> out;
+    for (const MemberLaunch& m : spec.members) {
+      const int64_t pid = next_pid_++;
+      Proc p;
+      p.job = spec.job;
+      p.rank = m.rank;
+      p.ignores_term = ignore_term_of.count(spec.name) != 0;
+      procs[pid] = p;
+      out.push_back(MemberHandle{m.rank, pid, 1});
+    }
+    return out;
+  }
+  std::vector<MemberStatus> poll(uint64_t, uint32_t,
+                                 const std::vector<MemberHandle>& members) override {
+    std::lock_guard lock(mu_);
+    std::vector<MemberStatus> out;
+    for (const MemberHandle& h : members) {
+      auto it = procs.find(h.pid);
+      if (it == procs.end()) {
+        out.push_back(MemberStatus{h.rank, MemberPhase::kLost, -1});
+      } else if (it->second.alive) {
+        out.push_back(MemberStatus{h.rank, MemberPhase::kRunning, -1});
+      } else {
+        out.push_back(MemberStatus{h.rank, it->second.end,
+                                   it->second.end == MemberPhase::kExited ? it->second.code : -1});
+      }
+    }
+    return out;
+  }
+  void signal(const std::vector<MemberHandle>& members, int sig) override {
+    std::lock_guard lock(mu_);
+    for (const MemberHandle& h : members) {
+      auto it = procs.find(h.pid);
+      if (it == procs.end() || !it->second.alive) continue;
+      it->second.signals.push_back(sig);
+      if (sig == SIGKILL) {
+        it->second.alive = false;
+        it->second.end = MemberPhase::kLost;
+      } else if (sig == SIGTERM && !it->second.ignores_term) {
+        it->second.alive = false;
+        it->second.code = 143;
+      }
+    }
+  }
+  std::vector<MemberHandle> discover(uint64_t, uint32_t, int32_t) override { return {}; }
+  std::string log_path(uint64_t, uint32_t, int32_t) const override { return ""; }
+
+  // The member `rank` of the latest launch of `job` exits with `code`.
+  void exit(uint64_t job, int32_t rank, int32_t code) {
+    std::lock_guard lock(mu_);
+    for (auto it = procs.rbegin(); it != procs.rend(); ++it) {
+      if (it->second.job == job && it->second.rank == rank) {
+        it->second.alive = false;
+        it->second.end = MemberPhase::kExited;
+        it->second.code = code;
+        return;
+      }
+    }
+  }
+  std::vector<int> signals_of(uint64_t job, int32_t rank) {
+    std::lock_guard lock(mu_);
+    for (auto it = procs.rbegin(); it != procs.rend(); ++it) {
+      if (it->second.job == job && it->second.rank == rank) return it->second.signals;
+    }
+    return {};
+  }
+
+  std::map<int64_t, Proc> procs;
+  std::vector<LaunchSpec> launches;
+  std::set<std::string> ignore_term_of;  // job names whose members ignore SIGTERM
+  bool fail_next_launch = false;
+
+ private:
+  std::mutex mu_;
+  int64_t next_pid_ = 1000;
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  ServiceOptions options(int gpus) {
+    ServiceOptions o;
+    o.db_path = dir_.file("tessera.db");
+    o.work_dir = dir_.file("jobs");
+    o.virtual_gpus = gpus;
+    o.checkpoint_grace_seconds = 30;
+    o.clock = [this] { return now_; };
+    return o;
+  }
+  // A service over a fresh fake backend (observed through `backend_`, owned by the service).
+  std::unique_ptr<Service> make(int gpus) {
+    auto b = std::make_unique<FakeBackend>();
+    backend_ = b.get();
+    return std::make_unique<Service>(options(gpus), std::move(b));
+  }
+  static RequestContext as(const std::string& tenant) {
+    return RequestContext{Caller{false, tenant}, "POST", "/v1/jobs"};
+  }
+  static JobRequest job(const std::string& yaml) { return parse_job_request(yaml); }
+  static JobState state(Service& s, int64_t id) { return s.job(Caller{true, ""}, id).row.state; }
+  static double free_gpus(Service& s) {
+    double free = 0;
+    for (const NodeView& n : s.nodes()) {
+      for (const GpuView& g : n.gpus) free += g.free_milli / 1000.0;
+    }
+    return free;
+  }
+
+  TempDir dir_{"service"};
+  double now_ = 1000;
+  FakeBackend* backend_ = nullptr;  // not owned
+};
+
+TEST_F(ServiceTest, AGangFailsTogetherWhenOneMemberFails) {
+  auto s = make(4);
+  const int64_t id =
+      s->submit(as("lab"), job("name: g\ngang: 3\ncommand: [train]\n"), "", nullptr).row.id;
+  s->tick();
+  ASSERT_EQ(state(*s, id), JobState::kRunning);
+  ASSERT_EQ(backend_->launches.size(), 1u);
+  EXPECT_EQ(backend_->launches[0].members.size(), 3u);
+  EXPECT_EQ(free_gpus(*s), 1);
+  backend_->exit(id, 1, 3);
+  s->tick();  // rank 1 failed: the others are killed at once
+  EXPECT_EQ(backend_->signals_of(id, 0), std::vector<int>{SIGKILL});
+  EXPECT_EQ(backend_->signals_of(id, 2), std::vector<int>{SIGKILL});
+  s->tick();
+  const JobView v = s->job(Caller{true, ""}, id);
+  EXPECT_EQ(v.row.state, JobState::kFailed);
+  EXPECT_EQ(v.row.exit_code, 3);
+  EXPECT_EQ(v.row.message, "rank 1 exited with code 3");
+  EXPECT_EQ(free_gpus(*s), 4);
+}
+
+TEST_F(ServiceTest, AllMembersExitingZeroSucceeds) {
+  auto s = make(2);
+  const int64_t id =
+      s->submit(as("lab"), job("name: g\ngang: 2\ncommand: [train]\n"), "", nullptr).row.id;
+  s->tick();
+  backend_->exit(id, 0, 0);
+  s->tick();
+  EXPECT_EQ(state(*s, id), JobState::kRunning);  // a gang ends when its last member does
+  backend_->exit(id, 1, 0);
+  s->tick();
+  EXPECT_EQ(state(*s, id), JobState::kSucceeded);
+  EXPECT_EQ(free_gpus(*s), 2);
+}
+
+TEST_F(ServiceTest, APreemptedGangGetsItsGraceThenSigkillAndThePreemptorStartsAfter) {
+  auto s = make(2);
+  backend_->ignore_term_of.insert("stubborn");
+  const int64_t victim =
+      s->submit(as("team-a"), job("name: stubborn\ngang: 2\ncheckpoint_grace: 20s\ncommand: [x]\n"),
+                "", nullptr)
+          .row.id;
+  s->tick();
+  ASSERT_EQ(state(*s, victim), JobState::kRunning);
+  now_ += 10;
+  const int64_t mine =
+      s->submit(as("team-b"), job("name: mine\ncommand: [y]\n"), "", nullptr).row.id;
+  s->tick();  // team-b is under its fair share: team-a's gang gives way, whole
+  EXPECT_EQ(state(*s, victim), JobState::kPreempted);
+  EXPECT_EQ(backend_->signals_of(victim, 0), std::vector<int>{SIGTERM});
+  EXPECT_EQ(backend_->signals_of(victim, 1), std::vector<int>{SIGTERM});
+  const JobView waiting = s->job(Caller{true, ""}, mine);
+  EXPECT_EQ(waiting.row.state, JobState::kPending);
+  EXPECT_NE(waiting.pending_reason.find("waiting for preempted job"), std::string::npos)
+      << waiting.pending_reason;
+  EXPECT_EQ(backend_->launches.size(), 1u);
+  now_ += 19;  // within the job's 20 s grace: nothing more
+  s->tick();
+  EXPECT_EQ(backend_->signals_of(victim, 0).size(), 1u);
+  EXPECT_EQ(backend_->launches.size(), 1u);
+  now_ += 2;  // past it: SIGKILL, the victim is requeued, the preemptor starts
+  s->tick();
+  s->tick();
+  EXPECT_EQ(backend_->signals_of(victim, 0), (std::vector<int>{SIGTERM, SIGKILL}));
+  const JobView v = s->job(Caller{true, ""}, victim);
+  EXPECT_EQ(v.row.state, JobState::kPending);
+  EXPECT_EQ(v.row.preemptions, 1);
+  EXPECT_EQ(state(*s, mine), JobState::kRunning);
+  ASSERT_EQ(backend_->launches.size(), 2u);
+  EXPECT_EQ(backend_->launches[1].name, "mine");
+}
+
+TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
+  auto s = make(2);
+  backend_->ignore_term_of.insert("stubborn");
+  const int64_t victim =
+      s->submit(as("team-a"), job("name: stubborn\ngang: 2\ncommand: [x]\n"), "", nullptr).row.id;
+  s->tick();
+  const int64_t mine =
+      s->submit(as("team-b"), job("name: mine\ncommand: [y]\n"), "", nullptr).row.id;
+  s->tick();
+  ASSERT_EQ(state(*s, victim), JobState::kPreempted);
+  const JobView c =
+      s->cancel(RequestContext{Caller{false, "team-b"}, "POST", "/v1/jobs/2/cancel"}, mine);
+  EXPECT_EQ(c.row.state, JobState::kCancelled);
+  EXPECT_GE(c.row.finished_at, 0);
+  now_ += 31;
+  s->tick();
+  s->tick();
+  // The victim ran out its grace and went back to the queue; with the cancelled job's GPU
+  // released it starts again on the whole cluster.
+  EXPECT_EQ(state(*s, mine), JobState::kCancelled);
+  EXPECT_EQ(state(*s, victim), JobState::kRunning);
+  EXPECT_EQ(free_gpus(*s), 0);
+  EXPECT_EQ(backend_->launches.size(), 2u);
+  EXPECT_EQ(backend_->launches[1].attempt, 2u);
+}
+
+TEST_F(ServiceTest, AJobThatCannotBeLaunchedFailsAndReturnsItsGpus) {
+  auto s = make(2);
+  backend_->fail_next_launch = true;
+  const int64_t id = s->submit(as("lab"), job("name: x\ncommand: [nope]\n"), "", nullptr).row.id;
+  s->tick();
+  const JobView v = s->job(Caller{true, ""}, id);
+  EXPECT_EQ(v.row.state, JobState::kFailed);
+  EXPECT_NE(v.row.message.find("could not start"), std::string::npos) << v.row.message;
+  s->tick();
+  EXPECT_EQ(free_gpus(*s), 2);
+}
+
+TEST_F(ServiceTest, ARestartRequeuesAJobWhoseMembersAreGoneAndAdoptsOnesThatRun) {
+  int64_t gone = 0, alive = 0;
+  std::map<int64_t, FakeBackend::Proc> survivors;
+  {
+    auto s = make(2);
+    gone = s->submit(as("lab"), job("name: gone\ncommand: [x]\n"), "", nullptr).row.id;
+    alive = s->submit(as("lab"), job("name: alive\ncommand: [y]\n"), "", nullptr).row.id;
+    s->tick();
+    ASSERT_EQ(state(*s, gone), JobState::kRunning);
+    ASSERT_EQ(state(*s, alive), JobState::kRunning);
+    for (const auto& [pid, p] : backend_->procs) {
+      if (p.job == static_cast<uint64_t>(alive)) survivors[pid] = p;
+    }
+  }  // the server goes away; only `alive`'s process survives it
+  auto b = std::make_unique<FakeBackend>();
+  b->procs = survivors;
+  backend_ = b.get();
+  Service s(options(2), std::move(b));
+  EXPECT_EQ(state(s, alive), JobState::kRunning);
+  const JobView g = s.job(Caller{true, ""}, gone);
+  EXPECT_EQ(g.row.state, JobState::kPending);
+  EXPECT_NE(g.row.message.find("requeued"), std::string::npos);
+  s.tick();
+  EXPECT_EQ(state(s, gone), JobState::kRunning);
+  ASSERT_EQ(backend_->launches.size(), 1u);
+  EXPECT_EQ(backend_->launches[0].attempt, 2u);
+  backend_->exit(alive, 0, 0);
+  s.tick();
+  EXPECT_EQ(state(s, alive), JobState::kSucceeded);
+}
+
+TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
+  auto s = make(1);
+  const int64_t id = s->submit(as("team-a"), job("name: x\ncommand: [x]\n"), "", nullptr).row.id;
+  try {
+    s->cancel(RequestContext{Caller{false, "team-b"}, "POST", "/"}, id);
+    FAIL();
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::kForbidden);
+  }
+  EXPECT_TRUE(s->jobs(Caller{false, "team-b"}, JobFilter{}).empty());
+  EXPECT_EQ(s->jobs(Caller{false, "team-a"}, JobFilter{}).size(), 1u);
+  EXPECT_EQ(state(*s, id), JobState::kPending);
+}
+
+}  // namespace
+}  // namespace tessera
