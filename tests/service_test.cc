@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -304,6 +305,51 @@ TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
   EXPECT_TRUE(s->jobs(Caller{false, "team-b"}, JobFilter{}).empty());
   EXPECT_EQ(s->jobs(Caller{false, "team-a"}, JobFilter{}).size(), 1u);
   EXPECT_EQ(state(*s, id), JobState::kPending);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST_F(ServiceTest, AQueueTreeHoldsQuotasAndRefusesTenantsItDoesNotName) {
+  const std::string queues = dir_.file("queues.yaml");
+  std::ofstream(queues) << R"(queues:
+  - name: team-a
+    guarantee: {gpus: 1}
+    borrow_limit: {gpus: 0}
+  - name: team-b
+)";
+  ServiceOptions o = options(4);
+  o.queues_path = queues;
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  Service s(o, std::move(b));
+  const int64_t first = s.submit(as("team-a"), job("name: a1\ncommand: [x]\n"), "", nullptr).row.id;
+  const int64_t second =
+      s.submit(as("team-a"), job("name: a2\ncommand: [x]\n"), "", nullptr).row.id;
+  s.tick();
+  EXPECT_EQ(state(s, first), JobState::kRunning);
+  const JobView held = s.job(Caller{true, ""}, second);
+  EXPECT_EQ(held.row.state, JobState::kPending);
+  EXPECT_NE(held.pending_reason.find("quota"), std::string::npos) << held.pending_reason;
+  EXPECT_EQ(free_gpus(s), 3);  // free GPUs, but team-a may hold only 1
+  try {
+    s.submit(RequestContext{Caller{true, ""}, "POST", "/v1/jobs"},
+             job("name: c\ntenant: team-c\ncommand: [x]\n"), "", nullptr);
+    FAIL() << "a tenant outside the queue tree was accepted";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::kInvalid);
+    EXPECT_EQ(e.field(), "tenant");
+  }
+  const std::vector<QueueView> qs = s.queues(Caller{true, ""});
+  ASSERT_EQ(qs.size(), 3u);
+  EXPECT_EQ(qs[1].path, "team-a");
+  EXPECT_EQ(qs[1].limit_gpus, 1);
+  EXPECT_EQ(qs[1].holds_gpus, 1);
+  EXPECT_EQ(qs[1].running_jobs, 1);
+  EXPECT_EQ(qs[1].pending_jobs, 1);
 }
 
 }  // namespace
