@@ -79,7 +79,8 @@ command: ["sh", "-c", "echo done"]
   EXPECT_EQ(
       b.post("/v1/jobs", "name: x\ntenant: team-a\ncommand: [true]\n", "application/yaml").status,
       403);
-  for (const auto& j : json_of(b.get("/v1/jobs"))["jobs"]) EXPECT_EQ(j["tenant"], "team-b");
+  const nlohmann::json listed = json_of(b.get("/v1/jobs"));
+  for (const auto& j : listed["jobs"]) EXPECT_EQ(j["tenant"], "team-b");
   EXPECT_EQ(json_of(admin.get("/v1/jobs"))["jobs"].size(), 3u);
 
   // Bad requests name what is wrong; nothing is created for them.
