@@ -354,3 +354,74 @@ TEST_F(ServiceTest, AQueueTreeHoldsQuotasAndRefusesTenantsItDoesNotName) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// fairness.half_life in the queue tree reaches the service's cycles: a tenant that used the
+// whole cluster for hours yields to one that used nothing, and the memory survives a restart.
+class LongTermFairness : public ServiceTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(LongTermFairness, ATenantThatUsedTheClusterYieldsToOneThatDidNot) {
+  const bool long_term = GetParam();
+  const std::string queues = dir_.file("queues.yaml");
+  std::ofstream(queues) << (long_term ? "fairness: {half_life: 1h, long_term_weight: 1}\n" : "")
+                        << "queues:\n  - name: team-a\n  - name: team-b\n";
+  ServiceOptions o = options(4);
+  o.queues_path = queues;
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  auto s = std::make_unique<Service>(o, std::move(b));
+  std::vector<int64_t> early;
+  for (int i = 0; i < 4; ++i) {
+    early.push_back(
+        s->submit(as("team-a"), job("name: early\ncommand: [x]\n"), "", nullptr).row.id);
+  }
+  s->tick();
+  now_ += 1;
+  s->tick();
+  now_ += 10 * 3600;  // team-a holds every GPU for ten hours
+  for (int64_t id : early) backend_->exit(id, 0, 0);
+  s->tick();
+  s->tick();
+  const double used = s->queues(Caller{true, ""})[1].decayed_gpus;
+  if (long_term) {
+    EXPECT_NEAR(used, 4.0, 0.01);
+    // Restarted, the service remembers.
+    s.reset();
+    auto b2 = std::make_unique<FakeBackend>();
+    backend_ = b2.get();
+    s = std::make_unique<Service>(o, std::move(b2));
+    EXPECT_NEAR(s->queues(Caller{true, ""})[1].decayed_gpus, used, 1e-9);
+  } else {
+    EXPECT_EQ(used, 0);
+  }
+  // Both tenants now want every GPU; team-a asks first.
+  std::vector<int64_t> a, bb;
+  for (int i = 0; i < 4; ++i) {
+    a.push_back(s->submit(as("team-a"), job("name: a\ncommand: [x]\n"), "", nullptr).row.id);
+  }
+  for (int i = 0; i < 4; ++i) {
+    bb.push_back(s->submit(as("team-b"), job("name: b\ncommand: [x]\n"), "", nullptr).row.id);
+  }
+  s->tick();
+  int a_running = 0, b_running = 0;
+  for (int64_t id : a) a_running += state(*s, id) == JobState::kRunning;
+  for (int64_t id : bb) b_running += state(*s, id) == JobState::kRunning;
+  // Equal weights split the GPUs 2:2. With long-term fairness team-b is entitled to about
+  // 3.8 GPUs (team-a's recent use halves its weight, team-b's idle past multiplies its own by
+  // ten): after team-a's first job (both queues at zero, arrival order breaks the tie) every
+  // GPU goes to team-b.
+  if (long_term) {
+    EXPECT_EQ(a_running, 1);
+    EXPECT_EQ(b_running, 3);
+  } else {
+    EXPECT_EQ(a_running, 2);
+    EXPECT_EQ(b_running, 2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OnAndOff, LongTermFairness, ::testing::Bool());
+
+}  // namespace
+}  // namespace tessera

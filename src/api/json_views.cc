@@ -40,6 +40,7 @@ nlohmann::json to_json(const QueueView& v) {
           {"limit_gpus", v.limit_gpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.limit_gpus)},
           {"holds_gpus", v.holds_gpus},
           {"fair_share_gpus", v.fair_share_gpus},
+          {"decayed_gpus", v.decayed_gpus},
           {"pending_jobs", v.pending_jobs},
           {"running_jobs", v.running_jobs}};
 }

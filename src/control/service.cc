@@ -217,6 +217,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
   }
   admin_hash_ = store_->setting("admin_token_sha256").value_or("");
   recover();
+  restore_decayed_locked();
 }
 
 Service::~Service() {
@@ -231,7 +232,58 @@ double Service::now() const {
 void Service::rebind_locked() {
   auto t = std::make_shared<QueueTree>(flat_tree_ ? QueueTree::flat(tenants_) : tree_template_);
   t->bind(tenants_, opt_.queues_path.empty() ? "tenants" : opt_.queues_path);
+  // Queue ids are stable across rebinds (a flat tree appends a leaf per new tenant, a loaded
+  // tree keeps its shape), so long-term usage carries over by id.
+  DecayedUsage decayed(t->size(), t->settings().half_life_seconds);
+  for (QueueId q = 0; q < std::min(t->size(), decayed_.view().size()); ++q) {
+    decayed.set(q, decayed_.value(q));
+  }
+  decayed_ = std::move(decayed);
+  last_usage_.resize(t->size(), kZeroAmounts);
   tree_ = std::move(t);
+}
+
+void Service::advance_decayed_locked(double t) {
+  if (!decayed_.on()) return;
+  // What each leaf held since the last cycle (jobs change only at cycles and polls, so the
+  // usage as of the last cycle is a close account of the interval).
+  std::vector<QueueId> leaves;
+  for (QueueId q = 0; q < tree_->size(); ++q) {
+    if (tree_->queue(q).leaf()) leaves.push_back(q);
+  }
+  if (last_decay_at_ > 0) decayed_.advance(t - last_decay_at_, last_usage_, leaves);
+  last_decay_at_ = t;
+  std::fill(last_usage_.begin(), last_usage_.end(), kZeroAmounts);
+  for (const auto& [id, jp] : active_) {
+    if (jp->alloc.empty()) continue;
+    const QueueId leaf = tree_->leaf_of(jp->spec.tenant);
+    if (leaf == kNoId) continue;
+    last_usage_[leaf] =
+        last_usage_[leaf] + fair_amounts_of(tree_->settings(), cluster_, jp->spec, jp->alloc);
+  }
+  // Kept across restarts, by queue path, at most once a minute.
+  if (t - last_decay_saved_ >= 60) {
+    nlohmann::json j = nlohmann::json::object();
+    for (QueueId q : leaves) {
+      const auto& v = decayed_.value(q);
+      j[tree_->queue(q).path] = {v[0], v[1], v[2]};
+    }
+    store_->set_setting("decayed_usage", j.dump());
+    last_decay_saved_ = t;
+  }
+}
+
+void Service::restore_decayed_locked() {
+  if (!decayed_.on()) return;
+  const auto text = store_->setting("decayed_usage");
+  if (!text) return;
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return;  // unreadable: start afresh (it is a memory, not a ledger)
+  for (QueueId q = 0; q < tree_->size(); ++q) {
+    auto it = j.find(tree_->queue(q).path);
+    if (it == j.end() || !it->is_array() || it->size() != kNumDims) continue;
+    decayed_.set(q, {(*it)[0].get<double>(), (*it)[1].get<double>(), (*it)[2].get<double>()});
+  }
 }
 
 JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where) {
@@ -604,6 +656,7 @@ void Service::run_cycle() {
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
   std::shared_ptr<const QueueTree> tree;
+  std::vector<Amounts> decayed;
   Snapshot snap;
   {
     std::lock_guard lock(mu_);
@@ -632,8 +685,11 @@ void Service::run_cycle() {
       running.push_back(r);
     }
     tree = tree_;
+    advance_decayed_locked(snap.now);
+    decayed.assign(decayed_.view().begin(), decayed_.view().end());
   }
   snap.state = &state_;
+  snap.decayed_usage = decayed;
   snap.pending = pending;
   snap.running = running;
   snap.queues = tree.get();
@@ -976,6 +1032,7 @@ std::vector<QueueView> Service::queues(const Caller&) const {
   snap.pending = pending;
   snap.running = running;
   snap.queues = tree_.get();
+  snap.decayed_usage = decayed_.view();
   const QueueShares shares = compute_queue_shares(snap);
   const QueueTree& tree = *shares.tree;
   std::vector<QueueView> out;
@@ -989,6 +1046,7 @@ std::vector<QueueView> Service::queues(const Caller&) const {
         spec.limit[kGpuDim] >= kUnlimited ? -1 : static_cast<double>(spec.limit[kGpuDim]) / 1000.0;
     v.holds_gpus = static_cast<double>(shares.usage[q][kGpuDim]) / 1000.0;
     v.fair_share_gpus = static_cast<double>(shares.entitled[q][kGpuDim]) / 1000.0;
+    if (decayed_.on()) v.decayed_gpus = decayed_.value(q)[kGpuDim] / 1000.0;
     for (TenantId t = 0; t < tenants_.size(); ++t) {
       QueueId leaf = tree.leaf_of(t);
       // A tenant counts toward every queue on its leaf's path.

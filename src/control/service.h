@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/decayed_usage.h"
 #include "engine/decisions.h"
 #include "engine/policy.h"
 #include "model/cluster.h"
@@ -112,6 +113,7 @@ struct QueueView {
   double limit_gpus = -1;  // -1 = none
   double holds_gpus = 0;
   double fair_share_gpus = 0;
+  double decayed_gpus = 0;  // long-term usage (0 unless the tree sets fairness.half_life)
   int64_t pending_jobs = 0;
   int64_t running_jobs = 0;
 };
@@ -192,6 +194,8 @@ class Service {
  private:
   struct Job;
   void rebind_locked();
+  void advance_decayed_locked(double t);
+  void restore_decayed_locked();
   void recover();
   JobSpec to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where);
   JobView view_locked(const Job& j) const;
@@ -237,6 +241,11 @@ class Service {
   std::unordered_map<int64_t, PendingReason> reasons_;
   std::map<std::pair<std::string, std::string>, int64_t> idempotency_;  // (tenant, key) -> id
   uint64_t cycle_no_ = 0;
+  // Long-term fairness (the tree's fairness.half_life): decayed usage by QueueId, and what
+  // each queue held as of the last cycle.
+  DecayedUsage decayed_;
+  std::vector<Amounts> last_usage_;
+  double last_decay_at_ = 0, last_decay_saved_ = 0;
   ServiceMetrics counters_;
 
   std::atomic<bool> stop_{false};

@@ -16,7 +16,7 @@ FairnessTracker::FairnessTracker(const QueueTree& tree, const Cluster& c, const 
       usage_(tree.size(), kZeroAmounts),
       demand_(tree.size(), kZeroAmounts),
       entitled_(tree.size(), kZeroAmounts),
-      half_life_(tree.settings().half_life_seconds),
+      decayed_(tree.size(), tree.settings().half_life_seconds),
       series_start_(start),
       series_interval_(series_interval),
       series_end_(start) {
@@ -24,10 +24,6 @@ FairnessTracker::FairnessTracker(const QueueTree& tree, const Cluster& c, const 
   for (const JobSpec& j : w.jobs) used[tree.leaf_of(j.tenant)] = true;
   for (QueueId q = 0; q < tree.size(); ++q) {
     if (used[q]) leaves_.push_back(q);
-  }
-  if (half_life_ > 0) {
-    decayed_.assign(tree.size(), {0, 0, 0});
-    decayed_view_.assign(tree.size(), kZeroAmounts);
   }
   gpu_seconds_.resize(leaves_.size());
   entitled_seconds_.resize(leaves_.size());
@@ -82,16 +78,7 @@ void FairnessTracker::advance(double from, double to) {
       jain_time_ += dt;
     }
   }
-  if (half_life_ > 0) {
-    // Exponentially weighted usage: after one half-life, usage before counts half.
-    const double keep = std::exp2(-dt / half_life_);
-    for (QueueId q : leaves_) {
-      for (size_t k = 0; k < kNumDims; ++k) {
-        decayed_[q][k] = decayed_[q][k] * keep + static_cast<double>(usage_[q][k]) * (1 - keep);
-        decayed_view_[q][k] = std::llround(decayed_[q][k]);
-      }
-    }
-  }
+  decayed_.advance(dt, usage_, leaves_);
   if (series_interval_ > 0) {
     // Split [from, to) at bucket boundaries.
     double t = from;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/decayed_usage.h"
 #include "model/allocation.h"
 #include "model/cluster.h"
 #include "model/job.h"
@@ -48,7 +49,7 @@ class FairnessTracker {
 
   // Decayed usage by QueueId (leaves), for Snapshot::decayed_usage; empty if the tree's
   // half-life is 0.
-  std::span<const Amounts> decayed_usage() const { return decayed_view_; }
+  std::span<const Amounts> decayed_usage() const { return decayed_.view(); }
 
   double jain_integral() const { return jain_integral_; }
   double jain_time() const { return jain_time_; }
@@ -64,9 +65,7 @@ class FairnessTracker {
   std::vector<int32_t> active_;  // by QueueId
   std::vector<Amounts> usage_, demand_, entitled_;
   bool dirty_ = true;
-  double half_life_ = 0;
-  std::vector<std::array<double, kNumDims>> decayed_;
-  std::vector<Amounts> decayed_view_;
+  DecayedUsage decayed_;
   double jain_integral_ = 0, jain_time_ = 0;
   double series_start_ = 0, series_interval_ = 0, series_end_ = 0;
   std::vector<std::vector<double>> gpu_seconds_, entitled_seconds_;  // [leaf index][bucket]
