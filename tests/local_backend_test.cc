@@ -18,9 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "service_test_util.h"
+
 namespace tessera {
 namespace {
 
+using testing::process_gone;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -40,17 +43,6 @@ bool eventually(const std::function<bool()>& done,
     std::this_thread::sleep_for(20ms);
   }
   return done();
-}
-
-// Whether a process is gone for good: no /proc entry, or a zombie waiting for a reaper
-// (a container's init may never reap adopted processes).
-bool process_gone(int64_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return true;
-  std::string line;
-  std::getline(in, line);
-  const size_t close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
 }
 
 // The children of this process, across all its threads.

@@ -128,18 +128,6 @@ TEST(ServiceCrash, SigkillDuringSubmissionsAndCompletionsLosesAndDuplicatesNothi
   EXPECT_EQ(by_name.size(), sub.accepted.size() + sub.unanswered.size());
 }
 
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
-using testing::eventually;
-using testing::json_of;
-using testing::kAdminToken;
-using testing::ServerProcess;
-using testing::TempDir;
-
 int64_t submit_json(ApiClient& c, const nlohmann::json& spec) {
   const HttpResult r = c.post("/v1/jobs", spec.dump(), "application/json");
   EXPECT_EQ(r.status, 201) << r.body;
