@@ -231,6 +231,8 @@ echo "2, GPU-c, NVIDIA H100 80GB HBM3, 81559, 0, 0, 0"
   }
   EXPECT_EQ(by_type["H100"], (std::vector<int>{0, 2}));
   EXPECT_EQ(by_type["A100-80G"], (std::vector<int>{1}));
+  // The host's CPUs are split by GPU count, so jobs on either type may ask for some.
+  for (const auto& n : nodes) EXPECT_GT(n["cpu_milli"].get<int64_t>(), 0) << n.dump();
   // A job that asks for the A100 sees exactly that device.
   const int64_t id = submit(admin, R"(name: a100
 tenant: lab

@@ -81,15 +81,16 @@ Cluster build_cluster(const ServiceOptions& opt, std::vector<int32_t>& index) {
     for (int i = 0; i < n; ++i) index.push_back(i);
     return b.build();
   }
-  // One node per GPU type (a node is homogeneous); the host's CPUs and memory go to the first.
+  // One node per GPU type (a node is homogeneous). A host with several types splits its CPUs
+  // and memory among them by GPU count, so a job on any type can ask for its share.
   std::map<std::string, std::vector<int32_t>> by_type;
   for (const GpuReading& g : gpus) by_type[gpu_type_name(g.name)].push_back(g.index);
-  bool first = true;
+  const auto total = static_cast<int64_t>(gpus.size());
   for (const auto& [type, idx] : by_type) {
+    const auto n = static_cast<int64_t>(idx.size());
     b.add_node("spine", "rack", by_type.size() == 1 ? host : host + "/" + type,
-               b.gpu_types().intern(type), static_cast<uint16_t>(idx.size()),
-               first ? host_cpu_milli() : 0, first ? host_mem_mib() : 0);
-    first = false;
+               b.gpu_types().intern(type), static_cast<uint16_t>(n), host_cpu_milli() * n / total,
+               host_mem_mib() * n / total);
   }
   Cluster c = b.build();
   // build() keeps the nodes in the order added (one rack), GPUs contiguous per node.
