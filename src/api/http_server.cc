@@ -61,6 +61,15 @@ int64_t int_param(const httplib::Request& req, const char* name, int64_t def, in
   return out;
 }
 
+// The request body as JSON; FieldError (400) when it is not.
+nlohmann::json json_body(const httplib::Request& req) {
+  try {
+    return nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw FieldError("", std::string("body is not valid JSON: ") + e.what());
+  }
+}
+
 int64_t path_id(const httplib::Request& req) {
   int64_t id = 0;
   const std::string s = req.matches[1];
@@ -155,12 +164,7 @@ void ApiServer::routes() {
                 const std::string type = req.get_header_value("Content-Type");
                 JobRequest jr;
                 if (type.find("json") != std::string::npos) {
-                  nlohmann::json j;
-                  try {
-                    j = nlohmann::json::parse(req.body);
-                  } catch (const nlohmann::json::parse_error& e) {
-                    throw FieldError("", std::string("body is not valid JSON: ") + e.what());
-                  }
+                  const nlohmann::json j = json_body(req);
                   jr = job_request_from_json(j);
                 } else {
                   jr = parse_job_request(req.body);  // YAML (or JSON sent without a JSON type)
@@ -241,12 +245,7 @@ void ApiServer::routes() {
       "/v1/tenants", guarded(true, [&svc, admin_only](const httplib::Request& req,
                                                       httplib::Response& res, const Caller& c) {
         admin_only(c);
-        nlohmann::json j;
-        try {
-          j = nlohmann::json::parse(req.body);
-        } catch (const nlohmann::json::parse_error& e) {
-          throw FieldError("", std::string("body is not valid JSON: ") + e.what());
-        }
+        const nlohmann::json j = json_body(req);
         if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
           throw FieldError("name", "expected {\"name\": \"TENANT\"}");
         }

@@ -82,8 +82,9 @@ std::optional<ProcStat> read_proc_stat(int64_t pid) {
   return st;
 }
 
-// The integer written by the wrapper, if the file exists and holds exactly one.
-std::optional<int32_t> read_exit_file(const std::string& path) {
+// The integer a member's shell wrote (its exit status or its pid), if the file exists and
+// holds exactly one.
+std::optional<int32_t> read_int_file(const std::string& path) {
   const std::optional<std::string> text = read_small_file(path);
   if (!text) return std::nullopt;
   const size_t begin = text->find_first_not_of(" \t\r\n");
@@ -352,9 +353,9 @@ std::string LocalBackend::pid_path(uint64_t job, uint32_t attempt, int32_t rank)
 std::vector<MemberHandle> LocalBackend::discover(uint64_t job, uint32_t attempt, int32_t world) {
   std::vector<MemberHandle> out;
   for (int32_t r = 0; r < world; ++r) {
-    const std::optional<int32_t> pid = read_exit_file(pid_path(job, attempt, r));
+    const std::optional<int32_t> pid = read_int_file(pid_path(job, attempt, r));
     if (!pid || *pid <= 1) continue;
-    if (read_exit_file(exit_path(job, attempt, r))) {
+    if (read_int_file(exit_path(job, attempt, r))) {
       out.push_back(MemberHandle{r, *pid, 0});  // ended: poll reads its exit file
       continue;
     }
@@ -368,7 +369,7 @@ MemberStatus LocalBackend::poll_member(uint64_t job, uint32_t attempt, const Mem
   // A member that is gone: its exit file is complete (the shell wrote it before exiting).
   auto ended = [&](std::optional<int> wait_status) {
     MemberStatus s{h.rank, MemberPhase::kLost, -1};
-    if (const std::optional<int32_t> code = read_exit_file(exit_path(job, attempt, h.rank))) {
+    if (const std::optional<int32_t> code = read_int_file(exit_path(job, attempt, h.rank))) {
       s.phase = MemberPhase::kExited;
       s.exit_code = *code;
     } else if (wait_status && WIFEXITED(*wait_status)) {

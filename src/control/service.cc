@@ -185,6 +185,21 @@ bool fits(const ClusterState& st, const Allocation& a) {
   return true;
 }
 
+// Why a member that is no longer running failed its gang, or nullopt if it exited 0.
+std::optional<std::string> member_failure(const MemberStatus& m) {
+  if (m.phase == MemberPhase::kLost) return "rank " + std::to_string(m.rank) + " was killed";
+  if (m.phase == MemberPhase::kExited && m.exit_code != 0) {
+    return "rank " + std::to_string(m.rank) + " exited with code " + std::to_string(m.exit_code);
+  }
+  return std::nullopt;
+}
+
+// GPU-seconds of a job's current run up to `t` (0 when it has not started).
+double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
+  if (row.started_at < 0) return 0;
+  return (t - row.started_at) * static_cast<double>(alloc.gpu_milli()) / 1000.0;
+}
+
 bool valid_tenant_name(const std::string& s) {
   if (s.empty() || s.size() > 63) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -241,18 +256,31 @@ void Service::rebind_locked() {
   }
   decayed_ = std::move(decayed);
   last_usage_.resize(t->size(), kZeroAmounts);
+  leaves_.clear();
+  for (QueueId q = 0; q < t->size(); ++q) {
+    if (t->queue(q).leaf()) leaves_.push_back(q);
+  }
   tree_ = std::move(t);
+}
+
+void Service::add_tenant_locked(const std::string& name, const std::string& field) {
+  Interner before = tenants_;
+  tenants_.intern(name);
+  try {
+    rebind_locked();
+  } catch (const InputError&) {  // a loaded queue tree has no leaf for it
+    tenants_ = std::move(before);
+    rebind_locked();
+    throw ServiceError(ServiceError::kInvalid, field,
+                       "tenant " + name + " names no queue of " + opt_.queues_path);
+  }
 }
 
 void Service::advance_decayed_locked(double t) {
   if (!decayed_.on()) return;
   // What each leaf held since the last cycle (jobs change only at cycles and polls, so the
   // usage as of the last cycle is a close account of the interval).
-  std::vector<QueueId> leaves;
-  for (QueueId q = 0; q < tree_->size(); ++q) {
-    if (tree_->queue(q).leaf()) leaves.push_back(q);
-  }
-  if (last_decay_at_ > 0) decayed_.advance(t - last_decay_at_, last_usage_, leaves);
+  if (last_decay_at_ > 0) decayed_.advance(t - last_decay_at_, last_usage_, leaves_);
   last_decay_at_ = t;
   std::fill(last_usage_.begin(), last_usage_.end(), kZeroAmounts);
   for (const auto& [id, jp] : active_) {
@@ -265,7 +293,7 @@ void Service::advance_decayed_locked(double t) {
   // Kept across restarts, by queue path, at most once a minute.
   if (t - last_decay_saved_ >= 60) {
     nlohmann::json j = nlohmann::json::object();
-    for (QueueId q : leaves) {
+    for (QueueId q : leaves_) {
       const auto& v = decayed_.value(q);
       j[tree_->queue(q).path] = {v[0], v[1], v[2]};
     }
@@ -309,10 +337,7 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
       s.allowed_types |= GpuTypeMask{1} << *t;
     }
   }
-  if (req.span == "nvlink") s.max_span = Level::kNvlDomain;
-  if (req.span == "node") s.max_span = Level::kNode;
-  if (req.span == "rack") s.max_span = Level::kRack;
-  if (req.span == "spine") s.max_span = Level::kSpine;
+  if (!req.span.empty()) parse_level(req.span, s.max_span);  // validated with the request
   s.sla_max_queueing = req.sla_max_queueing_seconds;
   s.duration_estimate = req.duration_estimate_seconds;
   const QueueId leaf = tree_->leaf_of(tenant);
@@ -320,15 +345,12 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
   if (!req.priority_class.empty()) {
     parse_priority_class(req.priority_class, s.priority);
     s.priority_given = true;
-  } else if (q.has_default_class) {
-    s.priority = q.default_class;
   }
-  if ((q.allowed_classes & class_bit(s.priority)) == 0) {
+  if (!apply_queue_defaults(q, s)) {
     throw ServiceError(
         ServiceError::kForbidden, "priority_class",
         "queue " + q.path + " does not allow priority class " + std::string(to_string(s.priority)));
   }
-  if (s.sla_max_queueing < 0) s.sla_max_queueing = q.default_sla_seconds;
   if (auto why = infeasible_reason(cluster_, s)) {
     throw ServiceError(ServiceError::kInfeasible, "resources", "can never run here: " + *why);
   }
@@ -507,11 +529,9 @@ void Service::poll_processes() {
         // A gang fails together: one member that failed stops the others.
         for (const MemberStatus& m : st) {
           if (m.phase == MemberPhase::kRunning) continue;
-          if (m.phase == MemberPhase::kExited && m.exit_code == 0) continue;
-          j.failure = m.phase == MemberPhase::kLost
-                          ? "rank " + std::to_string(m.rank) + " was killed"
-                          : "rank " + std::to_string(m.rank) + " exited with code " +
-                                std::to_string(m.exit_code);
+          const auto why = member_failure(m);
+          if (!why) continue;
+          j.failure = *why;
           if (m.phase == MemberPhase::kExited) j.failure_code = m.exit_code;
           j.stopping = true;
           j.kill_at = -1;
@@ -529,24 +549,16 @@ void Service::poll_processes() {
     j.stopping = false;
     j.kill_at = -1;
     j.row.processes.clear();
-    if (j.row.started_at >= 0) {
-      j.attained += (t - j.row.started_at) * static_cast<double>(j.alloc.gpu_milli()) / 1000.0;
-    }
+    j.attained += run_gpu_seconds(j.row, j.alloc, t);
     switch (j.row.state) {
       case JobState::kRunning: {
         std::optional<int32_t> code;
         std::string why = j.failure;
         for (const MemberStatus& m : st) {
-          if (m.phase == MemberPhase::kExited && m.exit_code != 0 && !code) {
-            code = m.exit_code;
-            if (why.empty()) {
-              why = "rank " + std::to_string(m.rank) + " exited with code " +
-                    std::to_string(m.exit_code);
-            }
-          }
-          if (m.phase == MemberPhase::kLost && why.empty()) {
-            why = "rank " + std::to_string(m.rank) + " was killed";
-          }
+          const auto failed = member_failure(m);
+          if (!failed) continue;
+          if (why.empty()) why = *failed;
+          if (m.phase == MemberPhase::kExited && !code) code = m.exit_code;
         }
         if (j.failure_code) code = j.failure_code;
         if (why.empty()) {
@@ -604,16 +616,8 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
   ls.command = j.row.spec.command;
   ls.env = j.row.spec.env;
   ls.master_port = free_port();
-  const size_t gpm = static_cast<size_t>(j.alloc.gpus_per_member);
-  for (int32_t m = 0; m < j.alloc.members(); ++m) {
-    MemberLaunch ml;
-    ml.rank = m;
-    for (size_t k = 0; k < gpm; ++k) {
-      const GpuShare& s = j.alloc.shares[static_cast<size_t>(m) * gpm + k];
-      ml.gpu_indices.push_back(gpu_index_[s.gpu]);
-      ml.gpu_milli = s.milli;
-    }
-    ls.members.push_back(std::move(ml));
+  for (const MemberPlacement& p : placement_locked(j.alloc)) {
+    ls.members.push_back(MemberLaunch{p.rank, p.gpus, p.gpu_milli});
   }
   try {
     j.members = backend_->launch(ls);
@@ -653,6 +657,16 @@ void Service::launch_ready() {
   if (!dirty.empty()) store_->update_jobs(dirty);
 }
 
+std::vector<PendingJob> Service::pending_snapshot_locked() const {
+  std::vector<PendingJob> out;
+  out.reserve(pending_.size());
+  for (const Job* j : pending_) {
+    out.push_back(
+        PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
+  }
+  return out;
+}
+
 void Service::run_cycle() {
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
@@ -664,11 +678,7 @@ void Service::run_cycle() {
     dirty_ = false;
     snap.now = now();
     snap.cycle = ++cycle_no_;
-    pending.reserve(pending_.size());
-    for (const Job* j : pending_) {
-      pending.push_back(
-          PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
-    }
+    pending = pending_snapshot_locked();
     for (const auto& [id, jp] : active_) {
       const Job& j = *jp;
       if (j.row.state != JobState::kRunning || j.alloc.empty() || j.stopping) continue;
@@ -677,8 +687,7 @@ void Service::run_cycle() {
       r.spec = &j.spec;
       r.alloc = &j.alloc;
       r.start_time = j.row.started_at;
-      r.attained_gpu_seconds = j.attained + (snap.now - j.row.started_at) *
-                                                static_cast<double>(j.alloc.gpu_milli()) / 1000.0;
+      r.attained_gpu_seconds = j.attained + run_gpu_seconds(j.row, j.alloc, snap.now);
       if (j.spec.duration_estimate >= 0) {
         r.expected_end = std::max(snap.now, j.row.started_at + j.spec.duration_estimate);
       }
@@ -813,16 +822,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
                          "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
     }
     // A tenant without a token (the admin submits for it): it gets a queue like any other.
-    Interner before = tenants_;
-    tenants_.intern(req.tenant);
-    try {
-      rebind_locked();
-    } catch (const InputError& e) {
-      tenants_ = std::move(before);
-      rebind_locked();
-      throw ServiceError(ServiceError::kInvalid, "tenant",
-                         "tenant " + req.tenant + " names no queue of " + opt_.queues_path);
-    }
+    add_tenant_locked(req.tenant, "tenant");
   }
   auto j = std::make_unique<Job>();
   j->spec = to_spec_locked(req, *tenants_.find(req.tenant), "submitted job");
@@ -902,18 +902,7 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
       throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
     }
   }
-  if (!tenants_.find(name)) {
-    Interner before = tenants_;
-    tenants_.intern(name);
-    try {
-      rebind_locked();
-    } catch (const InputError&) {
-      tenants_ = std::move(before);
-      rebind_locked();
-      throw ServiceError(ServiceError::kInvalid, "name",
-                         "tenant " + name + " names no queue of " + opt_.queues_path);
-    }
-  }
+  if (!tenants_.find(name)) add_tenant_locked(name, "name");
   const std::string token = new_token();
   const double t = now();
   const TenantRow row{name, sha256_hex(token), t};
@@ -947,19 +936,25 @@ JobView Service::view_locked(const Job& j) const {
         r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
     v.pending_reason = describe(r, blocker, queue);
   }
-  const size_t gpm = static_cast<size_t>(j.alloc.gpus_per_member);
-  for (int32_t m = 0; m < j.alloc.members(); ++m) {
+  v.placement = placement_locked(j.alloc);
+  return v;
+}
+
+std::vector<MemberPlacement> Service::placement_locked(const Allocation& a) const {
+  std::vector<MemberPlacement> out;
+  const size_t gpm = static_cast<size_t>(a.gpus_per_member);
+  for (int32_t m = 0; m < a.members(); ++m) {
     MemberPlacement p;
     p.rank = m;
-    p.node = cluster_.node(j.alloc.member_node[static_cast<size_t>(m)]).name;
+    p.node = cluster_.node(a.member_node[static_cast<size_t>(m)]).name;
     for (size_t k = 0; k < gpm; ++k) {
-      const GpuShare& s = j.alloc.shares[static_cast<size_t>(m) * gpm + k];
+      const GpuShare& s = a.shares[static_cast<size_t>(m) * gpm + k];
       p.gpus.push_back(gpu_index_[s.gpu]);
       p.gpu_milli = s.milli;
     }
-    v.placement.push_back(std::move(p));
+    out.push_back(std::move(p));
   }
-  return v;
+  return out;
 }
 
 JobView Service::job(const Caller& caller, int64_t id) const {
@@ -1010,14 +1005,10 @@ std::string Service::logs(const Caller& caller, int64_t id, int32_t rank,
 
 std::vector<QueueView> Service::queues(const Caller&) const {
   std::lock_guard lock(mu_);
-  std::vector<PendingJob> pending;
+  const std::vector<PendingJob> pending = pending_snapshot_locked();
   std::vector<RunningJob> running;
   std::map<TenantId, std::pair<int64_t, int64_t>> counts;  // pending, running
-  for (const Job* j : pending_) {
-    pending.push_back(
-        PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
-    ++counts[j->spec.tenant].first;
-  }
+  for (const Job* j : pending_) ++counts[j->spec.tenant].first;
   for (const auto& [id, jp] : active_) {
     if (jp->alloc.empty()) continue;
     RunningJob r;

@@ -194,6 +194,12 @@ class Service {
  private:
   struct Job;
   void rebind_locked();
+  // Interns a new tenant and rebinds the tree; ServiceError (naming `field`) when a loaded
+  // queue tree has no leaf for it, with nothing changed.
+  void add_tenant_locked(const std::string& name, const std::string& field);
+  std::vector<PendingJob> pending_snapshot_locked() const;
+  // Where each member of `a` sits, by host GPU index.
+  std::vector<MemberPlacement> placement_locked(const Allocation& a) const;
   void advance_decayed_locked(double t);
   void restore_decayed_locked();
   void recover();
@@ -245,6 +251,7 @@ class Service {
   // each queue held as of the last cycle.
   DecayedUsage decayed_;
   std::vector<Amounts> last_usage_;
+  std::vector<QueueId> leaves_;  // the tree's leaves (what long-term usage is kept for)
   double last_decay_at_ = 0, last_decay_saved_ = 0;
   ServiceMetrics counters_;
 

@@ -5,6 +5,24 @@
 
 namespace tessera {
 
+namespace {
+constexpr std::string_view kLevelNames[kNumLevels] = {"nvlink", "node", "rack", "spine", "cluster"};
+}  // namespace
+
+std::string_view level_name(Level l) {
+  return kLevelNames[static_cast<size_t>(l)];
+}
+
+bool parse_level(std::string_view name, Level& out) {
+  for (int i = 0; i < kNumLevels; ++i) {
+    if (kLevelNames[i] == name) {
+      out = static_cast<Level>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 uint32_t Cluster::max_gpus_per_node(GpuTypeMask mask) const {
   uint32_t best = 0;
   for (const Node& n : nodes_) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/gpu_type.h"
@@ -20,6 +21,12 @@ namespace tessera {
 // outermost level its ring crosses.
 enum class Level : uint8_t { kNvlDomain = 0, kNode = 1, kRack = 2, kSpine = 3, kCluster = 4 };
 inline constexpr int kNumLevels = 5;
+
+// The names files use for levels (cluster specs' `links`, a job's `span`): "nvlink", "node",
+// "rack", "spine", "cluster".
+std::string_view level_name(Level l);
+// False (and `out` untouched) for any other name.
+bool parse_level(std::string_view name, Level& out);
 
 struct Link {
   double bandwidth_gbps = 0;  // per direction, gigabytes per second

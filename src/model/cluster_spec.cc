@@ -62,15 +62,12 @@ void read_links(const std::string& origin, const YAML::Node& links, ClusterBuild
   // Start from the defaults so a file may override one field of one level.
   ClusterBuilder defaults;
   const Cluster d = defaults.build();
-  const std::pair<const char*, Level> levels[] = {{"nvlink", Level::kNvlDomain},
-                                                  {"node", Level::kNode},
-                                                  {"rack", Level::kRack},
-                                                  {"spine", Level::kSpine},
-                                                  {"cluster", Level::kCluster}};
-  for (const auto& [key, level] : levels) {
+  for (int i = 0; i < kNumLevels; ++i) {
+    const auto level = static_cast<Level>(i);
+    const std::string key(level_name(level));
     const YAML::Node l = links[key];
     if (!l) continue;
-    const std::string where = std::string("links.") + key;
+    const std::string where = "links." + key;
     check_keys(origin, l, where, {"bandwidth_gbps", "latency_us"});
     Link link = d.link(level);
     if (l["bandwidth_gbps"]) {

@@ -735,6 +735,14 @@ QueueTree load_queue_tree(const std::string& path) {
   return parse_queue_tree_yaml(csv::read_file(path), path);
 }
 
+bool apply_queue_defaults(const QueueSpec& leaf, JobSpec& job) {
+  if (!job.priority_given && leaf.has_default_class) job.priority = leaf.default_class;
+  if (job.sla_max_queueing < 0 && leaf.default_sla_seconds >= 0) {
+    job.sla_max_queueing = leaf.default_sla_seconds;
+  }
+  return (leaf.allowed_classes & class_bit(job.priority)) != 0;
+}
+
 void apply_queue_defaults(const QueueTree& tree, Workload& w) {
   for (JobSpec& job : w.jobs) {
     const QueueId q = tree.leaf_of(job.tenant);
@@ -743,11 +751,7 @@ void apply_queue_defaults(const QueueTree& tree, Workload& w) {
                              " of job " + job.name + " is not bound to a queue");
     }
     const QueueSpec& leaf = tree.queue(q);
-    if (!job.priority_given && leaf.has_default_class) job.priority = leaf.default_class;
-    if (job.sla_max_queueing < 0 && leaf.default_sla_seconds >= 0) {
-      job.sla_max_queueing = leaf.default_sla_seconds;
-    }
-    if ((leaf.allowed_classes & class_bit(job.priority)) == 0) {
+    if (!apply_queue_defaults(leaf, job)) {
       throw InputError(input_error_message(
           job.source.empty() ? "workload" : job.source, 0, "",
           "job " + job.name + ": priority class " + std::string(to_string(job.priority)) +

@@ -179,5 +179,7 @@ QueueTree parse_queue_tree_yaml(std::string_view text, const std::string& origin
 // rejects (InputError naming the job's source) a job whose class its queue does not allow.
 // `tree` must be bound to w.tenants.
 void apply_queue_defaults(const QueueTree& tree, Workload& w);
+// The same for one job of leaf queue `leaf`: false when its class is not allowed there.
+bool apply_queue_defaults(const QueueSpec& leaf, JobSpec& job);
 
 }  // namespace tessera

@@ -358,13 +358,6 @@ constexpr std::string_view kJsonlKeys[] = {"name",
                                            "params",
                                            "step_seconds"};
 
-// The JSONL `span` values (JobSpec::max_span), innermost first.
-constexpr std::pair<std::string_view, Level> kSpanNames[] = {{"nvlink", Level::kNvlDomain},
-                                                             {"node", Level::kNode},
-                                                             {"rack", Level::kRack},
-                                                             {"spine", Level::kSpine},
-                                                             {"cluster", Level::kCluster}};
-
 class JsonlLine {
  public:
   JsonlLine(const std::string& origin, size_t line, const json& obj)
@@ -510,12 +503,9 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
     j.restart_cost = in.number("restart_cost", 0, 0);
     if (in.has("span")) {
       const std::string span = in.string("span", "");
-      const auto* it = std::find_if(std::begin(kSpanNames), std::end(kSpanNames),
-                                    [&](const auto& p) { return p.first == span; });
-      if (it == std::end(kSpanNames)) {
+      if (!parse_level(span, j.max_span)) {
         in.fail("span", "expected nvlink, node, rack, spine or cluster, got '" + span + "'");
       }
-      j.max_span = it->second;
     }
     j.model_params = in.number("params", 0, 0);
     j.step_seconds = in.number("step_seconds", 0, 0);
@@ -659,7 +649,7 @@ void write_jsonl(const Workload& w, std::ostream& out, const GpuTypeTable* gpu_t
     if (j.model_params > 0) o["params"] = j.model_params;
     if (j.step_seconds > 0) o["step_seconds"] = j.step_seconds;
     if (j.max_span != Level::kCluster) {
-      o["span"] = std::string(kSpanNames[static_cast<size_t>(j.max_span)].first);
+      o["span"] = std::string(level_name(j.max_span));
     }
     out << o.dump() << '\n';
   }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <system_error>
 
+#include "model/cluster.h"
 #include "model/csv.h"
 #include "model/job.h"
 #include "model/yaml_util.h"
@@ -91,7 +92,9 @@ class Reader {
     }
     if (const json* v = optional(j, "span")) {
       r.span = string(*v, "span");
-      if (r.span != "nvlink" && r.span != "node" && r.span != "rack" && r.span != "spine")
+      // "cluster" (no constraint) is what leaving span out says.
+      Level level = Level::kCluster;
+      if (!parse_level(r.span, level) || level == Level::kCluster)
         fail("span", "expected one of nvlink, node, rack, spine, got " + show(*v));
     }
     if (const json* v = optional(j, "sla")) {
