@@ -51,20 +51,20 @@ CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key)
 )sql",
 };
 
-int user_version(Db& db) {
+}  // namespace
+
+int schema_version(Db& db) {
   Statement s = db.prepare("PRAGMA user_version");
   s.step();
   return static_cast<int>(s.int64(0));
 }
-
-}  // namespace
 
 int latest_schema_version() {
   return static_cast<int>(kMigrations.size());
 }
 
 void migrate(Db& db) {
-  const int have = user_version(db);
+  const int have = schema_version(db);
   if (have > latest_schema_version()) {
     throw StoreError(db.path() + ": schema version " + std::to_string(have) +
                      " is newer than this build knows (" + std::to_string(latest_schema_version()) +

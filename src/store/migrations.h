@@ -9,6 +9,8 @@
 namespace tessera {
 
 int latest_schema_version();
+// The migrations applied to `db` (its PRAGMA user_version).
+int schema_version(Db& db);
 // Applies the missing migrations. Throws StoreError if the database is newer than this build.
 void migrate(Db& db);
 

@@ -19,6 +19,21 @@ void bind_optional_time(Statement& s, int i, double t) {
   }
 }
 
+// The fields a job's transitions change, as parameters ?2..?10 of both the insert and the
+// update statement (so the two cannot disagree on them).
+void bind_state(Statement& s, const JobRow& row) {
+  s.bind(2, to_string(row.state));
+  bind_optional_time(s, 3, row.started_at);
+  bind_optional_time(s, 4, row.finished_at);
+  s.bind(5, int64_t{row.attempts}).bind(6, int64_t{row.preemptions});
+  if (row.exit_code) {
+    s.bind(7, int64_t{*row.exit_code});
+  } else {
+    s.bind_null(7);
+  }
+  s.bind(8, row.message).bind(9, row.allocation).bind(10, row.processes);
+}
+
 double optional_time(const Statement& s, int col) {
   return s.is_null(col) ? -1 : s.real(col);
 }
@@ -46,9 +61,9 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
   db_->exec("PRAGMA foreign_keys=ON");
   migrate(*db_);
   insert_job_.emplace(db_->prepare(
-      "INSERT INTO jobs (tenant, name, spec, state, submitted_at, started_at, finished_at, "
-      "attempts, preemptions, exit_code, message, allocation, processes, idempotency_key) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+      "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
+      "message, allocation, processes, tenant, name, spec, submitted_at, idempotency_key) "
+      "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
   update_job_.emplace(db_->prepare(
       "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
       "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10 "
@@ -60,9 +75,7 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
 
 int Store::schema_version() {
   std::lock_guard lock(mu_);
-  Statement s = db_->prepare("PRAGMA user_version");
-  s.step();
-  return static_cast<int>(s.int64(0));
+  return tessera::schema_version(*db_);
 }
 
 void Store::write_audit(const AuditEntry& e) {
@@ -79,21 +92,12 @@ int64_t Store::insert_job(JobRow& row, const AuditEntry* audit) {
   Transaction tx(*db_);
   Statement& s = *insert_job_;
   s.reset();
-  s.bind(1, row.tenant).bind(2, row.spec.name).bind(3, spec).bind(4, to_string(row.state));
-  s.bind(5, row.submitted_at);
-  bind_optional_time(s, 6, row.started_at);
-  bind_optional_time(s, 7, row.finished_at);
-  s.bind(8, int64_t{row.attempts}).bind(9, int64_t{row.preemptions});
-  if (row.exit_code) {
-    s.bind(10, int64_t{*row.exit_code});
-  } else {
-    s.bind_null(10);
-  }
-  s.bind(11, row.message).bind(12, row.allocation).bind(13, row.processes);
+  bind_state(s, row);
+  s.bind(11, row.tenant).bind(12, row.spec.name).bind(13, spec).bind(14, row.submitted_at);
   if (row.idempotency_key.empty()) {
-    s.bind_null(14);
+    s.bind_null(15);
   } else {
-    s.bind(14, row.idempotency_key);
+    s.bind(15, row.idempotency_key);
   }
   s.run();
   row.id = db_->last_insert_rowid();
@@ -109,16 +113,8 @@ int64_t Store::insert_job(JobRow& row, const AuditEntry* audit) {
 void Store::write_update(const JobRow& row) {
   Statement& s = *update_job_;
   s.reset();
-  s.bind(1, row.id).bind(2, to_string(row.state));
-  bind_optional_time(s, 3, row.started_at);
-  bind_optional_time(s, 4, row.finished_at);
-  s.bind(5, int64_t{row.attempts}).bind(6, int64_t{row.preemptions});
-  if (row.exit_code) {
-    s.bind(7, int64_t{*row.exit_code});
-  } else {
-    s.bind_null(7);
-  }
-  s.bind(8, row.message).bind(9, row.allocation).bind(10, row.processes);
+  s.bind(1, row.id);
+  bind_state(s, row);
   s.run();
 }
 
