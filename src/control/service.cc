@@ -200,13 +200,6 @@ double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
   return (t - row.started_at) * static_cast<double>(alloc.gpu_milli()) / 1000.0;
 }
 
-bool valid_tenant_name(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
-  });
-}
-
 constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                     0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
@@ -817,7 +810,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
     if (it != idempotency_.end()) return view_locked(*jobs_.at(it->second));
   }
   if (!tenants_.find(req.tenant)) {
-    if (!valid_tenant_name(req.tenant) && flat_tree_) {
+    if (!is_valid_name(req.tenant) && flat_tree_) {
       throw ServiceError(ServiceError::kInvalid, "tenant",
                          "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
     }
@@ -892,7 +885,7 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
   if (!ctx.caller.admin) {
     throw ServiceError(ServiceError::kForbidden, "", "only the admin creates tenants");
   }
-  if (!valid_tenant_name(name)) {
+  if (!is_valid_name(name)) {
     throw ServiceError(ServiceError::kInvalid, "name",
                        "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
   }

@@ -75,15 +75,6 @@ bool parse_double(std::string_view s, double& out) {
 
 namespace {
 
-std::string join(std::initializer_list<std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) {
-    if (!out.empty()) out += ',';
-    out += n;
-  }
-  return out;
-}
-
 bool contains(std::initializer_list<std::string_view> names, std::string_view n) {
   for (std::string_view x : names) {
     if (x == n) return true;
@@ -100,8 +91,8 @@ Header::Header(std::string_view line, std::initializer_list<std::string_view> re
   split(line, fields);
   auto expected = [&] {
     std::string msg =
-        "not a " + std::string(format) + " header: expected columns " + join(required);
-    if (optional.size() > 0) msg += " (optional: " + join(optional) + ")";
+        "not a " + std::string(format) + " header: expected columns " + join_names(required, ",");
+    if (optional.size() > 0) msg += " (optional: " + join_names(optional, ",") + ")";
     return msg + ", got '" + std::string(line) + "'";
   };
   for (std::string_view f : fields) {

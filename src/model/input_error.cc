@@ -12,4 +12,13 @@ std::string input_error_message(const std::string& origin, size_t line, const st
   return out;
 }
 
+std::string join_names(std::initializer_list<std::string_view> names, std::string_view sep) {
+  std::string out;
+  for (std::string_view n : names) {
+    if (!out.empty()) out += sep;
+    out += n;
+  }
+  return out;
+}
+
 }  // namespace tessera

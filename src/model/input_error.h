@@ -2,8 +2,10 @@
 // e.g. "workload.csv:12: field num_gpus: expected a positive integer, got 'x'".
 #pragma once
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tessera {
 
@@ -13,6 +15,9 @@ class InputError : public std::runtime_error {
 };
 
 // "origin:line: field F: message" (line 0 or empty field are left out).
+// Names listed for an error message ("known: a, b, c"), separated by `sep`.
+std::string join_names(std::initializer_list<std::string_view> names, std::string_view sep = ", ");
+
 std::string input_error_message(const std::string& origin, size_t line, const std::string& field,
                                 const std::string& message);
 

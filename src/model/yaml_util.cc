@@ -72,13 +72,8 @@ void check_keys(const std::string& origin, const YAML::Node& map, const std::str
     bool ok = false;
     for (std::string_view k : known) ok = ok || k == key;
     if (!ok) {
-      std::string list;
-      for (std::string_view k : known) {
-        if (!list.empty()) list += ", ";
-        list += k;
-      }
       const std::string field = where.empty() ? key : where + "." + key;
-      yaml_fail(origin, kv.first, field, "unknown key (known: " + list + ")");
+      yaml_fail(origin, kv.first, field, "unknown key (known: " + join_names(known) + ")");
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -12,6 +13,7 @@
 
 #include "model/cluster.h"
 #include "model/csv.h"
+#include "model/input_error.h"
 #include "model/job.h"
 #include "model/yaml_util.h"
 
@@ -49,15 +51,6 @@ std::string show(const json& v) {
   constexpr size_t kMax = 80;
   if (s.size() > kMax) s = s.substr(0, kMax) + "...";
   return s;
-}
-
-std::string join(std::initializer_list<std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
 }
 
 // Reads a job spec out of a JSON tree. `lenient_scalars` is set for trees converted from YAML:
@@ -127,7 +120,7 @@ class Reader {
     for (const auto& kv : obj.items()) {
       bool ok = false;
       for (std::string_view k : known) ok = ok || k == kv.key();
-      if (!ok) fail(path(where, kv.key()), "unknown key (known: " + join(known) + ")");
+      if (!ok) fail(path(where, kv.key()), "unknown key (known: " + join_names(known) + ")");
     }
   }
 
@@ -430,6 +423,10 @@ std::string error_message(const std::string& field, const std::string& message) 
 }
 
 }  // namespace
+
+bool is_valid_name(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxNameChars && std::all_of(s.begin(), s.end(), name_char);
+}
 
 FieldError::FieldError(std::string field, const std::string& message)
     : std::runtime_error(error_message(field, message)), field_(std::move(field)) {}

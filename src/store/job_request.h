@@ -63,6 +63,10 @@ class FieldError : public std::runtime_error {
   std::string field_;
 };
 
+// The rule for a job's name, which the service also applies to the tenants it creates: 1 to 63
+// letters, digits, '.', '_' or '-'.
+bool is_valid_name(std::string_view s);
+
 // Validates a parsed JSON object. Throws FieldError.
 JobRequest job_request_from_json(const nlohmann::json& j);
 // Parses JSON (text starting with '{') or YAML text. Throws FieldError.
