@@ -16,6 +16,7 @@ namespace tessera {
 namespace {
 
 using testing::eventually;
+using testing::get_job;
 using testing::json_of;
 using testing::kAdminToken;
 using testing::ServerProcess;
@@ -134,10 +135,6 @@ int64_t submit_json(ApiClient& c, const nlohmann::json& spec) {
   return json_of(r).value("id", int64_t{-1});
 }
 
-nlohmann::json job_of(ApiClient& c, int64_t id) {
-  return json_of(c.get("/v1/jobs/" + std::to_string(id)));
-}
-
 // The pid of a member's shell, from the file it writes when it starts.
 pid_t member_pid(const std::string& dir, int64_t job, int attempt, int rank) {
   std::ifstream in(dir + "/tessera.db.jobs/jobs/" + std::to_string(job) + "/" +
@@ -166,7 +163,7 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
     failed = submit_json(admin, spec("failed", "sleep 0.5; exit 7"));
     ASSERT_TRUE(eventually([&] {
       for (int64_t id : {adopted, finished, failed}) {
-        if (job_of(admin, id)["state"] != "running" || member_pid(dir.str(), id, 1, 0) <= 0) {
+        if (get_job(admin, id)["state"] != "running" || member_pid(dir.str(), id, 1, 0) <= 0) {
           return false;
         }
       }
@@ -180,17 +177,17 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
     ServerProcess server(dir.str(), flags);
     ASSERT_TRUE(server.up()) << server.log();
     ApiClient admin = server.client(kAdminToken);
-    const nlohmann::json f = job_of(admin, finished), x = job_of(admin, failed);
+    const nlohmann::json f = get_job(admin, finished), x = get_job(admin, failed);
     EXPECT_EQ(f["state"], "succeeded") << f.dump();
     EXPECT_EQ(x["state"], "failed") << x.dump();
     EXPECT_EQ(x["exit_code"], 7);
-    EXPECT_EQ(job_of(admin, adopted)["state"], "running");
+    EXPECT_EQ(get_job(admin, adopted)["state"], "running");
     // A job whose processes vanish without an exit status while the server is down.
     vanished = submit_json(admin, nlohmann::json{{"name", "vanished"},
                                                  {"tenant", "lab"},
                                                  {"command", {"sh", "-c", "sleep 0.6"}}});
     ASSERT_TRUE(eventually([&] {
-      return job_of(admin, vanished)["state"] == "running" &&
+      return get_job(admin, vanished)["state"] == "running" &&
              member_pid(dir.str(), vanished, 1, 0) > 0;
     }));
     server.kill(SIGKILL);
@@ -201,9 +198,9 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
   ASSERT_TRUE(server.up()) << server.log();
   ApiClient admin = server.client(kAdminToken);
   // Requeued and run again as attempt 2.
-  ASSERT_TRUE(eventually([&] { return job_of(admin, vanished)["state"] == "succeeded"; }, 10))
-      << job_of(admin, vanished).dump();
-  EXPECT_EQ(job_of(admin, vanished)["attempts"], 2);
+  ASSERT_TRUE(eventually([&] { return get_job(admin, vanished)["state"] == "succeeded"; }, 10))
+      << get_job(admin, vanished).dump();
+  EXPECT_EQ(get_job(admin, vanished)["attempts"], 2);
   // The adopted job (no longer the server's child) is still watched and can be cancelled.
   const pid_t pid = member_pid(dir.str(), adopted, 1, 0);
   ASSERT_GT(pid, 0);
@@ -211,9 +208,9 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
   EXPECT_EQ(
       admin.post("/v1/jobs/" + std::to_string(adopted) + "/cancel", "", "application/json").status,
       200);
-  ASSERT_TRUE(eventually([&] { return job_of(admin, adopted)["finished_at"].is_number(); }, 10));
+  ASSERT_TRUE(eventually([&] { return get_job(admin, adopted)["finished_at"].is_number(); }, 10));
   EXPECT_TRUE(eventually([&] { return testing::process_gone(pid); }, 5));
-  EXPECT_EQ(job_of(admin, adopted)["state"], "cancelled");
+  EXPECT_EQ(get_job(admin, adopted)["state"], "cancelled");
 }
 
 }  // namespace

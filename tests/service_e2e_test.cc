@@ -12,6 +12,7 @@ namespace tessera {
 namespace {
 
 using testing::eventually;
+using testing::get_job;
 using testing::json_of;
 using testing::kAdminToken;
 using testing::ServerProcess;
@@ -22,10 +23,6 @@ std::string create_tenant(ApiClient& admin, const std::string& name) {
       admin.post("/v1/tenants", nlohmann::json{{"name", name}}.dump(), "application/json");
   EXPECT_EQ(r.status, 201) << r.body;
   return json_of(r).value("token", "");
-}
-
-nlohmann::json get_job(ApiClient& c, int64_t id) {
-  return json_of(c.get("/v1/jobs/" + std::to_string(id)));
 }
 
 bool job_in(ApiClient& c, int64_t id, const std::string& state) {

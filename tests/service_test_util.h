@@ -127,4 +127,9 @@ inline nlohmann::json json_of(const HttpResult& r) {
   }
 }
 
+// GET /v1/jobs/ID as JSON.
+inline nlohmann::json get_job(ApiClient& c, int64_t id) {
+  return json_of(c.get("/v1/jobs/" + std::to_string(id)));
+}
+
 }  // namespace tessera::testing
