@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "engine/admission.h"
 #include "model/input_error.h"
+#include "model/node_set.h"
 #include "sim/trace_readers.h"
 #include "test_util.h"
 
@@ -182,6 +183,221 @@ TEST_P(EveryScorer, SpanNvlinkKeepsTheGangInOneDomain) {
   EXPECT_EQ(domains.size(), 1u);
   Allocation b;
   EXPECT_FALSE(scorer->place(s, with_span(gang("h", 4), Level::kNvlDomain), 4, rng, b));
+}
+
+// ---- node restriction (JobSpec::eligible_nodes) ----
+
+JobSpec only_on(JobSpec job, std::initializer_list<NodeId> nodes) {
+  job.eligible_nodes = std::make_shared<const NodeSet>(nodes);
+  return job;
+}
+
+void expect_only_on(const Allocation& a, const NodeSet& nodes) {
+  for (NodeId n : a.member_node) EXPECT_TRUE(nodes.contains(n)) << "member on node " << n;
+}
+
+void expect_same_state(const ClusterState& s, const ClusterState& before) {
+  EXPECT_EQ(s.allocated_milli(), before.allocated_milli());
+  for (GpuId g = 0; g < s.cluster().num_gpus(); ++g) EXPECT_EQ(s.gpu_free(g), before.gpu_free(g));
+  for (NodeId n = 0; n < s.cluster().nodes().size(); ++n) {
+    EXPECT_EQ(s.node_free_cpu(n), before.node_free_cpu(n));
+    EXPECT_EQ(s.node_free_mem(n), before.node_free_mem(n));
+  }
+}
+
+TEST_P(EveryScorer, RestrictedWholeGpuGangsLandOnlyOnEligibleNodes) {
+  // 2 racks x 2 nodes x 4 GPUs, all free; the job may use nodes 1 and 3 only.
+  const Cluster c = make_uniform_cluster(1, 2, 2, 4);
+  ClusterState s(c);
+  const JobSpec small = only_on(gang("s", 2), {1, 3});
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, small, 2, rng, a));
+  expect_valid(c, a, small, 2);
+  expect_only_on(a, *small.eligible_nodes);
+  // A multi-node gang of 2-GPU members: 6 GPUs left on nodes 1 and 3, three members fit.
+  const JobSpec multi = only_on(gang("m", 3, 2), {1, 3});
+  Allocation b;
+  ASSERT_TRUE(scorer->place(s, multi, 3, rng, b));
+  expect_valid(c, b, multi, 3);
+  expect_only_on(b, *multi.eligible_nodes);
+  // Nothing left on nodes 1 and 3, 8 GPUs free elsewhere: a restricted job does not fit, and
+  // the state is as it was.
+  const ClusterState before = s;
+  Allocation d;
+  EXPECT_FALSE(scorer->place(s, only_on(gang("x", 1), {1, 3}), 1, rng, d));
+  EXPECT_TRUE(d.empty());
+  expect_same_state(s, before);
+}
+
+TEST_P(EveryScorer, RestrictionThatLeavesTooLittleFailsAndLeavesStateUnchanged) {
+  const Cluster c = make_uniform_cluster(1, 1, 3, 4);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 1, 0, 1));
+  const ClusterState before = s;
+  // 11 GPUs free, 7 of them on nodes 0 and 1: a gang of 8 does not fit there.
+  Allocation a;
+  EXPECT_FALSE(scorer->place(s, only_on(gang("g", 8), {0, 1}), 8, rng, a));
+  EXPECT_TRUE(a.empty());
+  expect_same_state(s, before);
+  // ... nor does a span-constrained one, nor a set no node of the cluster is in.
+  EXPECT_FALSE(scorer->place(s, with_span(only_on(gang("r", 8), {0, 1}), Level::kRack), 8, rng, a));
+  EXPECT_FALSE(scorer->place(s, only_on(gang("n", 1), {7, 100}), 1, rng, a));
+  EXPECT_FALSE(scorer->place(s, only_on(gang("e", 1), {}), 1, rng, a));
+  expect_same_state(s, before);
+  // 7 do.
+  ASSERT_TRUE(scorer->place(s, only_on(gang("g", 7), {0, 1}), 7, rng, a));
+  expect_only_on(a, NodeSet{0, 1});
+}
+
+TEST_P(EveryScorer, RestrictedFractionalSharesStayOnEligibleNodes) {
+  // Two nodes of one GPU; node 0's GPU is partly used, so packing would prefer it.
+  const Cluster c = make_uniform_cluster(1, 1, 2, 1);
+  ClusterState s(c);
+  Allocation half;
+  half.gpus_per_member = 1;
+  half.member_node = {0};
+  half.shares = {{c.node(0).first_gpu, 500}};
+  s.allocate(half);
+  int placed = 0;
+  for (int i = 0; i < 5; ++i) {
+    const JobSpec job = only_on(fractional("f" + std::to_string(i), 300), {1});
+    Allocation a;
+    if (scorer->place(s, job, 1, rng, a)) {
+      expect_valid(c, a, job, 1);
+      expect_only_on(a, *job.eligible_nodes);
+      ++placed;
+    }
+  }
+  EXPECT_EQ(placed, 3);  // three 300-milli shares on node 1's GPU
+  EXPECT_EQ(s.gpu_free(c.node(0).first_gpu), 500);
+}
+
+TEST_P(EveryScorer, RestrictedCpuOnlyMembersStayOnEligibleNodes) {
+  const Cluster c = make_uniform_cluster(1, 1, 3, 4, "V100", 8000, 65536);
+  ClusterState s(c);
+  JobSpec job = only_on(gang("cpu", 3, 0), {2});
+  job.demand.cpu_milli = 2000;
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, job, 3, rng, a));
+  expect_valid(c, a, job, 3);
+  EXPECT_EQ(a.member_node, (std::vector<NodeId>{2, 2, 2}));
+  // Node 2 has room for one more member of 2000 mCPU, not two.
+  const ClusterState before = s;
+  Allocation b;
+  EXPECT_FALSE(scorer->place(s, job, 2, rng, b));
+  expect_same_state(s, before);
+  ASSERT_TRUE(scorer->place(s, job, 1, rng, b));
+  EXPECT_EQ(b.member_node, (std::vector<NodeId>{2}));
+}
+
+TEST_P(EveryScorer, RestrictedSpanRackCountsOnlyEligibleNodes) {
+  // 2 racks x 2 nodes x 4 GPUs, all free; one eligible node per rack.
+  const Cluster c = make_uniform_cluster(1, 2, 2, 4);
+  ClusterState s(c);
+  const ClusterState before = s;
+  Allocation a;
+  // 8 free GPUs in each rack, but only 4 on eligible nodes: a rack-spanned gang of 5 does not
+  // fit, although it would unrestricted, and so would it across both racks.
+  EXPECT_FALSE(scorer->place(s, with_span(only_on(gang("g", 5), {0, 2}), Level::kRack), 5, rng, a));
+  expect_same_state(s, before);
+  ASSERT_TRUE(scorer->place(s, only_on(gang("g", 5), {0, 2}), 5, rng, a));
+  expect_only_on(a, NodeSet{0, 2});
+  s.release(a);
+  const JobSpec job = with_span(only_on(gang("h", 4), {0, 3}), Level::kRack);
+  Allocation b;
+  ASSERT_TRUE(scorer->place(s, job, 4, rng, b));
+  expect_valid(c, b, job, 4);
+  expect_only_on(b, *job.eligible_nodes);
+  EXPECT_EQ(racks_of(c, b).size(), 1u);
+}
+
+TEST_P(EveryScorer, RestrictedSpanNodeUsesOnlyEligibleNodes) {
+  const Cluster c = make_uniform_cluster(1, 1, 3, 4);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 0, 0, 2));
+  // Node 1 (4 free) is not eligible, node 0 has 2 free: the gang of 3 goes to node 2.
+  const JobSpec job = with_span(only_on(gang("g", 3), {0, 2}), Level::kNode);
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, job, 3, rng, a));
+  expect_valid(c, a, job, 3);
+  EXPECT_EQ(a.member_node, (std::vector<NodeId>{2, 2, 2}));
+  const ClusterState before = s;
+  Allocation b;
+  EXPECT_FALSE(scorer->place(s, job, 3, rng, b));  // node 0: 2 free, node 2: 1
+  expect_same_state(s, before);
+}
+
+TEST_P(EveryScorer, RestrictedSpanNvlinkUsesOnlyEligibleNodes) {
+  // Two nodes of 8 GPUs in NVLink domains of 4; node 1 has GPU 0 busy.
+  const Cluster c = make_uniform_cluster(1, 1, 2, 8, "V100", 64000, 512 * 1024, 4);
+  ClusterState s(c);
+  s.allocate(testing::whole_gpus(c, 1, 0, 1));
+  const JobSpec job = with_span(only_on(gang("g", 4), {1}), Level::kNvlDomain);
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, job, 4, rng, a));
+  expect_valid(c, a, job, 4);
+  EXPECT_EQ(a.member_node, (std::vector<NodeId>{1, 1, 1, 1}));
+  std::set<GpuId> domains;
+  for (const GpuShare& g : a.shares) domains.insert(g.gpu / 4);
+  EXPECT_EQ(domains, (std::set<GpuId>{3}));  // node 1's second domain, the only one with 4 free
+  // Node 1 has 3 free (in one domain), node 0 has 8: a domain-spanned gang of 4 restricted to
+  // node 1 does not fit.
+  const ClusterState before = s;
+  Allocation b;
+  EXPECT_FALSE(scorer->place(s, job, 4, rng, b));
+  expect_same_state(s, before);
+  ASSERT_TRUE(
+      scorer->place(s, with_span(only_on(gang("h", 3), {1}), Level::kNvlDomain), 3, rng, b));
+  EXPECT_EQ(b.member_node, (std::vector<NodeId>{1, 1, 1}));
+}
+
+TEST_P(EveryScorer, SpanNodeNeverSpillsIntoTheRestOfTheRack) {
+  // Node 0 has every GPU free but CPU for one member; node 1 has one GPU free. A gang of 2
+  // spanned to one node fits no node, although node 0 and node 1 together could host it.
+  const Cluster c = make_uniform_cluster(1, 1, 2, 4, "V100", 8000, 65536);
+  ClusterState s(c);
+  Allocation cpu;
+  cpu.member_node = {0};
+  cpu.cpu_milli_per_member = 3000;
+  s.allocate(cpu);
+  s.allocate(testing::whole_gpus(c, 1, 0, 3));
+  JobSpec job = with_span(gang("g", 2), Level::kNode);
+  job.demand.cpu_milli = 3000;
+  const ClusterState before = s;
+  Allocation a;
+  EXPECT_FALSE(scorer->place(s, job, 2, rng, a));
+  expect_same_state(s, before);
+  job.max_span = Level::kRack;
+  ASSERT_TRUE(scorer->place(s, job, 2, rng, a));
+}
+
+TEST_P(EveryScorer, EveryNodeEligibleDecidesAsNoRestriction) {
+  // The same sequence of jobs placed with no restriction and restricted to every node, from
+  // the same state and seed, lands on the same GPUs.
+  const Cluster c = make_uniform_cluster(2, 2, 3, 8, "V100", 64000, 512 * 1024, 4);
+  const auto every = std::make_shared<const NodeSet>(
+      NodeSet::matching(c.nodes().size(), [](NodeId) { return true; }));
+  ClusterState plain(c), restricted(c);
+  Rng r1(11), r2(11);
+  const Level spans[] = {Level::kCluster, Level::kRack, Level::kNode, Level::kNvlDomain,
+                         Level::kSpine};
+  for (int i = 0; i < 60; ++i) {
+    JobSpec job =
+        i % 7 == 3 ? fractional("f", 250 + 50 * (i % 5)) : gang("g", 1 + i % 5, 1 + i % 3);
+    job.max_span = spans[i % 5];
+    if (i % 11 == 5) {
+      job.demand.gpus = 0;
+      job.demand.cpu_milli = 1000;
+    }
+    JobSpec same = job;
+    same.eligible_nodes = every;
+    Allocation a, b;
+    const bool pa = scorer->place(plain, job, job.min_members, r1, a);
+    const bool pb = scorer->place(restricted, same, same.min_members, r2, b);
+    ASSERT_EQ(pa, pb) << i;
+    EXPECT_EQ(a.member_node, b.member_node) << i;
+    EXPECT_EQ(a.shares, b.shares) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Placement, EveryScorer, ::testing::ValuesIn(scorer_names()));

@@ -5,82 +5,11 @@
 #include <charconv>
 #include <functional>
 
+#include "api/http_util.h"
 #include "api/json_views.h"
 #include "api/prometheus.h"
 
 namespace tessera {
-namespace {
-
-constexpr const char* kJson = "application/json";
-
-void send_error(httplib::Response& res, int status, const std::string& message,
-                const std::string& field = "") {
-  nlohmann::json j{{"error", message}};
-  if (!field.empty()) j["field"] = field;
-  res.status = status;
-  res.set_content(j.dump(), kJson);
-}
-
-int status_of(ServiceError::Kind k) {
-  switch (k) {
-    case ServiceError::kInvalid:
-      return 400;
-    case ServiceError::kUnauthorized:
-      return 401;
-    case ServiceError::kForbidden:
-      return 403;
-    case ServiceError::kNotFound:
-      return 404;
-    case ServiceError::kConflict:
-      return 409;
-    case ServiceError::kInfeasible:
-      return 422;
-  }
-  return 500;
-}
-
-std::string bearer(const httplib::Request& req) {
-  const std::string h = req.get_header_value("Authorization");
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (h.size() <= kPrefix.size() || h.compare(0, kPrefix.size(), kPrefix) != 0) return "";
-  return h.substr(kPrefix.size());
-}
-
-// An integer query parameter in [lo, hi]; `def` when absent. Throws ServiceError naming it.
-int64_t int_param(const httplib::Request& req, const char* name, int64_t def, int64_t lo,
-                  int64_t hi) {
-  if (!req.has_param(name)) return def;
-  const std::string v = req.get_param_value(name);
-  int64_t out = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
-    throw ServiceError(ServiceError::kInvalid, name,
-                       std::string(name) + " must be an integer in " + std::to_string(lo) + ".." +
-                           std::to_string(hi) + ", got '" + v + "'");
-  }
-  return out;
-}
-
-// The request body as JSON; FieldError (400) when it is not.
-nlohmann::json json_body(const httplib::Request& req) {
-  try {
-    return nlohmann::json::parse(req.body);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FieldError("", std::string("body is not valid JSON: ") + e.what());
-  }
-}
-
-int64_t path_id(const httplib::Request& req) {
-  int64_t id = 0;
-  const std::string s = req.matches[1];
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-  if (ec != std::errc() || p != s.data() + s.size()) {
-    throw ServiceError(ServiceError::kNotFound, "", "job " + s + " not found");
-  }
-  return id;
-}
-
-}  // namespace
 
 ApiServer::ApiServer(Service& service, ApiOptions opt)
     : service_(service), opt_(opt), http_(std::make_unique<httplib::Server>()) {
@@ -98,17 +27,7 @@ ApiServer::~ApiServer() {
 }
 
 int ApiServer::bind(const std::string& host, int port) {
-  int bound = 0;
-  if (port == 0) {
-    bound = http_->bind_to_any_port(host);
-  } else if (http_->bind_to_port(host, port)) {
-    bound = port;
-  }
-  if (bound <= 0) {
-    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
-                             " (address in use, or not an address of this host?)");
-  }
-  return bound;
+  return bind_server(*http_, host, port);
 }
 
 void ApiServer::run() {
@@ -176,32 +95,17 @@ void ApiServer::routes() {
                 res.set_content(to_json(v).dump(), kJson);
               }));
 
-  http_->Get(
-      "/v1/jobs",
-      guarded(false, [&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-        JobFilter f;
-        if (req.has_param("state")) {
-          JobState s;
-          const std::string v = req.get_param_value("state");
-          if (!parse_job_state(v, s)) {
-            throw ServiceError(ServiceError::kInvalid, "state",
-                               "state must be pending, running, succeeded, failed, cancelled or "
-                               "preempted, got '" +
-                                   v + "'");
-          }
-          f.state = s;
-        }
-        f.tenant = req.get_param_value("tenant");
-        f.limit = static_cast<size_t>(int_param(req, "limit", 500, 1, 10000));
-        f.after = int_param(req, "after", 0, 0, INT64_MAX);
-        const auto jobs = svc.jobs(c, f);
-        nlohmann::json arr = nlohmann::json::array();
-        for (const JobView& v : jobs) arr.push_back(to_json(v));
-        nlohmann::json out{{"jobs", std::move(arr)}};
-        out["next_after"] =
-            jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id) : nlohmann::json(nullptr);
-        res.set_content(out.dump(), kJson);
-      }));
+  http_->Get("/v1/jobs", guarded(false, [&svc](const httplib::Request& req, httplib::Response& res,
+                                               const Caller& c) {
+               const JobFilter f = job_filter(req);
+               const auto jobs = svc.jobs(c, f);
+               nlohmann::json arr = nlohmann::json::array();
+               for (const JobView& v : jobs) arr.push_back(to_json(v));
+               nlohmann::json out{{"jobs", std::move(arr)}};
+               out["next_after"] = jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id)
+                                                          : nlohmann::json(nullptr);
+               res.set_content(out.dump(), kJson);
+             }));
 
   http_->Get(R"(/v1/jobs/([^/]+))", guarded(false, [&svc](const httplib::Request& req,
                                                           httplib::Response& res, const Caller& c) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "api/http_server.h"
+#include "apps/listen.h"
 #include "apps/service_commands.h"
 #include "control/service.h"
 #include "control/token.h"
@@ -39,25 +40,6 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--threads", a.threads, "HTTP worker threads")->check(CLI::Range(1, 256));
   return s;
 }
-
-namespace {
-
-void split_listen(const std::string& listen, std::string& host, int& port) {
-  const auto colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    throw std::invalid_argument("--listen: expected HOST:PORT, got '" + listen + "'");
-  }
-  host = listen.substr(0, colon);
-  try {
-    size_t used = 0;
-    port = std::stoi(listen.substr(colon + 1), &used);
-    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::exception();
-  } catch (const std::exception&) {
-    throw std::invalid_argument("--listen: bad port in '" + listen + "'");
-  }
-}
-
-}  // namespace
 
 int run_serve(const ServeArgs& a) {
   std::string host;
@@ -115,11 +97,7 @@ int run_serve(const ServeArgs& a) {
     api.stop();
   });
   signals.detach();  // the process exits after run() returns; a blocked sigwait needs no join
-  if (!a.addr_file.empty()) {
-    const std::string tmp = a.addr_file + ".tmp";
-    std::ofstream(tmp) << addr << "\n";
-    std::rename(tmp.c_str(), a.addr_file.c_str());  // readers never see half an address
-  }
+  write_addr_file(a.addr_file, addr);
   const auto& c = service.cluster();
   std::cerr << "tessera serve: listening on http://" << addr << " with " << c.num_gpus()
             << " GPUs (" << c.gpu_types().at(c.node(0).gpu_type).name << "), database " << a.db

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tessera {
@@ -32,14 +33,51 @@ std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSp
                          total);
     }
   }
+  // A job restricted to a node set (JobSpec::eligible_nodes): the same tests over its nodes.
+  const NodeSet* only = job.eligible_nodes.get();
+  const auto num_nodes = static_cast<NodeId>(cluster.nodes().size());
+  const size_t eligible = only == nullptr ? 0 : only->count_in(0, num_nodes);
+  if (only != nullptr) {
+    if (eligible == 0) {
+      return fmt::format("no node is eligible: its node restriction matches none of the {} nodes",
+                         num_nodes);
+    }
+    if (d.gpus > 0) {
+      uint32_t largest = 0;
+      int64_t total = 0;
+      only->for_each([&](NodeId n) {
+        if (n >= num_nodes || !type_allowed(job.allowed_types, cluster.node(n).gpu_type)) return;
+        largest = std::max<uint32_t>(largest, cluster.node(n).num_gpus);
+        total += cluster.node(n).num_gpus;
+      });
+      if (largest == 0) {
+        return fmt::format("no eligible node has a GPU of an allowed type: {} nodes eligible",
+                           eligible);
+      }
+      if (static_cast<uint32_t>(d.gpus) > largest) {
+        return fmt::format(
+            "no eligible node has {} GPUs of an allowed type: {} nodes eligible, the largest has "
+            "{}",
+            d.gpus, eligible, largest);
+      }
+      const int64_t need = int64_t{job.min_members} * d.gpus;
+      if (d.whole_gpus() && need > total) {
+        return fmt::format(
+            "asks for {} GPUs, but its {} eligible nodes have {} of the allowed types", need,
+            eligible, total);
+      }
+    }
+  }
   // Finally the exact test: place it on an empty cluster, member by member, onto the nodes
   // with the most room (CPU and memory included), all inside one subtree of the job's
-  // max_span level (one NVLink domain, node, rack or spine; the cluster when unconstrained).
+  // max_span level (one NVLink domain, node, rack or spine; the cluster when unconstrained), on
+  // its eligible nodes only.
   const Level span = job.max_span;
   std::vector<int64_t> placed;
-  for (NodeId n = 0; n < cluster.nodes().size(); ++n) {
+  for (NodeId n = 0; n < num_nodes; ++n) {
     const Node& node = cluster.node(n);
     if (d.gpus > 0 && !type_allowed(job.allowed_types, node.gpu_type)) continue;
+    if (!node_eligible(only, n)) continue;
     int64_t k = INT32_MAX;
     if (d.cpu_milli > 0) k = std::min(k, node.cpu_milli / d.cpu_milli);
     if (d.mem_mib > 0) k = std::min(k, node.mem_mib / d.mem_mib);
@@ -65,14 +103,16 @@ std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSp
   }
   const int64_t most = placed.empty() ? 0 : *std::max_element(placed.begin(), placed.end());
   if (most < job.min_members) {
+    const std::string where =
+        only == nullptr ? std::string() : fmt::format(" on its {} eligible nodes", eligible);
     if (span != Level::kCluster) {
       static constexpr const char* kSpan[] = {"NVLink domain", "node", "rack", "spine", "cluster"};
       return fmt::format(
-          "no single {} can host {} members of {} GPUs, {} mCPU, {} MiB each (span constraint)",
-          kSpan[static_cast<int>(span)], job.min_members, d.gpus, d.cpu_milli, d.mem_mib);
+          "no single {} can host {} members of {} GPUs, {} mCPU, {} MiB each{} (span constraint)",
+          kSpan[static_cast<int>(span)], job.min_members, d.gpus, d.cpu_milli, d.mem_mib, where);
     }
-    return fmt::format("no set of nodes can host {} members of {} GPUs, {} mCPU, {} MiB each",
-                       job.min_members, d.gpus, d.cpu_milli, d.mem_mib);
+    return fmt::format("no set of nodes can host {} members of {} GPUs, {} mCPU, {} MiB each{}",
+                       job.min_members, d.gpus, d.cpu_milli, d.mem_mib, where);
   }
   return std::nullopt;
 }

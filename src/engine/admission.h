@@ -11,7 +11,8 @@
 
 namespace tessera {
 
-// nullopt if the job fits the empty cluster at its minimum size, else why not.
+// nullopt if the job fits the empty cluster at its minimum size (on its eligible nodes, when it
+// is restricted to a node set: JobSpec::eligible_nodes), else why not.
 std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSpec& job);
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -18,25 +19,43 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 
 // What makes two pending jobs equally hard to place; if one failed on the current scratch
 // state, the other fails too (the state only fills up until a preemption frees something).
+// Placement constraints are part of the shape: the GPU types, the span and the node restriction
+// (JobSpec::eligible_nodes, compared by identity, else by content: two jobs of equal demand
+// restricted to different nodes are different shapes).
 struct ShapeKey {
   MemberDemand demand;
   int32_t min_members, max_members;
   GpuTypeMask types;
-  bool operator==(const ShapeKey&) const = default;
+  Level span;
+  const NodeSet* nodes;  // null: every node
+  bool operator==(const ShapeKey& o) const {
+    return demand == o.demand && min_members == o.min_members && max_members == o.max_members &&
+           types == o.types && span == o.span && same_restriction(nodes, o.nodes);
+  }
 };
 struct ShapeHash {
   size_t operator()(const ShapeKey& k) const {
     size_t h = std::hash<int64_t>()(k.demand.gpus * 1009 + k.demand.gpu_milli);
     h = h * 31 + std::hash<int64_t>()(k.demand.cpu_milli ^ (k.demand.mem_mib << 20));
     h = h * 31 + std::hash<int64_t>()(k.min_members * 65537 + k.max_members);
-    return h * 31 + std::hash<uint64_t>()(k.types);
+    h = h * 31 + std::hash<uint64_t>()(k.types);
+    h = h * 31 + static_cast<size_t>(k.span);
+    return h * 31 + restriction_hash(k.nodes);
   }
 };
 
-int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask) {
+ShapeKey shape_of(const JobSpec& job) {
+  return ShapeKey{job.demand,        job.min_members, job.max_members,
+                  job.allowed_types, job.max_span,    job.eligible_nodes.get()};
+}
+
+// Milli-GPU of `a` on GPUs of the types in mask, on nodes of `only` (null: every node).
+int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask,
+                       const NodeSet* only = nullptr) {
   int64_t m = 0;
   for (const GpuShare& s : a.shares) {
-    if (type_allowed(mask, c.node(c.node_of_gpu(s.gpu)).gpu_type)) m += s.milli;
+    const NodeId n = c.node_of_gpu(s.gpu);
+    if (type_allowed(mask, c.node(n).gpu_type) && node_eligible(only, n)) m += s.milli;
   }
   return m;
 }
@@ -121,6 +140,7 @@ class Cycle {
         p.min_members = job.min_members;
         p.max_members = job.max_members;
         p.allowed_types = preferred;
+        p.eligible_nodes = job.eligible_nodes;
         if (try_place_sized(p, alloc)) return true;
       }
     }
@@ -192,8 +212,13 @@ class Cycle {
     // minimum (it grows later, policy.elastic, when GPUs are idle).
     const int64_t per_member = job.gpu_milli_per_gang(1);
     if (policy_.elastic && per_member > 0) {
-      const auto fit = static_cast<int32_t>(std::min<int64_t>(
-          job.max_members - 1, scratch_.free_milli_matching(job.allowed_types) / per_member));
+      // Free capacity it may use (an upper bound on what it can get); the scratch state may be
+      // mid-preemption here, so a restricted job's is summed afresh, not cached.
+      const int64_t free = job.eligible_nodes == nullptr
+                               ? scratch_.free_milli_matching(job.allowed_types)
+                               : sum_free_on(job.allowed_types, *job.eligible_nodes);
+      const auto fit =
+          static_cast<int32_t>(std::min<int64_t>(job.max_members - 1, free / per_member));
       if (fit > job.min_members && over_limit(current_leaf_, amounts_of(job, fit)) == kNoId &&
           policy_.scorer->place(scratch_, job, fit, rng_, alloc)) {
         return true;
@@ -330,11 +355,13 @@ class Cycle {
       return;
     }
     Allocation alloc;
-    const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
     bool placed = false;
-    if (reason.free_gpu_milli >= reason.need_gpu_milli && !failed_.contains(shape)) {
-      placed = try_place(job, alloc);
-      if (!placed) failed_.insert(shape);
+    if (reason.free_gpu_milli >= reason.need_gpu_milli) {
+      const ShapeKey shape = shape_of(job);
+      if (failed_.empty() || !failed_.contains(shape)) {
+        placed = try_place(job, alloc);
+        if (!placed) failed_.insert(shape);
+      }
     }
     if (placed) {
       if (const QueueId q = over_type_limit(current_leaf_, alloc); q != kNoId) {
@@ -345,7 +372,7 @@ class Cycle {
     }
     bool backfilled = false;
     if (placed && reservation_active_) {
-      const int64_t overlap = milli_on_types(cluster_, alloc, reserved_types_);
+      const int64_t overlap = reserved_milli(alloc);
       switch (backfit(overlap, job)) {
         case Backfit::kFree:
           break;
@@ -370,6 +397,11 @@ class Cycle {
     if (policy_.preemption && try_preempt(pj, idx)) return;
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
                                                                 : PendingCode::kGangCannotFit;
+    // Restricted to a node set: how much of what is free it may use (a gang that fits the free
+    // GPUs in total but not on its eligible nodes reads kGangCannotFit, and describe() says so).
+    if (job.eligible_nodes != nullptr) {
+      reason.eligible_free_gpu_milli = free_on_nodes(job.allowed_types, *job.eligible_nodes);
+    }
     if (policy_.reclaim && job.priority != PriorityClass::kBestEffort) {
       const QueueId q =
           over_share_below(current_leaf_, kRootQueue, amounts_of(job, job.min_members));
@@ -397,10 +429,15 @@ class Cycle {
     return overlap <= extra_milli_ ? Backfit::kFromExtra : Backfit::kNo;
   }
 
-  // Whether every GPU `job` could be placed on is of a type the reservation holds, so that its
-  // overlap is known (its whole demand) before placing it.
+  // Whether every GPU `job` could be placed on is of a type the reservation holds (and, when
+  // the head is restricted to a node set, on one of its nodes), so that its overlap is known
+  // (its whole demand) before placing it.
   bool must_use_reserved_types(const JobSpec& job) const {
     if (job.demand.gpus == 0) return false;
+    if (reserved_nodes_ != nullptr &&
+        (job.eligible_nodes == nullptr || !job.eligible_nodes->is_subset_of(*reserved_nodes_))) {
+      return false;
+    }
     const GpuTypeMask present = cluster_.present_types();
     const GpuTypeMask mine = job.allowed_types == kAnyGpuType ? present : job.allowed_types;
     const GpuTypeMask reserved = reserved_types_ == kAnyGpuType ? present : reserved_types_;
@@ -415,31 +452,31 @@ class Cycle {
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
     add_usage(current_leaf_, *pj.spec, alloc, +1);
+    if (!free_on_nodes_.empty()) free_on_nodes_.clear();  // the committed scratch state changed
     preempt_failed_.clear();  // usage changed: a queue may now be over its share
     const double est = pj.spec->duration_estimate;
     started_.emplace_back(est >= 0 ? snap_.now + est : kNever, out_.starts.size());
     out_.starts.push_back(Start{pj.id, idx, std::move(alloc), backfilled});
   }
 
-  // EASY: when will the head job fit, counting only GPUs of its types, and how much more than it
-  // needs will be free then.
+  // EASY: when will the head job fit, counting only GPUs of its types (on its eligible nodes,
+  // when it is restricted to a node set), and how much more than it needs will be free then.
   void reserve(const JobSpec& job, int64_t need) {
     reservation_active_ = true;
     reserved_types_ = job.allowed_types;
+    reserved_nodes_ = job.eligible_nodes.get();
     std::vector<std::pair<double, int64_t>> ends;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       const RunningJob& r = snap_.running[i];
       if (evicted_[i] || r.expected_end < 0) continue;
-      ends.emplace_back(std::max(r.expected_end, snap_.now),
-                        milli_on_types(cluster_, *r.alloc, reserved_types_));
+      ends.emplace_back(std::max(r.expected_end, snap_.now), reserved_milli(*r.alloc));
     }
     for (const auto& [end, s] : started_) {
-      if (end != kNever) {
-        ends.emplace_back(end, milli_on_types(cluster_, out_.starts[s].alloc, reserved_types_));
-      }
+      if (end != kNever) ends.emplace_back(end, reserved_milli(out_.starts[s].alloc));
     }
     std::sort(ends.begin(), ends.end());
-    int64_t free = scratch_.free_milli_matching(reserved_types_);
+    int64_t free = reserved_nodes_ == nullptr ? scratch_.free_milli_matching(reserved_types_)
+                                              : free_on_nodes(reserved_types_, *reserved_nodes_);
     shadow_time_ = kNever;
     extra_milli_ = 0;
     for (const auto& [end, milli] : ends) {
@@ -587,7 +624,7 @@ class Cycle {
   // youngest run), before anything is preempted by priority or reclaim.
   bool try_take_back_growth(const PendingJob& pj, uint32_t idx) {
     const JobSpec& job = *pj.spec;
-    const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
+    const ShapeKey shape = shape_of(job);
     if (shrink_failed_.contains(shape)) return false;
     struct Surplus {
       size_t index;
@@ -597,7 +634,10 @@ class Cycle {
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       const RunningJob& r = snap_.running[i];
       if (evicted_[i] || resized_[i] != 0 || r.alloc->members() <= r.spec->min_members) continue;
-      if (milli_on_types(cluster_, *r.alloc, job.allowed_types) == 0) continue;
+      // Only gangs holding GPUs it could use: its types, on its eligible nodes.
+      if (milli_on_types(cluster_, *r.alloc, job.allowed_types, job.eligible_nodes.get()) == 0) {
+        continue;
+      }
       cands.push_back({i, Kind::kPriority});
     }
     std::sort(cands.begin(), cands.end(), [&](const Surplus& a, const Surplus& b) {
@@ -747,8 +787,7 @@ class Cycle {
                               any_best_effort_running_) ||
                              job.priority == PriorityClass::kInferenceCritical;
     if (rank <= min_running_rank_ && !cross_queue) return false;  // outranks nobody
-    const ShapeKey shape{job.demand, job.min_members, job.max_members, job.allowed_types};
-    const PreemptKey key{shape, current_leaf_, rank, may_reclaim, starving_};
+    const PreemptKey key{shape_of(job), current_leaf_, rank, may_reclaim, starving_};
     if (preempt_failed_.contains(key)) return false;  // nothing changed since it last failed
     struct Candidate {
       int64_t rank;
@@ -759,13 +798,17 @@ class Cycle {
       Kind kind;
     };
     std::vector<Candidate> cands;
-    int64_t available = scratch_.free_milli_matching(place_as->allowed_types);
+    // Only capacity the job may use counts, and only gangs holding some of it are victims: GPUs
+    // of its types, on its eligible nodes when it is restricted to a node set.
+    const NodeSet* only = job.eligible_nodes.get();
+    int64_t available = only == nullptr ? scratch_.free_milli_matching(place_as->allowed_types)
+                                        : free_on_nodes(place_as->allowed_types, *only);
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       if (evicted_[i] || resized_[i] != 0) continue;
       const Kind kind = victim_kind(job, rank, may_reclaim, need, i);
       if (kind == Kind::kNo) continue;
       const RunningJob& r = snap_.running[i];
-      const int64_t m = milli_on_types(cluster_, *r.alloc, place_as->allowed_types);
+      const int64_t m = milli_on_types(cluster_, *r.alloc, place_as->allowed_types, only);
       if (m == 0) continue;
       available += m;
       const double lost = r.spec->checkpoint_interval > 0
@@ -848,6 +891,35 @@ class Cycle {
     return true;
   }
 
+  // Free milli-GPU of `types` on the nodes of `only`, on the scratch state now.
+  int64_t sum_free_on(GpuTypeMask types, const NodeSet& only) const {
+    int64_t free = 0;
+    const auto num_nodes = static_cast<NodeId>(cluster_.nodes().size());
+    only.for_each([&](NodeId n) {
+      if (n >= num_nodes) return;
+      const Node& node = cluster_.node(n);
+      if (!type_allowed(types, node.gpu_type)) return;
+      for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+        free += scratch_.gpu_free(g);
+      }
+    });
+    return free;
+  }
+
+  // sum_free_on for the scratch state as committed between decisions (not mid-preemption):
+  // cached per node set and type mask until the next start (record_start) changes it, so a
+  // long queue of pods sharing one node restriction sums it once.
+  int64_t free_on_nodes(GpuTypeMask types, const NodeSet& only) {
+    const auto [it, fresh] = free_on_nodes_.try_emplace({&only, types}, 0);
+    if (fresh) it->second = sum_free_on(types, only);
+    return it->second;
+  }
+
+  // What `a` holds of the reservation's GPUs: of its types, on its nodes.
+  int64_t reserved_milli(const Allocation& a) const {
+    return milli_on_types(cluster_, a, reserved_types_, reserved_nodes_);
+  }
+
   const Snapshot& snap_;
   const Policy& policy_;
   const Cluster& cluster_;
@@ -901,6 +973,15 @@ class Cycle {
   JobId head_ = kNoId;
   bool reservation_active_ = false;
   GpuTypeMask reserved_types_ = kAnyGpuType;
+  const NodeSet* reserved_nodes_ = nullptr;  // the head's eligible_nodes (null: every node)
+  struct FreeOnNodesHash {
+    size_t operator()(const std::pair<const NodeSet*, GpuTypeMask>& k) const {
+      return std::hash<const void*>()(k.first) * 31 + std::hash<uint64_t>()(k.second);
+    }
+  };
+  // free_on_nodes' cache, by (node set, GPU types); cleared by record_start.
+  std::unordered_map<std::pair<const NodeSet*, GpuTypeMask>, int64_t, FreeOnNodesHash>
+      free_on_nodes_;
   double shadow_time_ = kNever;
   int64_t extra_milli_ = 0;
 };

@@ -32,6 +32,19 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
     case PendingCode::kInsufficientGpus:
       return fmt::format("insufficient GPUs of an allowed type: needs {:g}, {:g} free", need, free);
     case PendingCode::kGangCannotFit:
+      if (r.eligible_free_gpu_milli >= 0) {
+        const double eligible = static_cast<double>(r.eligible_free_gpu_milli) / 1000.0;
+        if (r.eligible_free_gpu_milli < r.need_gpu_milli) {
+          return fmt::format(
+              "gang cannot fit on its eligible nodes: {:g} GPUs free, but only {:g} of them on "
+              "the nodes it may use (its node restriction); needs {:g}",
+              free, eligible, need);
+        }
+        return fmt::format(
+            "gang cannot fit: {:g} GPUs free on the nodes it may use (its node restriction), "
+            "but no set of them hosts every member ({:g} GPUs)",
+            eligible, need);
+      }
       return fmt::format(
           "gang cannot fit: {:g} GPUs free, but no set of nodes hosts every member ({:g} GPUs)",
           free, need);

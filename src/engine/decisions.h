@@ -14,7 +14,9 @@ namespace tessera {
 // at admission (engine/admission.h), so every reason here is "not now".
 enum class PendingCode : uint8_t {
   kInsufficientGpus,       // fewer free GPUs of an allowed type than the gang needs
-  kGangCannotFit,          // enough free GPUs in total, but no node set hosts every member
+  kGangCannotFit,          // enough free GPUs in total, but no node set hosts every member (for
+                           // a job restricted to some nodes: not enough free on those, or no
+                           // set of them hosts every member; see eligible_free_gpu_milli)
   kWaitingForReservation,  // would fit, but would delay the reserved head-of-line job
   kBlockedByHead,          // strict order: behind a job that cannot start
   kQuotaExceeded,          // starting it would take its queue (or a parent) past its limit
@@ -35,6 +37,9 @@ struct PendingReason {
   uint32_t queue = kNoId;
   int64_t queue_holds_milli = 0;
   int64_t queue_bound_milli = 0;
+  // For a job restricted to a node set (JobSpec::eligible_nodes) that found no room: how much of
+  // free_gpu_milli is on nodes it may use; -1 for an unrestricted job or another reason.
+  int64_t eligible_free_gpu_milli = -1;
 };
 
 std::string describe(const PendingReason& r, const std::string& blocker_name = "",

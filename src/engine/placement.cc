@@ -28,14 +28,57 @@ void begin(const JobSpec& job, Allocation& out) {
 }
 
 // A contiguous range of node ids: one subtree of the topology (nodes of a rack, and racks of
-// a spine, are contiguous), or the whole cluster.
+// a spine, are contiguous), or the whole cluster; and the job's node restriction
+// (JobSpec::eligible_nodes, null: none). A member may go to node n only if eligible(n).
 struct NodeRange {
   NodeId lo = 0, hi = 0;
+  const NodeSet* only = nullptr;
+  // Whether n lies in the range (whatever the restriction).
   bool contains(NodeId n) const { return n >= lo && n < hi; }
+  // Whether n is in the range and allowed by the restriction: one branch on a null pointer
+  // for unrestricted jobs.
+  bool eligible(NodeId n) const { return contains(n) && (only == nullptr || only->contains(n)); }
 };
 
-NodeRange all_nodes(const Cluster& c) {
-  return {0, static_cast<NodeId>(c.nodes().size())};
+NodeRange all_nodes(const Cluster& c, const JobSpec& job) {
+  return {0, static_cast<NodeId>(c.nodes().size()), job.eligible_nodes.get()};
+}
+
+// The racks [first, end) wholly inside r (nodes of a rack, and racks of a spine, are
+// contiguous), and the spines wholly inside racks [lo, hi).
+std::pair<RackId, RackId> racks_within(const Cluster& c, NodeRange r) {
+  if (r.lo >= r.hi) return {0, 0};
+  RackId first = c.node(r.lo).rack;
+  if (c.racks()[first].first_node < r.lo) ++first;
+  RackId end = c.node(r.hi - 1).rack;
+  const Rack& last = c.racks()[end];
+  if (last.first_node + last.num_nodes <= r.hi) ++end;
+  return {first, std::max(first, end)};
+}
+std::pair<SpineId, SpineId> spines_within(const Cluster& c, RackId lo, RackId hi) {
+  if (lo >= hi) return {0, 0};
+  SpineId first = c.racks()[lo].spine;
+  if (c.spines()[first].first_rack < lo) ++first;
+  SpineId end = c.racks()[hi - 1].spine;
+  const Spine& last = c.spines()[end];
+  if (last.first_rack + last.num_racks <= hi) ++end;
+  return {first, std::max(first, end)};
+}
+
+// Calls f(n) for every eligible node of r, ascending, until it returns true; returns that node,
+// or kNoId. With a restriction it walks the set's members, not the whole range.
+template <class F>
+NodeId find_eligible(NodeRange r, F&& f) {
+  if (r.only == nullptr) {
+    for (NodeId n = r.lo; n < r.hi; ++n) {
+      if (f(n)) return n;
+    }
+    return kNoId;
+  }
+  for (NodeId n = r.only->next(r.lo); n != kNoId && n < r.hi; n = r.only->next(n + 1)) {
+    if (f(n)) return n;
+  }
+  return kNoId;
 }
 
 // Undoes a partly placed gang (all-or-nothing).
@@ -55,30 +98,56 @@ std::vector<GpuTypeId> allowed_types(const ClusterState& state, const JobSpec& j
   return types;
 }
 
-// For whole-GPU members: the first node (over allowed types) in buckets k in [lo, hi] scanned in
-// the given direction that can host one member.
-NodeId scan_buckets(const ClusterState& state, const std::vector<GpuTypeId>& types,
-                    const MemberDemand& d, int lo, int hi, bool ascending, NodeRange r) {
+// Whether node n of range r may be used: kRestricted is r.only != nullptr, so that the scans
+// below branch once per call on the restriction, not once per node, for unrestricted jobs.
+template <bool kRestricted>
+bool usable(NodeRange r, NodeId n) {
+  if constexpr (kRestricted) {
+    return r.eligible(n);
+  } else {
+    return r.contains(n);
+  }
+}
+
+template <bool kRestricted>
+NodeId scan_buckets_in(const ClusterState& state, const std::vector<GpuTypeId>& types,
+                       const MemberDemand& d, int lo, int hi, bool ascending, NodeRange r) {
   for (int step = 0; step <= hi - lo; ++step) {
     const int k = ascending ? lo + step : hi - step;
     for (GpuTypeId t : types) {
       for (NodeId n : state.bucket(t, k)) {
-        if (r.contains(n) && state.can_host(n, d)) return n;
+        if (usable<kRestricted>(r, n) && state.can_host(n, d)) return n;
       }
     }
   }
   return kNoId;
 }
 
-// For fractional members: the node with the fullest (pack) or emptiest (spread) partially used
-// GPU that fits; kNoId when no partial GPU fits.
-NodeId scan_partial(const ClusterState& state, const std::vector<GpuTypeId>& types,
-                    const MemberDemand& d, bool pack, NodeRange r) {
+// The restricted scans stay out of line, so that the unrestricted one inlines into its callers
+// as it did before restrictions existed.
+[[gnu::noinline]] NodeId scan_buckets_restricted(const ClusterState& state,
+                                                 const std::vector<GpuTypeId>& types,
+                                                 const MemberDemand& d, int lo, int hi,
+                                                 bool ascending, NodeRange r) {
+  return scan_buckets_in<true>(state, types, d, lo, hi, ascending, r);
+}
+
+// For whole-GPU members: the first eligible node (over allowed types) in buckets k in [lo, hi]
+// scanned in the given direction that can host one member.
+inline NodeId scan_buckets(const ClusterState& state, const std::vector<GpuTypeId>& types,
+                           const MemberDemand& d, int lo, int hi, bool ascending, NodeRange r) {
+  return r.only == nullptr ? scan_buckets_in<false>(state, types, d, lo, hi, ascending, r)
+                           : scan_buckets_restricted(state, types, d, lo, hi, ascending, r);
+}
+
+template <bool kRestricted>
+NodeId scan_partial_in(const ClusterState& state, const std::vector<GpuTypeId>& types,
+                       const MemberDemand& d, bool pack, NodeRange r) {
   NodeId best = kNoId;
   int32_t best_free = 0;
   for (GpuTypeId t : types) {
     for (NodeId n : state.partial_nodes(t)) {
-      if (!r.contains(n) || !state.can_host(n, d)) continue;
+      if (!usable<kRestricted>(r, n) || !state.can_host(n, d)) continue;
       const Node& node = state.cluster().node(n);
       for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
         const int32_t f = state.gpu_free(g);
@@ -94,16 +163,26 @@ NodeId scan_partial(const ClusterState& state, const std::vector<GpuTypeId>& typ
   return best;
 }
 
+// For fractional members: the eligible node with the fullest (pack) or emptiest (spread)
+// partially used GPU that fits; kNoId when no partial GPU fits.
+[[gnu::noinline]] NodeId scan_partial_restricted(const ClusterState& state,
+                                                 const std::vector<GpuTypeId>& types,
+                                                 const MemberDemand& d, bool pack, NodeRange r) {
+  return scan_partial_in<true>(state, types, d, pack, r);
+}
+inline NodeId scan_partial(const ClusterState& state, const std::vector<GpuTypeId>& types,
+                           const MemberDemand& d, bool pack, NodeRange r) {
+  return r.only == nullptr ? scan_partial_in<false>(state, types, d, pack, r)
+                           : scan_partial_restricted(state, types, d, pack, r);
+}
+
 int max_k(const ClusterState& state) {
   return state.cluster().max_node_gpus();
 }
 
 // Members that need no GPU (CPU-only pods) go to the first node with room.
 NodeId scan_cpu_only(const ClusterState& state, const MemberDemand& d, NodeRange r) {
-  for (NodeId n = r.lo; n < r.hi; ++n) {
-    if (state.can_host(n, d)) return n;
-  }
-  return kNoId;
+  return find_eligible(r, [&](NodeId n) { return state.can_host(n, d); });
 }
 
 // The subtrees of `level` as node ranges: one per node for kNvlDomain and kNode, one per rack
@@ -121,19 +200,20 @@ std::vector<NodeRange> subtrees(const Cluster& c, Level level) {
       out.push_back({c.racks()[sp.first_rack].first_node, last.first_node + last.num_nodes});
     }
   } else {
-    out.push_back(all_nodes(c));
+    out.push_back({0, static_cast<NodeId>(c.nodes().size())});
   }
   return out;
 }
 
-// Free whole GPUs of the job's allowed types in a range.
+// Free whole GPUs of the job's allowed types on the eligible nodes of a range.
 int64_t free_in(const ClusterState& state, const JobSpec& job, NodeRange r) {
   int64_t free = 0;
-  for (NodeId n = r.lo; n < r.hi; ++n) {
+  find_eligible(r, [&](NodeId n) {
     if (type_allowed(job.allowed_types, state.cluster().node(n).gpu_type)) {
       free += state.node_free_whole(n);
     }
-  }
+    return false;
+  });
   return free;
 }
 
@@ -188,8 +268,9 @@ bool place_in_domain(ClusterState& state, const JobSpec& job, int32_t members, N
   return true;
 }
 
-// The tightest NVLink domain in `r` (of an allowed type, with CPU and memory for the gang)
-// that holds the whole gang, then places it there. False (state unchanged) when none does.
+// The tightest NVLink domain on an eligible node of `r` (of an allowed type, with CPU and
+// memory for the gang) that holds the whole gang, then places it there. False (state
+// unchanged) when none does.
 bool place_in_tightest_domain(ClusterState& state, const JobSpec& job, int32_t members, NodeRange r,
                               Allocation& out) {
   const MemberDemand& d = job.demand;
@@ -213,7 +294,7 @@ bool place_in_tightest_domain(ClusterState& state, const JobSpec& job, int32_t m
     for (GpuTypeId t : types) {
       for (NodeId n : state.bucket(t, k)) {
         if (std::max<int64_t>(need, k - slack) >= best_free) break;
-        if (!r.contains(n) || state.capacity_for(n, d) < members) continue;
+        if (!r.eligible(n) || state.capacity_for(n, d) < members) continue;
         const auto [first, free] = tightest_domain(state, n, need);
         if (first != kNoId && free < best_free) {
           best_node = n;
@@ -237,13 +318,16 @@ class RangeScorer : public PlacementScorer {
              Allocation& out) const final {
     const Cluster& c = state.cluster();
     if (job.max_span == Level::kCluster) {
-      return place_in(state, job, members, rng, out, all_nodes(c));
+      return place_in(state, job, members, rng, out, all_nodes(c, job));
     }
     const MemberDemand& d = job.demand;
     const bool whole = d.gpus > 0 && d.whole_gpus();
     const int64_t need = whole ? int64_t{members} * d.gpus : 0;
+    const NodeSet* only = job.eligible_nodes.get();
     Candidates cands;
     for (NodeRange r : subtrees(c, job.max_span)) {
+      r.only = only;
+      if (only != nullptr && only->count_in(r.lo, r.hi) == 0) continue;  // no eligible node
       const int64_t free = d.gpus > 0 ? free_in(state, job, r) : 0;
       if (free >= need) cands.emplace_back(free, r);
     }
@@ -260,7 +344,8 @@ class RangeScorer : public PlacementScorer {
     return false;
   }
 
-  // Places the gang on nodes of `r` only; same contract as place().
+  // Places the gang on eligible nodes of `r` only (r.only is the job's eligible_nodes); same
+  // contract as place().
   virtual bool place_in(ClusterState& state, const JobSpec& job, int32_t members, Rng& rng,
                         Allocation& out, NodeRange r) const = 0;
 
@@ -370,31 +455,63 @@ class Topology final : public RangeScorer {
           scan_buckets(state, types, whole, static_cast<int>(need), max_k(state), true, range);
       if (n != kNoId) return fill_nodes(state, job, members, std::vector<NodeId>{n}, out);
     }
+    // Levels 2 and 3 consider only the racks and spines wholly inside the range: a gang whose
+    // span is one node or rack must not spill over into the rest of its rack or spine. The rack
+    // and spine aggregates count every free GPU, an upper bound on what the job may use (its GPU
+    // types) that fill_nodes checks exactly; a job restricted to a node set ranks them by what
+    // is free on its eligible nodes instead.
     // Level 2: one rack, the one with the fewest free GPUs that hosts the gang.
+    std::vector<int64_t> eligible_free;  // restricted: free on eligible nodes, by rack/spine id
     std::vector<RackId> racks;
-    for (RackId r = 0; r < c.racks().size(); ++r) {
+    if (range.only != nullptr) eligible_free.assign(c.racks().size(), 0);
+    const auto [rack_lo, rack_hi] = racks_within(c, range);
+    for (RackId r = rack_lo; r < rack_hi; ++r) {
       const Rack& rk = c.racks()[r];
-      if (rk.num_nodes == 0 || !range.contains(rk.first_node)) continue;
-      if (state.rack_free_whole(r) >= need) racks.push_back(r);
+      if (rk.num_nodes == 0) continue;
+      if (range.only == nullptr) {
+        if (state.rack_free_whole(r) >= need) racks.push_back(r);
+        continue;
+      }
+      eligible_free[r] =
+          free_in(state, job, {rk.first_node, rk.first_node + rk.num_nodes, range.only});
+      if (eligible_free[r] >= need) racks.push_back(r);
     }
-    std::stable_sort(racks.begin(), racks.end(), [&](RackId a, RackId b) {
-      return state.rack_free_whole(a) < state.rack_free_whole(b);
-    });
+    if (range.only == nullptr) {
+      std::stable_sort(racks.begin(), racks.end(), [&](RackId a, RackId b) {
+        return state.rack_free_whole(a) < state.rack_free_whole(b);
+      });
+    } else {
+      std::stable_sort(racks.begin(), racks.end(),
+                       [&](RackId a, RackId b) { return eligible_free[a] < eligible_free[b]; });
+    }
     for (RackId r : racks) {
       if (fill_nodes(state, job, members, rack_nodes(c, r), out)) return true;
     }
     // Level 3: one spine.
     std::vector<SpineId> spines;
-    for (SpineId s = 0; s < c.spines().size(); ++s) {
+    if (range.only != nullptr) eligible_free.assign(c.spines().size(), 0);
+    const auto [spine_lo, spine_hi] = spines_within(c, rack_lo, rack_hi);
+    for (SpineId s = spine_lo; s < spine_hi; ++s) {
       const Spine& sp = c.spines()[s];
       if (sp.num_racks == 0) continue;
-      const NodeId first = c.racks()[sp.first_rack].first_node;
-      if (!range.contains(first)) continue;
-      if (state.spine_free_whole(s) >= need) spines.push_back(s);
+      if (range.only == nullptr) {
+        if (state.spine_free_whole(s) >= need) spines.push_back(s);
+        continue;
+      }
+      const Rack& last = c.racks()[sp.first_rack + sp.num_racks - 1];
+      eligible_free[s] = free_in(
+          state, job,
+          {c.racks()[sp.first_rack].first_node, last.first_node + last.num_nodes, range.only});
+      if (eligible_free[s] >= need) spines.push_back(s);
     }
-    std::stable_sort(spines.begin(), spines.end(), [&](SpineId a, SpineId b) {
-      return state.spine_free_whole(a) < state.spine_free_whole(b);
-    });
+    if (range.only == nullptr) {
+      std::stable_sort(spines.begin(), spines.end(), [&](SpineId a, SpineId b) {
+        return state.spine_free_whole(a) < state.spine_free_whole(b);
+      });
+    } else {
+      std::stable_sort(spines.begin(), spines.end(),
+                       [&](SpineId a, SpineId b) { return eligible_free[a] < eligible_free[b]; });
+    }
     for (SpineId s : spines) {
       std::vector<NodeId> nodes;
       const Spine& sp = c.spines()[s];
@@ -404,9 +521,17 @@ class Topology final : public RangeScorer {
       }
       if (fill_nodes(state, job, members, nodes, out)) return true;
     }
-    // Level 4: the whole range, fewest nodes first.
-    std::vector<NodeId> all(range.hi - range.lo);
-    std::iota(all.begin(), all.end(), range.lo);
+    // Level 4: the whole range (its eligible nodes), fewest nodes first.
+    std::vector<NodeId> all;
+    if (range.only == nullptr) {
+      all.resize(range.hi - range.lo);
+      std::iota(all.begin(), all.end(), range.lo);
+    } else {
+      find_eligible(range, [&](NodeId n) {
+        all.push_back(n);
+        return false;
+      });
+    }
     return fill_nodes(state, job, members, all, out);
   }
 
@@ -416,16 +541,18 @@ class Topology final : public RangeScorer {
     std::iota(v.begin(), v.end(), c.racks()[r].first_node);
     return v;
   }
-  // Fills the given nodes, those that host the most members first (fewest nodes spanned);
-  // all-or-nothing.
+  // Fills the given nodes (those of an allowed type the job is eligible for), those that host
+  // the most members first (fewest nodes spanned); all-or-nothing.
   static bool fill_nodes(ClusterState& state, const JobSpec& job, int32_t members,
                          std::vector<NodeId> nodes, Allocation& out) {
     begin(job, out);
     std::vector<std::pair<int32_t, NodeId>> cap;
     cap.reserve(nodes.size());
     int64_t total = 0;
+    const NodeSet* only = job.eligible_nodes.get();
     for (NodeId n : nodes) {
       if (!type_allowed(job.allowed_types, state.cluster().node(n).gpu_type)) continue;
+      if (!node_eligible(only, n)) continue;
       const int32_t k = state.capacity_for(n, job.demand);
       if (k > 0) {
         cap.emplace_back(k, n);
@@ -477,15 +604,16 @@ class Random final : public RangeScorer {
         for (int k = d.gpus; k <= max_k(state); ++k) {
           for (GpuTypeId t : types) {
             for (NodeId n : state.bucket(t, k)) {
-              if (r.contains(n) && state.can_host(n, d)) candidates.push_back(n);
+              if (r.eligible(n) && state.can_host(n, d)) candidates.push_back(n);
             }
           }
         }
       } else {
-        for (NodeId n = r.lo; n < r.hi; ++n) {
+        find_eligible(r, [&](NodeId n) {
           const bool type_ok = d.gpus == 0 || type_allowed(job.allowed_types, c.node(n).gpu_type);
           if (type_ok && state.can_host(n, d)) candidates.push_back(n);
-        }
+          return false;
+        });
       }
       if (candidates.empty()) return fail(state, out);
       // Bucket order depends on history; sort so the draw depends only on the seed and state.

@@ -40,6 +40,9 @@ std::unique_ptr<PlacementScorer> make_spread_scorer();
 // Every scorer honours JobSpec::max_span (a hard constraint): the gang is placed inside one
 // subtree of that level (tried tightest first; spread: emptiest first; random: in a seeded
 // random order), with span kNvlDomain inside one NVLink domain; none fits: no placement.
+// Every scorer honours JobSpec::eligible_nodes (a hard constraint): no member, whole-GPU,
+// fractional or CPU-only, goes to a node outside the set; subtrees are ranked by what is free on
+// their eligible nodes. A null set costs one branch per candidate node.
 std::unique_ptr<PlacementScorer> make_topology_scorer();
 // Each member on a uniformly random node that can host it (seeded).
 std::unique_ptr<PlacementScorer> make_random_scorer();

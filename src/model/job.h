@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "model/gpu_type.h"
 #include "model/ids.h"
 #include "model/interner.h"
+#include "model/node_set.h"
 #include "model/resources.h"
 
 namespace tessera {
@@ -43,6 +45,14 @@ struct JobSpec {
   // Hard placement constraint: all members inside one subtree of this level (kNvlDomain: one
   // NVLink domain, kNode: one node, kRack, kSpine); kCluster: none. Every scorer honours it.
   Level max_span = Level::kCluster;
+  // Hard placement constraint: the nodes its members may run on (a Kubernetes pod's
+  // nodeSelector, required node affinity and tolerated taints); null: every node (the default;
+  // the simulator and `serve` never set it). Shared, since thousands of pods share the same
+  // constraints; caches keyed by job shape compare it by identity or content (same_restriction).
+  // Every scorer honours it together with allowed_types and max_span (a member goes to a node
+  // of an allowed type, in the set, inside the span's subtree), and so do admission
+  // (infeasible_reason), preemption (victims only on these nodes) and backfill reservations.
+  std::shared_ptr<const NodeSet> eligible_nodes;
 
   // Work to do, in seconds of running on the job's reference placement (consolidated, on the
   // reference GPU type): the simulator's execution model scales it by the placement's speed.

@@ -485,7 +485,7 @@ class Simulation {
       std::vector<GpuShare> shares;
       auto try_node = [&](NodeId n) {
         if (n == failed || down_[n] || !type_allowed(s.allowed_types, c_.node(n).gpu_type) ||
-            !state_.can_host(n, s.demand)) {
+            !node_eligible(s.eligible_nodes.get(), n) || !state_.can_host(n, s.demand)) {
           return false;
         }
         shares.clear();

@@ -1,0 +1,134 @@
+#include "api/kube_api.h"
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+
+#include "api/http_util.h"
+#include "api/json_views.h"
+#include "api/prometheus.h"
+
+namespace tessera {
+
+std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetrics& k) {
+  std::string o = render_prometheus(m);
+  o += "# HELP tessera_bind_latency_seconds From when the scheduler saw a pod to its bind.\n";
+  o += "# TYPE tessera_bind_latency_seconds histogram\n";
+  for (size_t b = 0; b < k.bind_bucket_bounds.size(); ++b) {
+    o += fmt::format("tessera_bind_latency_seconds_bucket{{le=\"{:g}\"}} {}\n",
+                     k.bind_bucket_bounds[b], k.bind_bucket_counts[b]);
+  }
+  o += fmt::format("tessera_bind_latency_seconds_bucket{{le=\"+Inf\"}} {}\n", k.binds_ok);
+  o += fmt::format("tessera_bind_latency_seconds_sum {:.6f}\n", k.bind_latency_sum);
+  o += fmt::format("tessera_bind_latency_seconds_count {}\n", k.binds_ok);
+  o += "# HELP tessera_binds_total Pod bindings, by result.\n# TYPE tessera_binds_total counter\n";
+  o += fmt::format("tessera_binds_total{{result=\"ok\"}} {}\n", k.binds_ok);
+  o += fmt::format("tessera_binds_total{{result=\"failed\"}} {}\n",
+                   k.binds_failed - k.binds_conflict);
+  o += fmt::format("tessera_binds_total{{result=\"conflict\"}} {}\n", k.binds_conflict);
+  o += "# HELP tessera_evictions_total Pods evicted (preemption, reclaim, gang roll-back).\n";
+  o += "# TYPE tessera_evictions_total counter\n";
+  o += fmt::format("tessera_evictions_total {}\n", k.evictions);
+  o += "# HELP tessera_gang_rollbacks_total Gangs whose bound members were evicted because the "
+       "rest could not be bound.\n# TYPE tessera_gang_rollbacks_total counter\n";
+  o += fmt::format("tessera_gang_rollbacks_total {}\n", k.gang_rollbacks);
+  o += "# HELP tessera_kube_api_errors_total Failed writes to the Kubernetes API.\n";
+  o += "# TYPE tessera_kube_api_errors_total counter\n";
+  o += fmt::format("tessera_kube_api_errors_total {}\n", k.api_errors);
+  o += "# HELP tessera_kube_relists_total Re-lists after the API server expired a watch.\n";
+  o += "# TYPE tessera_kube_relists_total counter\n";
+  o += fmt::format("tessera_kube_relists_total {}\n", k.relists);
+  o += "# HELP tessera_kube_watch_reconnects_total Watches resumed after a dropped stream.\n";
+  o += "# TYPE tessera_kube_watch_reconnects_total counter\n";
+  o += fmt::format("tessera_kube_watch_reconnects_total {}\n", k.reconnects);
+  o += "# HELP tessera_leader Whether this replica holds the lease (1) or stands by (0).\n";
+  o += "# TYPE tessera_leader gauge\n";
+  o += fmt::format("tessera_leader {}\n", k.leading ? 1 : 0);
+  return o;
+}
+
+KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
+    : scheduler_(scheduler), http_(std::make_unique<httplib::Server>()) {
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_tcp_nodelay(true);
+  kube::KubeScheduler& s = scheduler_;
+  // Errors are JSON, as serve's; anything unexpected is a 500 naming it, never a crash.
+  auto guarded = [](auto h) {
+    return [h](const httplib::Request& req, httplib::Response& res) {
+      try {
+        h(req, res);
+      } catch (const ServiceError& e) {
+        send_error(res, status_of(e.kind()), e.what(), e.field());
+      } catch (const std::exception& e) {
+        send_error(res, 500, std::string("internal error: ") + e.what());
+      }
+    };
+  };
+  http_->Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
+    // Healthy once the cache is warm; a standby replica is healthy too.
+    if (!s.synced()) {
+      res.status = 503;
+      res.set_content("not synced: the first list of pods and nodes is not done\n", "text/plain");
+      return;
+    }
+    res.set_content(s.leading() ? "ok (leader)\n" : "ok (standby)\n", "text/plain");
+  });
+  http_->Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_kube_prometheus(s.metrics(), s.kube_metrics()),
+                    "text/plain; version=0.0.4");
+  });
+  http_->Get("/v1/jobs", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+               const JobFilter f = job_filter(req);
+               const auto jobs = s.jobs(f);
+               nlohmann::json arr = nlohmann::json::array();
+               for (const JobView& v : jobs) arr.push_back(to_json(v));
+               nlohmann::json out{{"jobs", std::move(arr)}};
+               out["next_after"] = jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id)
+                                                          : nlohmann::json(nullptr);
+               res.set_content(out.dump(), kJson);
+             }));
+  http_->Get(R"(/v1/jobs/([^/]+))",
+             guarded([&s](const httplib::Request& req, httplib::Response& res) {
+               const int64_t id = path_id(req);
+               const auto v = s.job(id);
+               if (!v) {
+                 throw ServiceError(ServiceError::kNotFound, "",
+                                    "job " + std::to_string(id) + " not found");
+               }
+               res.set_content(to_json(*v).dump(), kJson);
+             }));
+  http_->Get("/v1/queues", guarded([&s](const httplib::Request&, httplib::Response& res) {
+               nlohmann::json arr = nlohmann::json::array();
+               for (const QueueView& q : s.queues()) arr.push_back(to_json(q));
+               res.set_content(nlohmann::json{{"queues", arr}}.dump(), kJson);
+             }));
+  http_->Get("/v1/nodes", guarded([&s](const httplib::Request&, httplib::Response& res) {
+               nlohmann::json arr = nlohmann::json::array();
+               for (const NodeView& n : s.nodes()) arr.push_back(to_json(n));
+               res.set_content(nlohmann::json{{"nodes", arr}}.dump(), kJson);
+             }));
+  // Mutations belong to Kubernetes here: say so rather than 404.
+  http_->Post(".*", [](const httplib::Request& req, httplib::Response& res) {
+    send_error(res, 405,
+               "tessera kube serves a read-only API; " + req.path +
+                   ": create, delete or change pods and PodGroups with the Kubernetes API");
+  });
+}
+
+KubeApiServer::~KubeApiServer() {
+  stop();
+}
+
+int KubeApiServer::bind(const std::string& host, int port) {
+  return bind_server(*http_, host, port);
+}
+
+void KubeApiServer::run() {
+  http_->listen_after_bind();
+}
+
+void KubeApiServer::stop() {
+  if (http_) http_->stop();
+}
+
+}  // namespace tessera

@@ -1,0 +1,39 @@
+// The HTTP face of `tessera kube` (--listen): /healthz, /metrics (the serve metric names plus
+// bind latency, binds, evictions and API errors) and the read-only part of the serve API
+// (GET /v1/queues, /v1/jobs, /v1/jobs/{id}, /v1/nodes; a job is a pod group), so that
+// `tessera queues|jobs|job|nodes` work against either. Nothing here changes the cluster, so it
+// asks for no token (serve it on a cluster-internal address).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "control/kube/kube_scheduler.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera {
+
+class KubeApiServer {
+ public:
+  explicit KubeApiServer(kube::KubeScheduler& scheduler, int threads = 16);
+  ~KubeApiServer();
+  KubeApiServer(const KubeApiServer&) = delete;
+  KubeApiServer& operator=(const KubeApiServer&) = delete;
+
+  // Binds host:port (0 = any free port); returns the port or throws naming the address.
+  int bind(const std::string& host, int port);
+  void run();  // serves until stop() (blocks)
+  void stop();
+
+ private:
+  kube::KubeScheduler& scheduler_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+// /metrics of `tessera kube`: the service's families, then the Kubernetes ones.
+std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetrics& k);
+
+}  // namespace tessera

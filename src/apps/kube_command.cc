@@ -1,0 +1,120 @@
+// tessera kube: schedules the pods of a Kubernetes cluster that name it (spec.schedulerName).
+#include "apps/kube_command.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "api/kube_api.h"
+#include "apps/listen.h"
+#include "backend/kubernetes/kube_config.h"
+#include "control/kube/kube_scheduler.h"
+
+namespace tessera {
+
+CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
+  CLI::App* k = app.add_subcommand(
+      "kube", "Schedule a Kubernetes cluster's pods that name this scheduler (docs/kubernetes.md)");
+  k->add_option("--kubeconfig", a.kubeconfig,
+                "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)");
+  k->add_option("--context", a.context, "kubeconfig context (default: its current-context)");
+  k->add_option("--scheduler-name", a.scheduler_names,
+                "schedule pods whose spec.schedulerName is this (repeatable; default tessera)")
+      ->delimiter(',');
+  k->add_option("--queues", a.queues,
+                "queue tree YAML, as for simulate and serve (default: one equal queue per queue "
+                "name)");
+  k->add_option("--topology-labels", a.topology_labels,
+                "node label keys of the network topology, coarsest first (KEY,KEY,...)")
+      ->delimiter(',');
+  k->add_option("--policy", a.policy, "scheduling policy, as for simulate (default: fair)");
+  k->add_flag("--leader-elect", a.leader_elect,
+              "run as one of several replicas: only the holder of the Lease schedules");
+  k->add_option("--lease-namespace", a.lease_namespace, "namespace of the leader-election Lease");
+  k->add_option("--lease-name", a.lease_name, "name of the leader-election Lease");
+  k->add_option("--identity", a.identity, "this replica's name in the Lease (default host_pid)");
+  k->add_option("--listen", a.listen,
+                "host:port for /healthz, /metrics and the read API (port 0: any free port)");
+  k->add_option("--addr-file", a.addr_file, "write host:port here once listening");
+  k->add_option("--checkpoint-grace", a.checkpoint_grace,
+                "eviction grace (s) for preempted pods that name none "
+                "(tessera.io/checkpoint-grace-seconds) when the queue tree sets none")
+      ->check(CLI::Range(0.0, 86400.0));
+  k->add_option("--gang-timeout", a.gang_timeout,
+                "seconds a gang may stay partly bound before its bound members are evicted")
+      ->check(CLI::Range(1.0, 86400.0));
+  k->add_option("--bind-workers", a.bind_workers, "parallel bind requests")
+      ->check(CLI::Range(1, 256));
+  k->add_option("--status-qps", a.status_qps,
+                "at most this many pod status writes and events a second")
+      ->check(CLI::Range(1.0, 100000.0));
+  return k;
+}
+
+int run_kube(const KubeArgs& a) {
+  std::string host;
+  int port = 0;
+  split_listen(a.listen, host, port);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::string kubeconfig = a.kubeconfig;
+  if (kubeconfig.empty()) {
+    if (const char* e = std::getenv("KUBECONFIG"); e != nullptr && *e != '\0') kubeconfig = e;
+  }
+  kube::KubeConfig config =
+      kubeconfig.empty() ? kube::in_cluster_config() : kube::load_kubeconfig(kubeconfig, a.context);
+  kube::SchedulerOptions opt;
+  opt.model.scheduler_names = a.scheduler_names;
+  opt.model.topology_labels = a.topology_labels;
+  opt.model.queues_path = a.queues;
+  opt.policy = a.policy;
+  opt.checkpoint_grace = a.checkpoint_grace;
+  opt.gang_timeout = a.gang_timeout;
+  opt.bind_workers = a.bind_workers;
+  opt.status_qps = a.status_qps;
+  opt.leader_elect = a.leader_elect;
+  opt.lease.ns = a.lease_namespace;
+  opt.lease.name = a.lease_name;
+  opt.lease.identity = a.identity;
+  if (opt.lease.identity.empty()) {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    opt.lease.identity = std::string(name) + "_" + std::to_string(getpid());
+  }
+  opt.reporting_instance = opt.lease.identity;
+  kube::ClientOptions copt;
+  copt.connections = a.bind_workers + 8;
+  auto client = std::make_shared<kube::Client>(config, copt);
+  kube::KubeScheduler scheduler(client, opt);
+  KubeApiServer api(scheduler);
+  const int bound = api.bind(host, port);
+  const std::string addr = host + ":" + std::to_string(bound);
+  scheduler.start();
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    api.stop();
+  });
+  signals.detach();
+  write_addr_file(a.addr_file, addr);
+  std::cerr << "tessera kube: scheduling pods of schedulerName " << a.scheduler_names.front()
+            << " on " << config.server << " (" << config.source << "); read API on http://" << addr
+            << (a.leader_elect ? ", leader election on " + a.lease_namespace + "/" + a.lease_name +
+                                     " as " + opt.lease.identity
+                               : std::string())
+            << "\n";
+  api.run();
+  scheduler.stop();
+  std::cerr << "tessera kube: stopped\n";
+  return 0;
+}
+
+}  // namespace tessera

@@ -1,0 +1,31 @@
+// `tessera kube`: the Kubernetes scheduler (control/kube) with its read API (api/kube_api).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct KubeArgs {
+  std::string kubeconfig;  // empty: KUBECONFIG, else in-cluster config
+  std::string context;
+  std::vector<std::string> scheduler_names{"tessera"};
+  std::string queues;
+  std::vector<std::string> topology_labels;
+  std::string policy = "fair";
+  bool leader_elect = false;
+  std::string lease_namespace = "kube-system";
+  std::string lease_name = "tessera-scheduler";
+  std::string identity;  // empty: hostname_pid
+  std::string listen = "127.0.0.1:10259";
+  std::string addr_file;
+  double checkpoint_grace = 30;
+  double gang_timeout = 30;
+  int bind_workers = 16;
+  double status_qps = 200;
+};
+CLI::App* add_kube_command(CLI::App& app, KubeArgs& args);
+int run_kube(const KubeArgs& args);
+
+}  // namespace tessera

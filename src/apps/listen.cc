@@ -1,0 +1,32 @@
+#include "apps/listen.h"
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace tessera {
+
+void split_listen(const std::string& listen, std::string& host, int& port,
+                  const std::string& flag) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    throw std::invalid_argument(flag + ": expected HOST:PORT, got '" + listen + "'");
+  }
+  host = listen.substr(0, colon);
+  try {
+    size_t used = 0;
+    port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::exception();
+  } catch (const std::exception&) {
+    throw std::invalid_argument(flag + ": bad port in '" + listen + "'");
+  }
+}
+
+void write_addr_file(const std::string& path, const std::string& addr) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << addr << "\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace tessera

@@ -1,0 +1,15 @@
+// --listen HOST:PORT and --addr-file, as every serving command (serve, kube, kube-emulator)
+// takes them.
+#pragma once
+
+#include <string>
+
+namespace tessera {
+
+// Splits "HOST:PORT" (port 0: any free port); std::invalid_argument naming `flag` otherwise.
+void split_listen(const std::string& listen, std::string& host, int& port,
+                  const std::string& flag = "--listen");
+// Writes "addr\n" to `path` atomically (readers never see half an address); no-op for "".
+void write_addr_file(const std::string& path, const std::string& addr);
+
+}  // namespace tessera

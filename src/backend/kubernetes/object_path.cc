@@ -1,0 +1,77 @@
+#include "backend/kubernetes/object_path.h"
+
+#include <stdexcept>
+
+#include "backend/kubernetes/kube_client.h"
+
+namespace tessera::kube {
+namespace {
+
+void check_segment(std::string_view what, std::string_view value) {
+  if (value.empty() || value == "." || value == "..") {
+    throw std::invalid_argument("kubernetes path: invalid " + std::string(what) + " \"" +
+                                std::string(value) + "\"");
+  }
+}
+
+}  // namespace
+
+std::string escape_path_segment(std::string_view segment) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(segment.size());
+  for (char ch : segment) {
+    auto c = static_cast<unsigned char>(ch);
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string api_prefix(const ApiResource& r) {
+  if (r.group.empty()) return "/api/" + r.version;
+  return "/apis/" + r.group + "/" + r.version;
+}
+
+std::string collection_path(const ApiResource& r, std::string_view ns) {
+  std::string p = api_prefix(r);
+  if (r.namespaced && !ns.empty()) {
+    check_segment("namespace", ns);
+    p += "/namespaces/";
+    p += escape_path_segment(ns);
+  }
+  p += "/";
+  p += r.resource;
+  return p;
+}
+
+std::string object_path(const ApiResource& r, std::string_view ns, std::string_view name,
+                        std::string_view subresource) {
+  if (r.namespaced) check_segment("namespace", ns);
+  check_segment("name", name);
+  std::string p = collection_path(r, r.namespaced ? ns : std::string_view());
+  p += "/";
+  p += escape_path_segment(name);
+  if (!subresource.empty()) {
+    p += "/";
+    p += escape_path_segment(subresource);
+  }
+  return p;
+}
+
+std::string add_query(std::string path, std::string_view key, std::string_view value) {
+  path += path.find('?') == std::string::npos ? '?' : '&';
+  path += key;
+  path += '=';
+  path += escape_query(value);
+  return path;
+}
+
+}  // namespace tessera::kube

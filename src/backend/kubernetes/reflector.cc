@@ -1,0 +1,209 @@
+#include "backend/kubernetes/reflector.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+namespace tessera::kube {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sleeps `d`, waking early (in steps of at most 20 ms) when `stop` becomes true.
+void sleep_unless_stopped(std::chrono::milliseconds d, const std::atomic<bool>& stop) {
+  auto until = Clock::now() + d;
+  while (!stop.load()) {
+    auto now = Clock::now();
+    if (now >= until) return;
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(until - now, std::chrono::milliseconds(20)));
+  }
+}
+
+std::string rv_of(const nlohmann::json& object) {
+  auto m = object.find("metadata");
+  if (m == object.end() || !m->is_object()) return "";
+  auto r = m->find("resourceVersion");
+  if (r == m->end() || !r->is_string()) return "";
+  return r->get<std::string>();
+}
+
+void append_selectors(std::string& path, const ReflectorOptions& opt) {
+  if (!opt.label_selector.empty()) path += "&labelSelector=" + escape_query(opt.label_selector);
+  if (!opt.field_selector.empty()) path += "&fieldSelector=" + escape_query(opt.field_selector);
+}
+
+}  // namespace
+
+Reflector::Reflector(Client& client, ReflectorOptions opt, ReflectorHandler& handler)
+    : client_(client), opt_(std::move(opt)), handler_(handler) {}
+
+std::string Reflector::resource_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rv_;
+}
+
+void Reflector::set_rv(const std::string& rv) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rv_ = rv;
+}
+
+// Lists the whole collection in pages and delivers it. A 410 on a continue token (the snapshot
+// expired between pages) restarts the list from the first page: on_list_begin is called again.
+Reflector::ListResult Reflector::list_once(const std::atomic<bool>& stop) {
+  std::string cont;
+  bool begun = false;
+  while (!stop.load()) {
+    std::string path = opt_.path + "?limit=" + std::to_string(std::max(1, opt_.page_size));
+    if (!cont.empty()) path += "&continue=" + escape_query(cont);
+    append_selectors(path, opt_);
+    Response r = client_.get(path);
+    if (stop.load()) return ListResult::kStopped;
+    if (r.status == 410 && !cont.empty()) {
+      stats_.expired++;
+      cont.clear();
+      begun = false;  // start over; the handler sees a new on_list_begin
+      continue;
+    }
+    if (!r.ok()) {
+      stats_.errors++;
+      set_error("list " + opt_.path + ": " + r.describe());
+      return ListResult::kFailed;
+    }
+    nlohmann::json page = nlohmann::json::parse(r.body, nullptr, false);
+    r.body.clear();
+    r.body.shrink_to_fit();
+    if (page.is_discarded() || !page.is_object()) {
+      stats_.errors++;
+      set_error("list " + opt_.path + ": response is not a JSON object");
+      return ListResult::kFailed;
+    }
+    if (!begun) {
+      handler_.on_list_begin();
+      begun = true;
+    }
+    auto items = page.find("items");
+    if (items != page.end() && items->is_array()) {
+      for (auto& item : *items) handler_.on_list_item(std::move(item));
+    }
+    std::string rv = rv_of(page);
+    cont.clear();
+    if (auto m = page.find("metadata"); m != page.end() && m->is_object()) {
+      auto c = m->find("continue");
+      if (c != m->end() && c->is_string()) cont = c->get<std::string>();
+    }
+    if (cont.empty()) {
+      set_rv(rv);
+      stats_.lists++;
+      handler_.on_list_end(rv);
+      return ListResult::kDone;
+    }
+  }
+  return ListResult::kStopped;
+}
+
+void Reflector::run(const std::atomic<bool>& stop) {
+  std::mt19937 rng(std::random_device{}());
+  const auto bmin = std::max(opt_.backoff_min, std::chrono::milliseconds(1));
+  const auto bmax = std::max(opt_.backoff_max, bmin);
+  auto backoff = bmin;
+  // Waits the current back-off (±25% jitter) and doubles it, up to the maximum.
+  auto back_off = [&] {
+    std::uniform_real_distribution<double> jitter(0.75, 1.25);
+    auto d = std::chrono::milliseconds(
+        static_cast<int64_t>(static_cast<double>(backoff.count()) * jitter(rng)));
+    sleep_unless_stopped(d, stop);
+    backoff = std::min(bmax, backoff * 2);
+  };
+
+  bool need_list = true;
+  while (!stop.load()) {
+    if (need_list) {
+      auto res = list_once(stop);
+      if (res == ListResult::kStopped) break;
+      if (res == ListResult::kFailed) {
+        back_off();
+        continue;
+      }
+      need_list = false;
+      backoff = bmin;
+    }
+
+    std::string path = opt_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+                       escape_query(resource_version()) +
+                       "&timeoutSeconds=" + std::to_string(std::max(1, opt_.watch_timeout_seconds));
+    append_selectors(path, opt_);
+    bool expired = false;
+    bool error_event = false;
+    bool got_any = false;
+    auto started = Clock::now();
+    WatchEnd end = client_.watch(
+        path,
+        [&](const WatchEvent& ev) {
+          if (ev.type == "ERROR") {
+            int code = ev.object.is_object() ? ev.object.value("code", 0) : 0;
+            if (code == 410) {
+              expired = true;
+            } else {
+              error_event = true;
+              set_error("watch " + opt_.path + ": ERROR event: " + ev.object.dump());
+            }
+            return false;
+          }
+          got_any = true;
+          std::string rv = rv_of(ev.object);
+          if (ev.type == "BOOKMARK") {
+            if (!rv.empty()) set_rv(rv);
+            stats_.bookmarks++;
+            return true;
+          }
+          if (ev.type != "ADDED" && ev.type != "MODIFIED" && ev.type != "DELETED") return true;
+          // The handler takes the object; the event itself is const, so copy-free moving needs
+          // the cast (the object is not used after this call).
+          handler_.on_event(ev.type, std::move(const_cast<nlohmann::json&>(ev.object)));
+          if (!rv.empty()) set_rv(rv);
+          stats_.events++;
+          return true;
+        },
+        stop);
+    if (stop.load()) break;
+
+    if (end.status == 410 || expired) {
+      // The version is too old: start over with a list. Back off only if this keeps happening
+      // without the watch ever working.
+      stats_.expired++;
+      need_list = true;
+      if (!got_any) back_off();
+      continue;
+    }
+    bool healthy = end.status == 200 && end.error.empty() && !error_event;
+    if (!healthy) {
+      stats_.errors++;
+      if (!error_event) {
+        set_error("watch " + opt_.path + ": " +
+                  (end.status == 0
+                       ? "no answer: " + end.error
+                       : "HTTP " + std::to_string(end.status) + ": " + end.error.substr(0, 300)));
+      }
+    }
+    // A stream that delivered something or stayed open a while worked: resume promptly.
+    if (healthy && (got_any || Clock::now() - started >= std::chrono::seconds(1))) {
+      backoff = bmin;
+    }
+    back_off();
+    if (stop.load()) break;
+    stats_.reconnects++;
+  }
+}
+
+void Reflector::set_error(std::string e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_error_ = std::move(e);
+}
+
+std::string Reflector::last_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
+}  // namespace tessera::kube

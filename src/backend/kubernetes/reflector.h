@@ -1,0 +1,81 @@
+// List-then-watch of one resource collection, as client-go's Reflector: list in pages, watch
+// from the list's resourceVersion with bookmarks, resume after a dropped stream from the last
+// resourceVersion seen (with back-off), and re-list when the server says that version has
+// expired (410 Gone as an HTTP status, or an ERROR event with code 410 inside the stream).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/kubernetes/kube_client.h"
+
+namespace tessera::kube {
+
+// Receives the cache's changes. Calls come from the reflector's thread, one at a time. An
+// exception thrown by a handler method ends run() (it propagates to run's caller).
+class ReflectorHandler {
+ public:
+  virtual ~ReflectorHandler() = default;
+  // A (re)list: begin, every object of the collection, end. After end, objects not delivered
+  // since begin no longer exist (the handler drops them: that is how deletions missed while
+  // the watch was broken are learned).
+  // A list restarted because its continue token expired (410 between pages) calls
+  // on_list_begin again without on_list_end: treat it as starting over.
+  virtual void on_list_begin() = 0;
+  virtual void on_list_item(nlohmann::json&& object) = 0;
+  virtual void on_list_end(const std::string& resource_version) = 0;
+  // A watch event: type ADDED, MODIFIED or DELETED (bookmarks and errors are handled inside).
+  virtual void on_event(const std::string& type, nlohmann::json&& object) = 0;
+};
+
+struct ReflectorOptions {
+  std::string path;            // the collection, e.g. "/api/v1/pods" or "/apis/G/V/podgroups"
+  std::string label_selector;  // unescaped, e.g. "app=x"
+  std::string field_selector;  // unescaped, e.g. "status.phase!=Succeeded"
+  int page_size = 500;
+  int watch_timeout_seconds = 300;  // asked of the server; it ends the stream, we resume
+  std::chrono::milliseconds backoff_min{100}, backoff_max{10000};
+};
+
+struct ReflectorStats {
+  std::atomic<uint64_t> lists{0};       // full lists, the first included
+  std::atomic<uint64_t> expired{0};     // 410s (HTTP or in-stream) that forced a re-list
+  std::atomic<uint64_t> reconnects{0};  // watches resumed from the last version
+  std::atomic<uint64_t> events{0};      // ADDED/MODIFIED/DELETED delivered
+  std::atomic<uint64_t> bookmarks{0};
+  std::atomic<uint64_t> errors{0};  // failed requests (no answer, 5xx, ...)
+};
+
+class Reflector {
+ public:
+  Reflector(Client& client, ReflectorOptions opt, ReflectorHandler& handler);
+  // Lists and watches until `stop` is true (checked between requests and while waiting; a
+  // blocked watch is ended by stop()). Blocks.
+  void run(const std::atomic<bool>& stop);
+  // The last resourceVersion delivered (list, event or bookmark); "" before the first list.
+  std::string resource_version() const;
+  const ReflectorStats& stats() const { return stats_; }
+  // The last failure (list/watch error, ERROR event), for logs; "" when none yet.
+  std::string last_error() const;
+
+ private:
+  enum class ListResult { kDone, kFailed, kStopped };
+  ListResult list_once(const std::atomic<bool>& stop);
+  void set_rv(const std::string& rv);
+  void set_error(std::string e);
+
+  Client& client_;
+  ReflectorOptions opt_;
+  ReflectorHandler& handler_;
+  ReflectorStats stats_;
+  mutable std::mutex mu_;
+  std::string rv_;
+  std::string last_error_;
+};
+
+}  // namespace tessera::kube

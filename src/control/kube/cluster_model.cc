@@ -1,0 +1,541 @@
+#include "control/kube/cluster_model.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "model/input_error.h"
+
+namespace tessera::kube {
+
+namespace {
+
+// What of a node shapes the engine's Cluster (anything else changes only eligibility).
+bool same_shape(const NodeInfo& a, const NodeInfo& b, const std::vector<std::string>& topo) {
+  if (a.usable() != b.usable() || a.gpus != b.gpus || a.cpu_milli != b.cpu_milli ||
+      a.mem_mib != b.mem_mib || a.gpu_product != b.gpu_product) {
+    return false;
+  }
+  for (const std::string& k : topo) {
+    auto ia = a.labels.find(k), ib = b.labels.find(k);
+    const bool ha = ia != a.labels.end(), hb = ib != b.labels.end();
+    if (ha != hb || (ha && ia->second != ib->second)) return false;
+  }
+  return true;
+}
+
+bool same_eligibility(const NodeInfo& a, const NodeInfo& b) {
+  if (a.labels != b.labels || a.taints.size() != b.taints.size()) return false;
+  for (size_t i = 0; i < a.taints.size(); ++i) {
+    if (a.taints[i].key != b.taints[i].key || a.taints[i].value != b.taints[i].value ||
+        a.taints[i].effect != b.taints[i].effect) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string label_or(const NodeInfo& n, const std::string& key) {
+  auto it = n.labels.find(key);
+  return it == n.labels.end() ? std::string("-") : it->second;
+}
+
+}  // namespace
+
+ClusterModel::ClusterModel(ModelOptions opt) : opt_(std::move(opt)) {
+  if (!opt_.queues_path.empty()) tree_template_ = load_queue_tree(opt_.queues_path);
+  tree_ = std::make_unique<QueueTree>(opt_.queues_path.empty() ? QueueTree::flat(tenants_)
+                                                               : tree_template_);
+  tree_->bind(tenants_, opt_.queues_path.empty() ? "queues" : opt_.queues_path);
+  rebuild();
+}
+
+bool ClusterModel::ours(const PodInfo& p) const {
+  return std::find(opt_.scheduler_names.begin(), opt_.scheduler_names.end(), p.scheduler_name) !=
+         opt_.scheduler_names.end();
+}
+
+PodRecord* ClusterModel::pod(const std::string& uid) {
+  auto it = pods_.find(uid);
+  return it == pods_.end() ? nullptr : &it->second;
+}
+
+Gang* ClusterModel::gang(const std::string& key) {
+  auto it = gangs_.find(key);
+  return it == gangs_.end() ? nullptr : &it->second;
+}
+
+std::optional<NodeId> ClusterModel::node_id(const std::string& name) const {
+  auto it = node_ids_.find(name);
+  if (it == node_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+// ---- nodes ----
+
+void ClusterModel::upsert_node(NodeInfo n) {
+  auto it = nodes_.find(n.name);
+  if (it == nodes_.end()) {
+    nodes_changed_ = true;
+    nodes_.emplace(n.name, std::move(n));
+    return;
+  }
+  if (!same_shape(it->second, n, opt_.topology_labels)) {
+    nodes_changed_ = true;
+  } else if (!same_eligibility(it->second, n)) {
+    eligible_.clear();
+    dirty_ = true;
+  }
+  it->second = std::move(n);
+}
+
+void ClusterModel::remove_node(const std::string& name) {
+  if (nodes_.erase(name) != 0) nodes_changed_ = true;
+}
+
+void ClusterModel::retain_nodes(const std::set<std::string>& keep) {
+  for (auto it = nodes_.begin(); it != nodes_.end();) {
+    if (keep.count(it->first) == 0) {
+      it = nodes_.erase(it);
+      nodes_changed_ = true;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ClusterModel::rebuild() {
+  // Release every slot first: the old ledger goes away with the old cluster.
+  for (auto& [uid, r] : pods_) r.slot.reset();
+  ClusterBuilder b;
+  set_default_links(b);
+  const auto& keys = opt_.topology_labels;
+  for (const auto& [name, n] : nodes_) {
+    if (!n.usable()) continue;  // NotReady or cordoned: no new pods (its pods are not counted)
+    std::string spine = "cluster", rack = "cluster";
+    if (keys.size() == 1) {
+      rack = label_or(n, keys[0]);
+    } else if (keys.size() >= 2) {
+      spine = label_or(n, keys[0]);
+      rack = spine;
+      for (size_t k = 1; k < keys.size(); ++k) rack += "/" + label_or(n, keys[k]);
+    }
+    const std::string type = n.gpus > 0 ? gpu_type_for_product(n.gpu_product) : "none";
+    const GpuTypeId t = b.gpu_types().intern(type.empty() ? "unknown" : type);
+    b.add_node(spine, rack, name, t, static_cast<uint16_t>(std::clamp(n.gpus, 0, 65535)),
+               n.cpu_milli, n.mem_mib);
+  }
+  cluster_ = std::make_unique<Cluster>(b.build());
+  ledger_ = std::make_unique<ClusterState>(*cluster_);
+  node_ids_.clear();
+  for (NodeId id = 0; id < cluster_->nodes().size(); ++id) node_ids_[cluster_->node(id).name] = id;
+  eligible_.clear();
+  overflow_pods_ = 0;
+  // Replay in a fixed order (by uid) so the ledger depends only on what runs where.
+  std::vector<PodRecord*> order;
+  order.reserve(pods_.size());
+  for (auto& [uid, r] : pods_) order.push_back(&r);
+  std::sort(order.begin(), order.end(),
+            [](const PodRecord* x, const PodRecord* y) { return x->info.uid < y->info.uid; });
+  for (PodRecord* r : order) place_slot(*r);
+  ++cluster_generation_;
+  nodes_changed_ = false;
+  dirty_ = true;
+}
+
+void ClusterModel::refresh() {
+  if (nodes_changed_) rebuild();
+}
+
+// ---- ledger slots ----
+
+void ClusterModel::place_slot(PodRecord& r) {
+  if (r.slot) return;
+  const PodInfo& p = r.info;
+  if (p.terminal()) return;
+  const std::string& node = p.node_name.empty() ? r.assumed_node : p.node_name;
+  if (node.empty()) return;
+  auto it = node_ids_.find(node);
+  if (it == node_ids_.end()) return;  // a node the engine does not schedule (NotReady, gone)
+  const NodeId n = it->second;
+  const Node& nd = cluster_->node(n);
+  PodSlot s;
+  s.node = n;
+  const MemberDemand& d = p.demand;
+  bool fits = true;
+  if (d.gpus > 0) {
+    // Where Tessera chose the GPUs, it wrote them on the pod: keep them.
+    if (r.ours && static_cast<int32_t>(p.gpu_index.size()) == d.gpus) {
+      for (int32_t idx : p.gpu_index) {
+        if (idx < 0 || idx >= nd.num_gpus) {
+          fits = false;
+          break;
+        }
+        s.shares.push_back({nd.first_gpu + static_cast<GpuId>(idx), d.gpu_milli});
+      }
+      for (const GpuShare& g : s.shares) fits = fits && ledger_->gpu_free(g.gpu) >= g.milli;
+      if (!fits) s.shares.clear();
+      fits = true;
+    }
+    if (s.shares.empty()) {
+      MemberDemand gpus_only = d;
+      gpus_only.cpu_milli = 0;
+      gpus_only.mem_mib = 0;
+      if (!ledger_->pick_gpus(n, gpus_only, /*pack=*/true, s.shares)) {
+        // Over-committed by someone else: count what is there to take.
+        fits = false;
+        int32_t need = d.gpus;
+        for (GpuId g = nd.first_gpu; g < nd.first_gpu + nd.num_gpus && need > 0; ++g) {
+          const int32_t take = std::min(ledger_->gpu_free(g), d.gpu_milli);
+          if (take > 0) {
+            s.shares.push_back({g, take});
+            --need;
+          }
+        }
+      }
+    }
+  }
+  s.cpu_milli = std::min(p.demand.cpu_milli, ledger_->node_free_cpu(n));
+  s.mem_mib = std::min(p.demand.mem_mib, ledger_->node_free_mem(n));
+  if (s.cpu_milli < p.demand.cpu_milli || s.mem_mib < p.demand.mem_mib) fits = false;
+  if (!fits) ++overflow_pods_;
+  ledger_->allocate_member(n, s.shares, s.cpu_milli, s.mem_mib);
+  r.slot = std::move(s);
+}
+
+void ClusterModel::release_slot(PodRecord& r) {
+  if (!r.slot) return;
+  ledger_->release_member(r.slot->node, r.slot->shares, r.slot->cpu_milli, r.slot->mem_mib);
+  r.slot.reset();
+}
+
+void ClusterModel::assume(const std::string& uid, NodeId node, std::vector<GpuShare> shares) {
+  PodRecord* r = pod(uid);
+  if (!r) return;
+  release_slot(*r);
+  r->assumed_node = cluster_->node(node).name;
+  PodSlot s;
+  s.node = node;
+  s.shares = std::move(shares);
+  s.cpu_milli = r->info.demand.cpu_milli;
+  s.mem_mib = r->info.demand.mem_mib;
+  ledger_->allocate_member(node, s.shares, s.cpu_milli, s.mem_mib);
+  r->slot = std::move(s);
+}
+
+void ClusterModel::forget(const std::string& uid) {
+  PodRecord* r = pod(uid);
+  if (!r || r->assumed_node.empty()) return;
+  r->assumed_node.clear();
+  if (r->info.node_name.empty()) release_slot(*r);
+  dirty_ = true;
+}
+
+void ClusterModel::mark_evicting(const std::string& uid) {
+  if (PodRecord* r = pod(uid)) r->evicting = true;
+  dirty_ = true;
+}
+
+// ---- pods ----
+
+void ClusterModel::attach(PodRecord& r) {
+  if (!r.ours) return;
+  const std::string key = r.info.gang_key();
+  Gang& g = gangs_[key];
+  if (g.key.empty()) {
+    g.key = key;
+    g.ns = r.info.ns;
+    g.group = r.info.group;
+  }
+  g.pods.insert(r.info.uid);
+}
+
+void ClusterModel::detach(const PodRecord& r) {
+  if (!r.ours) return;
+  auto it = gangs_.find(r.info.gang_key());
+  if (it == gangs_.end()) return;
+  it->second.pods.erase(r.info.uid);
+  if (it->second.pods.empty() && it->second.waits_for.empty()) gangs_.erase(it);
+}
+
+void ClusterModel::upsert_pod(PodInfo p, double now) {
+  if (p.terminal()) {  // finished: it holds nothing (the watch also drops it)
+    remove_pod(p.uid);
+    return;
+  }
+  auto it = pods_.find(p.uid);
+  if (it == pods_.end()) {
+    PodRecord r;
+    r.ours = ours(p);
+    r.first_seen = now;
+    r.info = std::move(p);
+    auto [pos, inserted] = pods_.emplace(r.info.uid, std::move(r));
+    place_slot(pos->second);
+    attach(pos->second);
+    dirty_ = true;
+    return;
+  }
+  PodRecord& r = it->second;
+  const PodInfo& old = r.info;
+  const bool relevant = old.node_name != p.node_name || old.deleting != p.deleting ||
+                        old.gated != p.gated || old.gang_key() != p.gang_key() ||
+                        old.demand != p.demand || old.queue != p.queue ||
+                        old.invalid != p.invalid || !(old.constraints == p.constraints);
+  if (old.gang_key() != p.gang_key()) detach(r);
+  const bool moved = old.node_name != p.node_name;
+  const bool was_ours = r.ours;
+  r.ours = ours(p);
+  const bool regroup = old.gang_key() != p.gang_key() || was_ours != r.ours;
+  if (was_ours && !r.ours) {
+    PodRecord tmp = r;
+    tmp.ours = true;
+    detach(tmp);
+  }
+  r.info = std::move(p);
+  if (!r.assumed_node.empty() && !r.info.node_name.empty()) {
+    // The bind landed (or someone else bound it elsewhere): the API is the truth now.
+    if (r.info.node_name != r.assumed_node) release_slot(r);
+    r.assumed_node.clear();
+  } else if (moved || old.demand != r.info.demand) {
+    release_slot(r);
+  }
+  place_slot(r);
+  if (regroup) attach(r);
+  if (relevant) dirty_ = true;
+}
+
+void ClusterModel::remove_pod(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  release_slot(it->second);
+  detach(it->second);
+  pods_.erase(it);
+  dirty_ = true;
+}
+
+void ClusterModel::retain_pods(const std::set<std::string>& keep_uids) {
+  std::vector<std::string> gone;
+  for (const auto& [uid, r] : pods_) {
+    if (keep_uids.count(uid) == 0) gone.push_back(uid);
+  }
+  for (const std::string& uid : gone) remove_pod(uid);
+}
+
+// ---- pod groups ----
+
+void ClusterModel::upsert_group(PodGroupInfo g) {
+  const std::string key = g.key();
+  auto it = groups_.find(key);
+  if (it == groups_.end() || it->second.min_member != g.min_member) dirty_ = true;
+  groups_[key] = std::move(g);
+}
+
+void ClusterModel::remove_group(const std::string& key) {
+  if (groups_.erase(key) != 0) dirty_ = true;
+}
+
+void ClusterModel::retain_groups(const std::set<std::string>& keep) {
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (keep.count(it->first) == 0) {
+      it = groups_.erase(it);
+      dirty_ = true;
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ---- the engine's input ----
+
+std::shared_ptr<const NodeSet> ClusterModel::eligible(const NodeConstraints& c) {
+  // No constraints and no taint anywhere: every node (null, the engine's fast path).
+  const std::string key = c.key();
+  auto it = eligible_.find(key);
+  if (it != eligible_.end()) return it->second;
+  std::vector<NodeId> ok;
+  const size_t n = cluster_->nodes().size();
+  for (NodeId id = 0; id < n; ++id) {
+    if (node_matches(c, nodes_.at(cluster_->node(id).name))) ok.push_back(id);
+  }
+  std::shared_ptr<const NodeSet> set;
+  if (ok.size() != n) set = std::make_shared<const NodeSet>(std::span<const NodeId>(ok));
+  eligible_.emplace(key, set);
+  return set;
+}
+
+bool ClusterModel::ensure_tenant(const std::string& queue) {
+  if (tenants_.find(queue)) return true;
+  if (unknown_queues_.count(queue) != 0) return false;
+  Interner next = tenants_;
+  next.intern(queue);
+  auto tree = std::make_unique<QueueTree>(opt_.queues_path.empty() ? QueueTree::flat(next)
+                                                                   : tree_template_);
+  try {
+    tree->bind(next, opt_.queues_path.empty() ? "queues" : opt_.queues_path);
+  } catch (const InputError&) {
+    unknown_queues_.insert(queue);
+    return false;
+  }
+  tenants_ = std::move(next);
+  tree_ = std::move(tree);
+  return true;
+}
+
+void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods,
+                             JobSpec& spec) {
+  spec = JobSpec{};
+  spec.name = g.key;
+  const PodInfo& first = *pods.front();
+  spec.tenant = *tenants_.find(first.queue);
+  spec.submit_time = first.created;
+  MemberDemand d{0, kMilliPerGpu, 0, 0};
+  bool fractional = false;
+  for (const PodInfo* p : pods) {
+    spec.submit_time = std::min(spec.submit_time, p->created);
+    if (p->priority && !spec.priority_given) {
+      spec.priority = *p->priority;
+      spec.priority_given = true;
+    }
+    // Members of a gang are alike to the engine: each is given the largest request.
+    d.gpus = std::max(d.gpus, p->demand.gpus);
+    d.cpu_milli = std::max(d.cpu_milli, p->demand.cpu_milli);
+    d.mem_mib = std::max(d.mem_mib, p->demand.mem_mib);
+    if (p->demand.gpus > 0 && !p->demand.whole_gpus()) fractional = true;
+  }
+  if (fractional) {
+    int32_t milli = 0;
+    for (const PodInfo* p : pods) milli = std::max(milli, p->demand.gpu_milli);
+    d.gpu_milli = d.gpus == 1 ? milli : kMilliPerGpu;
+  }
+  spec.demand = d;
+  if (!spec.priority_given) {
+    const QueueId leaf = tree_->leaf_of(spec.tenant);
+    if (leaf != kNoId) apply_queue_defaults(tree_->queue(leaf), spec);
+  }
+  spec.eligible_nodes = eligible(first.constraints);
+  spec.source = "pod " + first.key();
+}
+
+CycleInput ClusterModel::prepare(double now) {
+  dirty_ = false;
+  CycleInput in;
+  for (auto& [key, g] : gangs_) {
+    g.pending_pods.clear();
+    g.bound_pods.clear();
+    g.terminating_pods.clear();
+    g.pending_id = g.running_id = kNoId;
+    g.waiting.clear();
+    std::vector<const PodInfo*> pending, bound;
+    std::string invalid;
+    for (const std::string& uid : g.pods) {
+      const PodRecord& r = pods_.at(uid);
+      const PodInfo& p = r.info;
+      if (p.deleting || r.evicting) {
+        if (p.holds_node()) g.terminating_pods.push_back(uid);
+      } else if (!p.node_name.empty() || !r.assumed_node.empty()) {
+        g.bound_pods.push_back(uid);
+        bound.push_back(&p);
+      } else if (!p.gated) {
+        g.pending_pods.push_back(uid);
+        pending.push_back(&p);
+        if (!p.invalid.empty() && invalid.empty()) invalid = p.key() + ": " + p.invalid;
+      }
+    }
+    for (auto it = g.waits_for.begin(); it != g.waits_for.end();) {
+      it = pods_.count(*it) == 0 ? g.waits_for.erase(it) : std::next(it);
+    }
+
+    // The running part: offered to the engine (fair share, preemption) when its members are
+    // alike and all in the ledger, so that its allocation is exact.
+    if (!bound.empty() && ensure_tenant(bound.front()->queue)) {
+      bool exact = true;
+      Allocation a;
+      a.gpus_per_member = bound.front()->demand.gpus;
+      a.cpu_milli_per_member = bound.front()->demand.cpu_milli;
+      a.mem_mib_per_member = bound.front()->demand.mem_mib;
+      double since = now;
+      for (const std::string& uid : g.bound_pods) {
+        const PodRecord& r = pods_.at(uid);
+        if (!r.slot || r.info.demand != bound.front()->demand ||
+            static_cast<int32_t>(r.slot->shares.size()) != a.gpus_per_member ||
+            r.slot->cpu_milli != a.cpu_milli_per_member ||
+            r.slot->mem_mib != a.mem_mib_per_member) {
+          exact = false;
+          break;
+        }
+        a.member_node.push_back(r.slot->node);
+        a.shares.insert(a.shares.end(), r.slot->shares.begin(), r.slot->shares.end());
+        since = std::min(since, r.info.bound_at > 0 ? r.info.bound_at : now);
+      }
+      if (exact) {
+        fill_spec(g, bound, g.running_spec);
+        g.running_spec.min_members = g.running_spec.max_members = a.members();
+        g.running_alloc = std::move(a);
+        g.running_since = since;
+        g.running_id = static_cast<JobId>(in.by_job.size());
+        in.by_job.push_back(&g);
+        RunningJob rj;
+        rj.id = g.running_id;
+        rj.spec = &g.running_spec;
+        rj.alloc = &g.running_alloc;
+        rj.start_time = since;
+        rj.attained_gpu_seconds =
+            (now - since) * static_cast<double>(g.running_alloc.gpu_milli()) / 1000.0;
+        rj.last_checkpoint = since;
+        in.running.push_back(rj);
+      }
+    }
+
+    if (pending.empty()) continue;
+    const PodInfo& first = *pending.front();
+    int32_t min_member = 1;
+    if (!g.group.empty()) {
+      auto it = groups_.find(g.key);
+      if (it != groups_.end()) {
+        min_member = it->second.min_member;
+      } else if (first.min_member > 0) {
+        min_member = first.min_member;
+      } else {
+        g.waiting = "waiting for PodGroup " + g.key + " (scheduling.x-k8s.io/v1alpha1)";
+        continue;
+      }
+    }
+    const auto have_bound = static_cast<int32_t>(g.bound_pods.size());
+    const auto have_pending = static_cast<int32_t>(pending.size());
+    if (!invalid.empty()) {
+      g.waiting = invalid;
+    } else if (!ensure_tenant(first.queue)) {
+      g.waiting = "queue " + first.queue + " is not in the queue tree " + opt_.queues_path;
+    } else if (!g.waits_for.empty()) {
+      g.waiting =
+          "waiting for " + std::to_string(g.waits_for.size()) + " preempted pod(s) to terminate";
+    } else if (have_bound + have_pending < min_member) {
+      g.waiting = "waiting for the gang's pods: " + std::to_string(have_bound + have_pending) +
+                  " of minMember " + std::to_string(min_member) + " exist";
+    }
+    if (!g.waiting.empty()) continue;
+    fill_spec(g, pending, g.pending_spec);
+    g.pending_spec.min_members = std::max(1, min_member - have_bound);
+    g.pending_spec.max_members = have_pending;
+    if (have_bound >= min_member) g.complete_once = true;
+    // Members that finished leave a whole gang short: that is not a partly bound gang.
+    if (have_bound > 0 && have_bound < min_member && !g.complete_once) {
+      if (g.partial_since == 0) g.partial_since = now;
+    } else {
+      g.partial_since = 0;
+    }
+    g.pending_id = static_cast<JobId>(in.by_job.size());
+    in.by_job.push_back(&g);
+    PendingJob pj;
+    pj.id = g.pending_id;
+    pj.spec = &g.pending_spec;
+    pj.queued_since = g.pending_spec.submit_time;
+    in.pending.push_back(pj);
+  }
+  // The engine orders equal-ranked jobs by arrival: give it a stable order (oldest first).
+  std::stable_sort(
+      in.pending.begin(), in.pending.end(),
+      [](const PendingJob& a, const PendingJob& b) { return a.queued_since < b.queued_since; });
+  return in;
+}
+
+}  // namespace tessera::kube

@@ -1,0 +1,167 @@
+// What the Kubernetes scheduler knows of the cluster, kept up to date from watch events and
+// turned into the engine's snapshot each cycle without rebuilding it from scratch:
+//  - the engine's Cluster is rebuilt only when nodes come, go, or change capacity, readiness
+//    or topology labels; the ledger (ClusterState) then replays every bound pod;
+//  - otherwise a pod event allocates or releases just that pod's share of its node;
+//  - pods are grouped into gangs (pod groups) as they arrive, so a cycle walks gangs, not pods.
+//
+// Single-threaded: only the scheduler thread calls it (watch threads queue their events).
+//
+// Invariants:
+//  - every pod that holds a node (bound or assumed, not finished) and whose node is in the
+//    Cluster has exactly one slot in the ledger, on that node;
+//  - the ledger never over-commits: a pod of another scheduler that does not fit where the
+//    API says it runs is counted up to what is free there (and noted in `overflow_pods`);
+//  - gang g lists exactly the pods of ours whose gang_key() is g.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "control/kube/kube_objects.h"
+#include "engine/snapshot.h"
+#include "model/cluster.h"
+#include "model/cluster_state.h"
+#include "model/interner.h"
+#include "model/node_set.h"
+#include "model/queue_tree.h"
+
+namespace tessera::kube {
+
+struct ModelOptions {
+  std::vector<std::string> scheduler_names{"tessera"};
+  std::vector<std::string> topology_labels;  // coarsest first
+  std::string queues_path;                   // empty: one queue per queue name, equal weights
+};
+
+// Where one pod sits in the ledger.
+struct PodSlot {
+  NodeId node = kNoId;
+  std::vector<GpuShare> shares;
+  int64_t cpu_milli = 0, mem_mib = 0;
+};
+
+struct PodRecord {
+  PodInfo info;
+  bool ours = false;            // names one of our scheduler names
+  bool evicting = false;        // eviction asked for, not yet seen deleting
+  std::string assumed_node;     // bind in flight (decided, not yet seen bound)
+  std::optional<PodSlot> slot;  // held in the ledger
+  double first_seen = 0;        // when the scheduler first saw it (create -> bind latency)
+};
+
+// A pod group (or a lone pod) of ours.
+struct Gang {
+  std::string key;  // ns/group or pod:uid
+  std::string ns, group;
+  std::set<std::string> pods;  // uids, ordered so members map to pods deterministically
+  // Filled by prepare():
+  std::vector<std::string> pending_pods, bound_pods, terminating_pods;
+  JobId pending_id = kNoId, running_id = kNoId;
+  JobSpec pending_spec, running_spec;
+  Allocation running_alloc;
+  double running_since = 0;
+  std::string waiting;  // why it is not offered to the engine ("" = offered), in words
+  // Preemption in progress: the victims' pod uids; the gang waits until they are gone.
+  std::set<std::string> waits_for;
+  double waits_since = 0;
+  // A gang whose members are only partly bound (a failed bind, a crash): since when.
+  double partial_since = 0;
+  bool complete_once = false;  // held its minimum at some point (members may finish since)
+};
+
+// The engine's input for one cycle; points into the model, valid until the model changes.
+struct CycleInput {
+  std::vector<PendingJob> pending;
+  std::vector<RunningJob> running;
+  std::vector<Gang*> by_job;  // JobId -> gang
+};
+
+class ClusterModel {
+ public:
+  explicit ClusterModel(ModelOptions opt);
+
+  // Watch events.
+  void upsert_node(NodeInfo n);
+  void remove_node(const std::string& name);
+  void upsert_pod(PodInfo p, double now);
+  void remove_pod(const std::string& uid);
+  void upsert_group(PodGroupInfo g);
+  void remove_group(const std::string& key);
+  // A re-list: everything not in `keep` is gone.
+  void retain_nodes(const std::set<std::string>& keep);
+  void retain_pods(const std::set<std::string>& keep_uids);
+  void retain_groups(const std::set<std::string>& keep);
+
+  // Rebuilds the Cluster and ledger if nodes changed since the last call.
+  void refresh();
+  // Builds the engine's input: gangs that may be scheduled now (pending), gangs of ours that
+  // run (running), and why the others wait. Call after refresh().
+  CycleInput prepare(double now);
+
+  // A bind decided: the pod is assumed on `node` with these shares (allocated at once).
+  void assume(const std::string& uid, NodeId node, std::vector<GpuShare> shares);
+  // A bind failed: forget the assumption and release its shares.
+  void forget(const std::string& uid);
+  // An eviction was asked for: the pod no longer counts as a running member (it is not
+  // offered for preemption again), though it holds its node until it is gone.
+  void mark_evicting(const std::string& uid);
+
+  const Cluster& cluster() const { return *cluster_; }
+  const ClusterState& ledger() const { return *ledger_; }
+  ClusterState& ledger() { return *ledger_; }
+  const QueueTree& tree() const { return *tree_; }
+  const Interner& tenants() const { return tenants_; }
+  const std::map<std::string, NodeInfo>& nodes() const { return nodes_; }
+  const std::unordered_map<std::string, PodRecord>& pods() const { return pods_; }
+  PodRecord* pod(const std::string& uid);
+  const std::map<std::string, Gang>& gangs() const { return gangs_; }
+  Gang* gang(const std::string& key);
+  const std::map<std::string, PodGroupInfo>& groups() const { return groups_; }
+  // Host GPU index (0..n-1 on its node) of a GpuId.
+  int32_t gpu_index(GpuId g) const {
+    return g - cluster_->node(cluster_->node_of_gpu(g)).first_gpu;
+  }
+  std::optional<NodeId> node_id(const std::string& name) const;
+  uint64_t cluster_generation() const { return cluster_generation_; }
+  uint64_t overflow_pods() const { return overflow_pods_; }
+  // Something changed since the last prepare() that may change a decision.
+  bool dirty() const { return dirty_; }
+  void mark_dirty() { dirty_ = true; }
+  bool ours(const PodInfo& p) const;
+
+ private:
+  void rebuild();
+  void place_slot(PodRecord& r);
+  void release_slot(PodRecord& r);
+  void attach(PodRecord& r);
+  void detach(const PodRecord& r);
+  std::shared_ptr<const NodeSet> eligible(const NodeConstraints& c);
+  bool ensure_tenant(const std::string& queue);
+  void fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
+
+  ModelOptions opt_;
+  std::map<std::string, NodeInfo> nodes_;
+  std::unordered_map<std::string, PodRecord> pods_;  // by uid
+  std::map<std::string, PodGroupInfo> groups_;       // by ns/name
+  std::map<std::string, Gang> gangs_;                // by gang key
+  bool nodes_changed_ = true, dirty_ = true;
+  uint64_t cluster_generation_ = 0, overflow_pods_ = 0;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<ClusterState> ledger_;
+  std::unordered_map<std::string, NodeId> node_ids_;
+  std::vector<std::string> node_of_id_;
+  std::unordered_map<std::string, std::shared_ptr<const NodeSet>> eligible_;  // by key
+  Interner tenants_;
+  QueueTree tree_template_;
+  std::unique_ptr<QueueTree> tree_;
+  std::set<std::string> unknown_queues_;  // queue names a loaded tree has no leaf for
+};
+
+}  // namespace tessera::kube

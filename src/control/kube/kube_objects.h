@@ -1,0 +1,148 @@
+// The parts of Kubernetes Pods, Nodes and PodGroups the scheduler reads, parsed once from the
+// API's JSON into compact values (the cache keeps these, not the JSON), and the conventions
+// that map them onto the engine's model (docs/kubernetes.md):
+//  - gang: label scheduling.x-k8s.io/pod-group (scheduler-plugins; with a PodGroup's
+//    spec.minMember) or annotation scheduling.k8s.io/group-name (Volcano); no group: a gang of
+//    one;
+//  - queue: label tessera.io/queue, else kai.scheduler/queue, else kueue.x-k8s.io/queue-name,
+//    else the namespace;
+//  - priority class: label tessera.io/class, else spec.priorityClassName when it names one of
+//    the engine's classes;
+//  - GPUs: whole GPUs from the containers' nvidia.com/gpu limits (requests when no limit);
+//    a share of one GPU from annotation tessera.io/gpu-fraction (or KAI's gpu-fraction).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/job.h"
+#include "model/resources.h"
+
+namespace tessera::kube {
+
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
+inline constexpr const char* kQueueLabel = "tessera.io/queue";
+inline constexpr const char* kClassLabel = "tessera.io/class";
+inline constexpr const char* kFractionAnnotation = "tessera.io/gpu-fraction";
+inline constexpr const char* kKaiFractionAnnotation = "gpu-fraction";
+inline constexpr const char* kGpuIndexAnnotation = "tessera.io/gpu-index";
+inline constexpr const char* kGraceAnnotation = "tessera.io/checkpoint-grace-seconds";
+inline constexpr const char* kMinMemberAnnotation = "tessera.io/min-member";
+
+using Labels = std::map<std::string, std::string>;
+
+// One requirement of a node selector term (required node affinity).
+struct NodeRequirement {
+  enum Op : uint8_t { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+  std::string key;
+  Op op = kIn;
+  std::vector<std::string> values;
+  bool field = false;  // matchFields (only metadata.name) rather than matchExpressions
+  bool operator==(const NodeRequirement&) const = default;
+};
+
+struct Toleration {
+  std::string key, value, effect;  // effect "" = all effects
+  bool exists = false;             // operator Exists (else Equal)
+  bool operator==(const Toleration&) const = default;
+};
+
+struct Taint {
+  std::string key, value, effect;  // NoSchedule, PreferNoSchedule, NoExecute
+};
+
+// Where a pod may run: every selector label, one of the affinity terms (each a conjunction),
+// and a toleration for every NoSchedule/NoExecute taint.
+struct NodeConstraints {
+  Labels selector;
+  std::vector<std::vector<NodeRequirement>> terms;  // empty: no required affinity
+  std::vector<Toleration> tolerations;
+  bool operator==(const NodeConstraints&) const = default;
+  bool empty() const { return selector.empty() && terms.empty(); }
+  // A stable text of the constraints, so pods that share them share one node set.
+  std::string key() const;
+};
+
+struct NodeInfo {
+  std::string name;
+  std::string resource_version;
+  Labels labels;
+  std::vector<Taint> taints;
+  bool ready = false;
+  bool unschedulable = false;
+  int32_t gpus = 0;  // allocatable nvidia.com/gpu
+  int64_t cpu_milli = 0;
+  int64_t mem_mib = 0;
+  std::string gpu_product;  // label nvidia.com/gpu.product ("" without GPUs)
+
+  // Whether the node takes new pods at all (Ready, not cordoned).
+  bool usable() const { return ready && !unschedulable; }
+};
+
+struct PodInfo {
+  std::string ns, name, uid, resource_version;
+  std::string scheduler_name;
+  std::string node_name;       // "" while unbound
+  std::string phase;           // Pending, Running, Succeeded, Failed, Unknown
+  bool deleting = false;       // metadata.deletionTimestamp set
+  bool gated = false;          // spec.schedulingGates non-empty: not ours to schedule yet
+  double created = 0;          // creationTimestamp, unix seconds
+  double bound_at = 0;         // PodScheduled=True's lastTransitionTime (else created), when bound
+  int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
+  MemberDemand demand;         // per pod (whole GPUs or one share)
+  std::string group;           // gang name within the namespace ("" = a gang of one)
+  std::string queue;           // the queue's name (label or namespace)
+  std::optional<PriorityClass> priority;  // when the pod names one of the engine's classes
+  int32_t min_member = 0;                 // from tessera.io/min-member (a group without a PodGroup)
+  double checkpoint_grace = -1;           // tessera.io/checkpoint-grace-seconds, or -1
+  std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
+  NodeConstraints constraints;
+  // PodScheduled=False's message as last written (so the scheduler writes only changes).
+  std::string unschedulable_message;
+  std::string invalid;  // why the pod cannot be scheduled as written ("" = fine)
+
+  bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  // Holds resources on its node: bound and not finished (terminating pods still hold them).
+  bool holds_node() const { return !node_name.empty() && !terminal(); }
+  std::string key() const { return ns + "/" + name; }
+  std::string gang_key() const { return group.empty() ? "pod:" + uid : ns + "/" + group; }
+};
+
+struct PodGroupInfo {
+  std::string ns, name, resource_version;
+  int32_t min_member = 1;
+  std::string phase;  // status.phase as last seen
+  int32_t scheduled = 0, running = 0, succeeded = 0, failed = 0;
+  std::string key() const { return ns + "/" + name; }
+};
+
+// Parsers: throw std::invalid_argument naming the field for a malformed object (a missing
+// metadata.name, say). A pod whose request Tessera cannot honour parses fine with `invalid`
+// set, so it can be told why.
+NodeInfo parse_node(const nlohmann::json& node);
+PodInfo parse_pod(const nlohmann::json& pod);
+PodGroupInfo parse_pod_group(const nlohmann::json& group);
+
+// Seconds since the epoch of an RFC 3339 time ("2026-01-01T00:00:00Z", fractions allowed);
+// 0 when empty or malformed.
+double parse_time(const std::string& text);
+// RFC 3339 with microseconds ("2026-01-01T00:00:00.000000Z"), as MicroTime.
+std::string format_micro_time(double unix_seconds);
+std::string format_time(double unix_seconds);  // seconds precision, as metav1.Time
+
+// Whether a pod with these constraints may run on the node (labels, affinity, taints).
+bool node_matches(const NodeConstraints& c, const NodeInfo& node);
+
+// The engine's GPU type name for a product label ("NVIDIA-H100-80GB-HBM3" -> "H100",
+// "NVIDIA-A100-SXM4-80GB" -> "A100-80G"); the label itself when no known type matches.
+std::string gpu_type_for_product(const std::string& product);
+
+}  // namespace tessera::kube

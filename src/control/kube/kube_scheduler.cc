@@ -1,0 +1,911 @@
+#include "control/kube/kube_scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <variant>
+
+#include "engine/cycle.h"
+#include "engine/fair_share.h"
+
+namespace tessera::kube {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Whether an allocation still fits the ledger (decided on a scratch copy whose victims were
+// released: they may not be gone yet).
+bool fits(const ClusterState& st, const Allocation& a) {
+  std::map<GpuId, int64_t> gpu;
+  std::map<NodeId, int64_t> members;
+  for (const GpuShare& s : a.shares) gpu[s.gpu] += s.milli;
+  for (NodeId n : a.member_node) ++members[n];
+  for (const auto& [g, milli] : gpu) {
+    if (st.gpu_free(g) < milli) return false;
+  }
+  for (const auto& [n, k] : members) {
+    if (st.node_free_cpu(n) < k * a.cpu_milli_per_member) return false;
+    if (st.node_free_mem(n) < k * a.mem_mib_per_member) return false;
+  }
+  return true;
+}
+
+std::string pod_path(const std::string& ns, const std::string& name) {
+  return "/api/v1/namespaces/" + ns + "/pods/" + name;
+}
+
+std::string truncate(std::string s, size_t n) {
+  if (s.size() > n) s.resize(n);
+  return s;
+}
+
+void add_bucket(std::vector<uint64_t>& counts, const std::vector<double>& bounds, double v) {
+  for (size_t b = 0; b < bounds.size(); ++b) {
+    if (v <= bounds[b]) ++counts[b];
+  }
+}
+
+}  // namespace
+
+// ---- what the watch threads hand to the scheduler thread ----
+
+struct KubeScheduler::Inbox {
+  enum class Kind { kNode, kPod, kGroup };
+  struct Event {
+    Kind kind;
+    bool removed = false;
+    std::variant<std::monostate, NodeInfo, PodInfo, PodGroupInfo> object;
+    std::string key;                                      // node name, pod uid, ns/name
+    std::shared_ptr<const std::set<std::string>> retain;  // a re-list ended: keep only these
+    double at = 0;
+  };
+  struct BindResult {
+    uint64_t attempt = 0;
+    size_t member = 0;
+    int status = 0;
+    std::string error;
+  };
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Event> events;
+  std::vector<BindResult> results;
+  bool synced[3] = {false, false, false};
+
+  void push(Event e) {
+    {
+      std::lock_guard lock(mu);
+      events.push_back(std::move(e));
+    }
+    cv.notify_one();
+  }
+  void push(BindResult r) {
+    {
+      std::lock_guard lock(mu);
+      results.push_back(std::move(r));
+    }
+    cv.notify_one();
+  }
+};
+
+// A ReflectorHandler that parses objects (on the watch thread) and queues them.
+class KubeScheduler::Handler : public ReflectorHandler {
+ public:
+  Handler(Inbox& inbox, Inbox::Kind kind) : inbox_(inbox), kind_(kind) {}
+
+  void on_list_begin() override { listing_ = std::make_shared<std::set<std::string>>(); }
+  void on_list_item(json&& object) override {
+    Inbox::Event e;
+    if (parse(object, e)) {
+      listing_->insert(e.key);
+      inbox_.push(std::move(e));
+    }
+  }
+  void on_list_end(const std::string&) override {
+    Inbox::Event e;
+    e.kind = kind_;
+    e.retain = std::move(listing_);
+    {
+      std::lock_guard lock(inbox_.mu);
+      inbox_.synced[static_cast<int>(kind_)] = true;
+    }
+    inbox_.push(std::move(e));
+  }
+  void on_event(const std::string& type, json&& object) override {
+    Inbox::Event e;
+    if (!parse(object, e)) return;
+    e.removed = type == "DELETED";
+    inbox_.push(std::move(e));
+  }
+
+ private:
+  bool parse(const json& object, Inbox::Event& e) {
+    e.kind = kind_;
+    e.at = wall_now();
+    try {
+      switch (kind_) {
+        case Inbox::Kind::kNode: {
+          NodeInfo n = parse_node(object);
+          e.key = n.name;
+          e.object = std::move(n);
+          break;
+        }
+        case Inbox::Kind::kPod: {
+          PodInfo p = parse_pod(object);
+          e.key = p.uid;
+          e.object = std::move(p);
+          break;
+        }
+        case Inbox::Kind::kGroup: {
+          PodGroupInfo g = parse_pod_group(object);
+          e.key = g.key();
+          e.object = std::move(g);
+          break;
+        }
+      }
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "tessera kube: ignoring a malformed object: %s\n", ex.what());
+      return false;
+    }
+    return true;
+  }
+
+  Inbox& inbox_;
+  Inbox::Kind kind_;
+  std::shared_ptr<std::set<std::string>> listing_ = std::make_shared<std::set<std::string>>();
+};
+
+struct KubeScheduler::BindAttempt {
+  std::string gang;
+  int32_t need = 0;  // members this attempt must bind for the gang to be whole
+  std::vector<std::string> uids;
+  std::vector<int> status;
+  std::vector<std::string> errors;
+  size_t outstanding = 0;
+};
+
+// ---- lifecycle ----
+
+KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions opt)
+    : client_(std::move(client)),
+      opt_(std::move(opt)),
+      policy_(make_policy(opt_.policy, opt_.seed)),
+      inbox_(std::make_unique<Inbox>()),
+      model_(opt_.model) {
+  policy_.elastic = false;  // a pod group's size is its controller's, not the scheduler's
+  counters_.cycle_bucket_bounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
+  kube_counters_.bind_bucket_bounds = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  kube_counters_.bind_bucket_counts.assign(kube_counters_.bind_bucket_bounds.size(), 0);
+  decayed_ = DecayedUsage(model_.tree().size(), model_.tree().settings().half_life_seconds);
+}
+
+KubeScheduler::~KubeScheduler() {
+  stop();
+}
+
+double KubeScheduler::now() const {
+  return wall_now();
+}
+
+void KubeScheduler::start() {
+  binder_ = std::make_unique<WorkQueue>(opt_.bind_workers);
+  actions_ = std::make_unique<WorkQueue>(opt_.action_workers);
+  status_ = std::make_unique<WorkQueue>(opt_.status_workers, opt_.status_qps,
+                                        static_cast<int>(std::max(1.0, opt_.status_qps)));
+  struct Watch {
+    Inbox::Kind kind;
+    std::string path, fields;
+  };
+  // Every pod that is not finished: ours to schedule, and everyone's for capacity.
+  const std::vector<Watch> watches = {
+      {Inbox::Kind::kNode, "/api/v1/nodes", ""},
+      {Inbox::Kind::kPod, "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"},
+      {Inbox::Kind::kGroup, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", ""},
+  };
+  for (const Watch& w : watches) {
+    handlers_.push_back(std::make_unique<Handler>(*inbox_, w.kind));
+    ReflectorOptions ro;
+    ro.path = w.path;
+    ro.field_selector = w.fields;
+    reflectors_.push_back(std::make_unique<Reflector>(*client_, ro, *handlers_.back()));
+  }
+  for (auto& r : reflectors_) {
+    threads_.emplace_back([this, rp = r.get()] { rp->run(stop_); });
+  }
+  if (opt_.leader_elect) {
+    elector_ = std::make_unique<LeaderElector>(*client_, opt_.lease);
+    threads_.emplace_back([this] { elector_->run(stop_); });
+  }
+  threads_.emplace_back([this] { run_loop(); });
+}
+
+void KubeScheduler::stop() {
+  if (stop_.exchange(true)) return;
+  inbox_->cv.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+  if (binder_) binder_->stop();
+  if (actions_) actions_->stop();
+  if (status_) status_->stop();
+}
+
+bool KubeScheduler::leading() const {
+  return !opt_.leader_elect || (elector_ && elector_->leading());
+}
+
+bool KubeScheduler::synced() const {
+  std::lock_guard lock(inbox_->mu);
+  return inbox_->synced[0] && inbox_->synced[1];
+}
+
+// ---- the scheduler thread ----
+
+void KubeScheduler::run_loop() {
+  while (!stop_.load()) {
+    {
+      std::unique_lock lock(inbox_->mu);
+      inbox_->cv.wait_for(lock, std::chrono::duration<double>(opt_.max_cycle_interval / 4), [&] {
+        return stop_.load() || !inbox_->events.empty() || !inbox_->results.empty();
+      });
+    }
+    if (stop_.load()) break;
+    // Let a burst of events (a Job creating its pods) arrive before deciding.
+    std::this_thread::sleep_for(std::chrono::duration<double>(opt_.min_cycle_interval));
+    std::lock_guard lock(mu_);
+    drain_inbox();
+    drain_bind_results();
+    const bool lead = leading();
+    kube_counters_.leading = lead;
+    const double t = now();
+    if (lead && synced() && (model_.dirty() || t - last_cycle_ >= opt_.max_cycle_interval)) {
+      run_cycle();
+      last_cycle_ = t;
+    }
+  }
+}
+
+void KubeScheduler::drain_inbox() {
+  std::vector<Inbox::Event> events;
+  {
+    std::lock_guard lock(inbox_->mu);
+    events.swap(inbox_->events);
+  }
+  for (Inbox::Event& e : events) {
+    switch (e.kind) {
+      case Inbox::Kind::kNode:
+        if (e.retain) {
+          model_.retain_nodes(*e.retain);
+        } else if (e.removed) {
+          model_.remove_node(e.key);
+        } else {
+          model_.upsert_node(std::get<NodeInfo>(std::move(e.object)));
+        }
+        break;
+      case Inbox::Kind::kPod:
+        if (e.retain) {
+          model_.retain_pods(*e.retain);
+        } else if (e.removed || std::get<PodInfo>(e.object).terminal()) {
+          const PodInfo& p = std::get<PodInfo>(e.object);
+          if (p.terminal() && model_.ours(p)) {
+            ++counters_.completions;
+            if (!p.group.empty()) {
+              auto& [ok, bad] = done_[p.ns + "/" + p.group];
+              ++(p.phase == "Succeeded" ? ok : bad);
+            }
+          }
+          model_.remove_pod(e.key);
+          written_.erase(e.key);
+          last_event_.erase(e.key);
+        } else {
+          model_.upsert_pod(std::get<PodInfo>(std::move(e.object)), e.at);
+        }
+        break;
+      case Inbox::Kind::kGroup:
+        if (e.retain) {
+          model_.retain_groups(*e.retain);
+        } else if (e.removed) {
+          model_.remove_group(e.key);
+        } else {
+          model_.upsert_group(std::get<PodGroupInfo>(std::move(e.object)));
+        }
+        break;
+    }
+  }
+}
+
+void KubeScheduler::drain_bind_results() {
+  std::vector<Inbox::BindResult> results;
+  {
+    std::lock_guard lock(inbox_->mu);
+    results.swap(inbox_->results);
+  }
+  const double t = now();
+  for (const Inbox::BindResult& r : results) {
+    auto it = attempts_.find(r.attempt);
+    if (it == attempts_.end()) continue;
+    BindAttempt& a = it->second;
+    a.status[r.member] = r.status;
+    a.errors[r.member] = r.error;
+    const std::string& uid = a.uids[r.member];
+    const bool conflict = r.status == 409;
+    // "already assigned": someone (a previous leader) bound it; the watch shows where.
+    const bool bound_elsewhere = conflict && r.error.find("already assigned") != std::string::npos;
+    if (r.status >= 200 && r.status < 300) {
+      ++kube_counters_.binds_ok;
+      if (PodRecord* p = model_.pod(uid)) {
+        const double latency = t - p->first_seen;
+        kube_counters_.bind_latency_sum += latency;
+        add_bucket(kube_counters_.bind_bucket_counts, kube_counters_.bind_bucket_bounds, latency);
+        post_event(p->info, "Normal", "Scheduled", "Binding",
+                   "Successfully assigned " + p->info.key() + " to " + p->assumed_node);
+      }
+    } else {
+      ++kube_counters_.binds_failed;
+      if (conflict) ++kube_counters_.binds_conflict;
+      if (!bound_elsewhere) model_.forget(uid);
+    }
+    if (--a.outstanding > 0) continue;
+    // The whole attempt is in: a gang left short of its minimum gives its bound members back.
+    int32_t bound = 0;
+    std::vector<std::string> ok;
+    for (size_t i = 0; i < a.uids.size(); ++i) {
+      const bool fine = (a.status[i] >= 200 && a.status[i] < 300);
+      const bool elsewhere =
+          a.status[i] == 409 && a.errors[i].find("already assigned") != std::string::npos;
+      if (fine) ok.push_back(a.uids[i]);
+      if (fine || elsewhere) ++bound;
+    }
+    if (bound < a.need && !ok.empty()) {
+      ++kube_counters_.gang_rollbacks;
+      if (Gang* g = model_.gang(a.gang)) {
+        std::string why = "gang " + a.gang + " could not bind every member (";
+        for (size_t i = 0; i < a.uids.size(); ++i) {
+          if (a.status[i] < 200 || a.status[i] >= 300) {
+            why += a.errors[i];
+            break;
+          }
+        }
+        evict_gang(*g, ok, why + "); its bound members are evicted and it is tried again", 0);
+      }
+    }
+    attempts_.erase(it);
+    model_.mark_dirty();
+  }
+}
+
+void KubeScheduler::run_cycle() {
+  const double t = now();
+  model_.refresh();
+  CycleInput in = model_.prepare(t);
+  roll_back_partial_gangs(t);
+  if (decayed_.on()) {
+    // Long-term usage: what each leaf queue holds now, folded in over the interval since the
+    // last cycle.
+    std::vector<Amounts> usage(model_.tree().size(), kZeroAmounts);
+    std::vector<QueueId> leaves;
+    for (QueueId q = 0; q < model_.tree().size(); ++q) {
+      if (model_.tree().queue(q).leaf()) leaves.push_back(q);
+    }
+    for (const RunningJob& r : in.running) {
+      const QueueId leaf = model_.tree().leaf_of(r.spec->tenant);
+      if (leaf == kNoId) continue;
+      usage[leaf] = usage[leaf] +
+                    fair_amounts_of(model_.tree().settings(), model_.cluster(), *r.spec, *r.alloc);
+    }
+    if (decayed_.view().size() != model_.tree().size()) {
+      decayed_ = DecayedUsage(model_.tree().size(), model_.tree().settings().half_life_seconds);
+    } else if (last_cycle_ > 0) {
+      decayed_.advance(t - last_cycle_, usage, leaves);
+    }
+  }
+  Snapshot snap;
+  snap.now = t;
+  snap.cycle = ++cycle_no_;
+  snap.state = &model_.ledger();
+  snap.pending = in.pending;
+  snap.running = in.running;
+  snap.queues = &model_.tree();
+  snap.decayed_usage = decayed_.view();
+  const auto t0 = Clock::now();
+  Decisions d;
+  if (!in.pending.empty()) d = schedule_cycle(snap, policy_);
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ++counters_.cycles;
+  counters_.cycle_seconds_sum += secs;
+  add_bucket(counters_.cycle_bucket_counts, counters_.cycle_bucket_bounds, secs);
+  apply(d, in, t);
+  write_status(in, d, t);
+  write_group_status();
+}
+
+double KubeScheduler::grace_for(const Gang& g) const {
+  for (const std::string& uid : g.pods) {
+    auto it = model_.pods().find(uid);
+    if (it != model_.pods().end() && it->second.info.checkpoint_grace >= 0) {
+      return it->second.info.checkpoint_grace;
+    }
+  }
+  const double tree = model_.tree().settings().checkpoint_grace_seconds;
+  return tree >= 0 ? tree : opt_.checkpoint_grace;
+}
+
+void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
+  std::map<JobId, std::vector<JobId>> victims_of;
+  for (const Preemption& p : d.preemptions) victims_of[p.for_job].push_back(p.job);
+  for (const Start& s : d.starts) {
+    Gang& g = *in.by_job[s.job];
+    auto v = victims_of.find(s.job);
+    if (v != victims_of.end()) {
+      // The preemptor waits until its victims are gone: their GPUs are not free before.
+      for (JobId vj : v->second) {
+        const Gang& victim = *in.by_job[vj];
+        evict_gang(victim, victim.bound_pods,
+                   "preempted by " + g.key + " (queue " + g.pending_spec.name + ")",
+                   grace_for(victim));
+        g.waits_for.insert(victim.bound_pods.begin(), victim.bound_pods.end());
+        ++counters_.preemptions;
+      }
+      g.waits_since = t;
+      continue;
+    }
+    if (!fits(model_.ledger(), s.alloc)) {
+      model_.mark_dirty();  // decided on capacity its victims still hold; decide again
+      continue;
+    }
+    bind_gang(g, s, t);
+  }
+}
+
+void KubeScheduler::bind_gang(Gang& g, const Start& s, double) {
+  const Allocation& a = s.alloc;
+  const size_t k = static_cast<size_t>(a.gpus_per_member);
+  const uint64_t id = next_attempt_++;
+  BindAttempt& att = attempts_[id];
+  att.gang = g.key;
+  att.need = g.pending_spec.min_members;
+  ++counters_.starts;
+  for (size_t m = 0; m < a.member_node.size() && m < g.pending_pods.size(); ++m) {
+    const std::string& uid = g.pending_pods[m];
+    PodRecord* r = model_.pod(uid);
+    if (!r) continue;
+    std::vector<GpuShare> shares(a.shares.begin() + static_cast<std::ptrdiff_t>(m * k),
+                                 a.shares.begin() + static_cast<std::ptrdiff_t>((m + 1) * k));
+    std::string index;
+    for (const GpuShare& sh : shares) {
+      if (!index.empty()) index += ",";
+      index += std::to_string(model_.gpu_index(sh.gpu));
+    }
+    model_.assume(uid, a.member_node[m], shares);
+    json binding = {
+        {"apiVersion", "v1"},
+        {"kind", "Binding"},
+        {"metadata", {{"name", r->info.name}, {"namespace", r->info.ns}, {"uid", uid}}},
+        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", r->assumed_node}}}};
+    if (!index.empty()) binding["metadata"]["annotations"] = {{kGpuIndexAnnotation, index}};
+    const size_t member = att.uids.size();
+    att.uids.push_back(uid);
+    att.status.push_back(0);
+    att.errors.emplace_back();
+    ++att.outstanding;
+    const std::string path = pod_path(r->info.ns, r->info.name) + "/binding";
+    binder_->push([this, id, member, path, body = std::move(binding)] {
+      // At most once per pod: a bind that got no answer is not retried blindly; the watch
+      // tells whether it landed, and the gang is decided again.
+      Response res = client_->post(path, body);
+      Inbox::BindResult out;
+      out.attempt = id;
+      out.member = member;
+      out.status = res.status;
+      if (!res.ok()) out.error = res.describe();
+      inbox_->push(std::move(out));
+    });
+  }
+  if (att.uids.empty()) attempts_.erase(id);
+}
+
+void KubeScheduler::evict_gang(const Gang& g, const std::vector<std::string>& uids,
+                               const std::string& why, double grace) {
+  for (const std::string& uid : uids) {
+    PodRecord* r = model_.pod(uid);
+    if (!r) continue;
+    model_.mark_evicting(uid);
+    ++kube_counters_.evictions;
+    const PodInfo p = r->info;
+    post_event(p, "Normal", "Preempted", "Preempting", why);
+    const auto grace_s = static_cast<int64_t>(std::max(0.0, grace));
+    actions_->push([this, p, why, grace_s] {
+      // As kube-scheduler: mark the pod a disruption target first, then evict it (the
+      // Eviction API honours PodDisruptionBudgets; the grace is the checkpoint grace).
+      json cond = {{"status",
+                    {{"conditions",
+                      {{{"type", "DisruptionTarget"},
+                        {"status", "True"},
+                        {"reason", "PreemptionByScheduler"},
+                        {"message", truncate(why, 1024)},
+                        {"lastTransitionTime", format_time(wall_now())}}}}}}};
+      Response c =
+          client_->patch(pod_path(p.ns, p.name) + "/status", cond, PatchType::kStrategicMerge);
+      if (!c.ok() && c.status != 404) ++api_errors_;
+      json ev = {{"apiVersion", "policy/v1"},
+                 {"kind", "Eviction"},
+                 {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
+                 {"deleteOptions",
+                  {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
+      for (int attempt = 0; attempt < 30 && !stop_.load(); ++attempt) {
+        Response e = client_->post(pod_path(p.ns, p.name) + "/eviction", ev);
+        if (e.ok() || e.status == 404 || e.status == 409) return;  // done, or already gone
+        ++api_errors_;
+        if (e.status != 429 && e.status != 0 && e.status < 500) {
+          std::fprintf(stderr, "tessera kube: evicting %s/%s: %s\n", p.ns.c_str(), p.name.c_str(),
+                       e.describe().c_str());
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));  // a PDB, or the server is busy
+      }
+    });
+  }
+  (void)g;
+}
+
+void KubeScheduler::roll_back_partial_gangs(double t) {
+  for (const auto& [key, g] : model_.gangs()) {
+    if (g.partial_since <= 0 || t - g.partial_since < opt_.gang_timeout) continue;
+    Gang* mg = model_.gang(key);
+    std::vector<std::string> bound = mg->bound_pods;
+    mg->partial_since = 0;
+    if (bound.empty()) continue;
+    ++kube_counters_.gang_rollbacks;
+    evict_gang(*mg, bound,
+               "gang " + key + " stayed partly bound for " +
+                   std::to_string(static_cast<int>(opt_.gang_timeout)) +
+                   " s; its bound members are evicted so that it can start whole",
+               0);
+  }
+}
+
+void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const std::string& reason,
+                               const std::string& action, const std::string& note) {
+  ++kube_counters_.events;
+  json ev = {{"apiVersion", "events.k8s.io/v1"},
+             {"kind", "Event"},
+             {"metadata", {{"generateName", p.name + "."}, {"namespace", p.ns}}},
+             {"eventTime", format_micro_time(wall_now())},
+             {"type", type},
+             {"reason", reason},
+             {"action", action},
+             {"note", truncate(note, 1024)},
+             {"reportingController", "tessera.io/scheduler"},
+             {"reportingInstance", opt_.reporting_instance},
+             {"regarding",
+              {{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"namespace", p.ns},
+               {"name", p.name},
+               {"uid", p.uid}}}};
+  const std::string path = "/apis/events.k8s.io/v1/namespaces/" + p.ns + "/events";
+  status_->push([this, path, body = std::move(ev)] {
+    if (!client_->post(path, body).ok()) ++api_errors_;
+  });
+}
+
+void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, double t) {
+  std::map<const Gang*, std::string> why;
+  for (const PendingReason& r : d.pending) {
+    const Gang* g = in.by_job[r.job];
+    const std::string blocker = r.blocker < in.by_job.size() ? in.by_job[r.blocker]->key : "";
+    const std::string queue =
+        r.queue < model_.tree().size() ? model_.tree().queue(r.queue).path : "";
+    why[g] = describe(r, blocker, queue);
+  }
+  for (const auto& [key, g] : model_.gangs()) {
+    if (!g.waiting.empty()) why[&g] = g.waiting;
+  }
+  for (const auto& [g, reason] : why) {
+    const std::string msg = "gang " + g->key + " (" + std::to_string(g->pending_pods.size()) +
+                            " pending pods): " + reason;
+    for (const std::string& uid : g->pending_pods) {
+      PodRecord* r = model_.pod(uid);
+      if (!r) continue;
+      const bool changed = written_[uid] != msg;
+      if (changed && r->info.unschedulable_message != msg) {
+        written_[uid] = msg;
+        const PodInfo& p = r->info;
+        json body = {{"status",
+                      {{"conditions",
+                        {{{"type", "PodScheduled"},
+                          {"status", "False"},
+                          {"reason", "Unschedulable"},
+                          {"message", msg},
+                          {"lastTransitionTime", format_time(wall_now())}}}}}}};
+        const std::string path = pod_path(p.ns, p.name) + "/status";
+        ++kube_counters_.status_writes;
+        status_->push([this, path, body = std::move(body)] {
+          Response res = client_->patch(path, body, PatchType::kStrategicMerge);
+          if (!res.ok() && res.status != 404) ++api_errors_;
+        });
+      } else if (changed) {
+        written_[uid] = msg;  // the API already says so (a restart): nothing to write
+      }
+      // One FailedScheduling event when the reason changes, then at most every event_interval.
+      auto le = last_event_.find(uid);
+      if (changed || le == last_event_.end() || t - le->second >= opt_.event_interval) {
+        last_event_[uid] = t;
+        post_event(r->info, "Warning", "FailedScheduling", "Scheduling", msg);
+      }
+    }
+  }
+  std::map<std::string, PendingReason> reasons;
+  for (const PendingReason& r : d.pending) reasons[in.by_job[r.job]->key] = r;
+  reasons_.clear();
+  for (auto& [k, r] : reasons) reasons_.emplace(k, r);
+}
+
+void KubeScheduler::write_group_status() {
+  for (const auto& [key, info] : model_.groups()) {
+    const Gang* g = model_.gangs().count(key) ? &model_.gangs().at(key) : nullptr;
+    int32_t scheduled = 0, running = 0;
+    if (g) {
+      for (const std::string& uid : g->bound_pods) {
+        ++scheduled;
+        auto it = model_.pods().find(uid);
+        if (it != model_.pods().end() && it->second.info.phase == "Running") ++running;
+      }
+    }
+    const int32_t succeeded = std::max(info.succeeded, done_[key].first);
+    const int32_t failed = std::max(info.failed, done_[key].second);
+    std::string phase = "Pending";
+    if (failed > 0 && running + succeeded < info.min_member) {
+      phase = "Failed";
+    } else if (succeeded >= info.min_member && running == 0) {
+      phase = "Finished";
+    } else if (running + succeeded >= info.min_member) {
+      phase = "Running";
+    } else if (scheduled > 0) {
+      phase = "Scheduling";
+    }
+    json status = {{"phase", phase},
+                   {"scheduled", scheduled},
+                   {"running", running},
+                   {"succeeded", succeeded},
+                   {"failed", failed}};
+    const std::string text = status.dump();
+    if (group_status_[key] == text) continue;
+    group_status_[key] = text;
+    const std::string path = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + info.ns +
+                             "/podgroups/" + info.name + "/status";
+    ++kube_counters_.status_writes;
+    status_->push([this, path, body = json{{"status", status}}] {
+      Response res = client_->patch(path, body, PatchType::kMerge);
+      if (!res.ok() && res.status != 404) ++api_errors_;
+    });
+  }
+}
+
+// ---- the read API ----
+
+int64_t KubeScheduler::job_id(const std::string& gang_key) const {
+  auto [it, inserted] = ids_.emplace(gang_key, next_id_);
+  if (inserted) ++next_id_;
+  return it->second;
+}
+
+JobView KubeScheduler::view_locked(const Gang& g) const {
+  JobView v;
+  JobRow& row = v.row;
+  row.id = job_id(g.key);
+  row.spec.name = g.key;
+  double submitted = 0, started = -1;
+  int32_t members = 0;
+  std::string queue;
+  for (const std::string& uid : g.pods) {
+    auto it = model_.pods().find(uid);
+    if (it == model_.pods().end()) continue;
+    const PodInfo& p = it->second.info;
+    queue = p.queue;
+    submitted = submitted == 0 ? p.created : std::min(submitted, p.created);
+    ++members;
+    row.spec.gpus = p.demand.gpus;
+    row.spec.gpu_milli = p.demand.gpu_milli;
+    row.spec.cpu_milli = p.demand.cpu_milli;
+    row.spec.mem_mib = p.demand.mem_mib;
+    if (it->second.slot && !p.node_name.empty()) {
+      started = started < 0 ? p.bound_at : std::min(started, p.bound_at);
+      MemberPlacement mp;
+      mp.rank = static_cast<int32_t>(v.placement.size());
+      mp.node = p.node_name;
+      for (const GpuShare& s : it->second.slot->shares) {
+        mp.gpus.push_back(model_.gpu_index(s.gpu));
+        mp.gpu_milli = s.milli;
+      }
+      v.placement.push_back(std::move(mp));
+    }
+  }
+  row.tenant = queue;
+  row.spec.tenant = queue;
+  row.spec.min_members = g.pending_spec.min_members;
+  row.spec.max_members = members;
+  row.submitted_at = submitted;
+  row.started_at = started;
+  row.state =
+      g.pending_pods.empty() && !g.bound_pods.empty() ? JobState::kRunning : JobState::kPending;
+  if (row.state == JobState::kPending) {
+    auto r = reasons_.find(g.key);
+    if (!g.waiting.empty()) {
+      v.pending_reason = g.waiting;
+    } else if (r != reasons_.end()) {
+      const PendingReason& pr = r->second;
+      v.pending_reason = describe(
+          pr, "", pr.queue < model_.tree().size() ? model_.tree().queue(pr.queue).path : "");
+    }
+  }
+  return v;
+}
+
+std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
+  std::lock_guard lock(mu_);
+  std::vector<JobView> out;
+  for (const auto& [key, g] : model_.gangs()) {
+    JobView v = view_locked(g);
+    if (f.state && v.row.state != *f.state) continue;
+    if (!f.tenant.empty() && v.row.tenant != f.tenant) continue;
+    if (v.row.id <= f.after) continue;
+    out.push_back(std::move(v));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const JobView& a, const JobView& b) { return a.row.id < b.row.id; });
+  if (f.limit > 0 && out.size() > f.limit) out.resize(f.limit);
+  return out;
+}
+
+std::optional<JobView> KubeScheduler::job(int64_t id) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, g] : model_.gangs()) {
+    auto it = ids_.find(key);
+    if (it != ids_.end() && it->second == id) return view_locked(g);
+  }
+  return std::nullopt;
+}
+
+std::vector<QueueView> KubeScheduler::queues() const {
+  std::lock_guard lock(mu_);
+  const QueueTree& tree = model_.tree();
+  // What each queue holds now, and its fair share of the cluster.
+  std::vector<PendingJob> pending;
+  std::vector<RunningJob> running;
+  std::map<std::string, std::pair<int64_t, int64_t>> counts;  // queue -> pending, running
+  for (const auto& [key, g] : model_.gangs()) {
+    if (g.pending_id != kNoId) {
+      pending.push_back(PendingJob{g.pending_id, &g.pending_spec, 0, g.pending_spec.submit_time});
+    }
+    if (g.running_id != kNoId) {
+      RunningJob r;
+      r.id = g.running_id;
+      r.spec = &g.running_spec;
+      r.alloc = &g.running_alloc;
+      running.push_back(r);
+    }
+    const std::string& q = g.pending_id != kNoId   ? model_.tenants().name(g.pending_spec.tenant)
+                           : g.running_id != kNoId ? model_.tenants().name(g.running_spec.tenant)
+                                                   : std::string();
+    if (q.empty()) continue;
+    if (!g.pending_pods.empty()) ++counts[q].first;
+    if (!g.bound_pods.empty()) ++counts[q].second;
+  }
+  Snapshot snap;
+  snap.now = now();
+  snap.state = &model_.ledger();
+  snap.pending = pending;
+  snap.running = running;
+  snap.queues = &tree;
+  snap.decayed_usage = decayed_.view();
+  const QueueShares shares = compute_queue_shares(snap);
+  std::vector<QueueView> out;
+  for (QueueId q = 0; q < tree.size(); ++q) {
+    const QueueSpec& spec = tree.queue(q);
+    QueueView v;
+    v.path = q == kRootQueue ? "/" : spec.path;
+    v.weight = spec.weight;
+    v.guarantee_gpus = static_cast<double>(spec.guarantee[kGpuDim]) / 1000.0;
+    v.limit_gpus =
+        spec.limit[kGpuDim] >= kUnlimited ? -1 : static_cast<double>(spec.limit[kGpuDim]) / 1000.0;
+    v.holds_gpus = static_cast<double>(shares.usage[q][kGpuDim]) / 1000.0;
+    v.fair_share_gpus = static_cast<double>(shares.entitled[q][kGpuDim]) / 1000.0;
+    if (decayed_.on()) v.decayed_gpus = decayed_.value(q)[kGpuDim] / 1000.0;
+    for (TenantId t = 0; t < model_.tenants().size(); ++t) {
+      for (QueueId a = tree.leaf_of(t); a != kNoId; a = tree.queue(a).parent) {
+        if (a == q) {
+          const auto& c = counts[model_.tenants().name(t)];
+          v.pending_jobs += c.first;
+          v.running_jobs += c.second;
+          break;
+        }
+        if (a == kRootQueue) break;
+      }
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<NodeView> KubeScheduler::nodes() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeView> out;
+  const Cluster& c = model_.cluster();
+  const ClusterState& st = model_.ledger();
+  for (NodeId n = 0; n < c.nodes().size(); ++n) {
+    const Node& node = c.node(n);
+    NodeView v;
+    v.name = node.name;
+    v.gpu_type = c.gpu_types().at(node.gpu_type).name;
+    for (uint16_t k = 0; k < node.num_gpus; ++k) {
+      v.gpus.push_back(GpuView{k, st.gpu_free(node.first_gpu + k)});
+    }
+    v.cpu_milli = node.cpu_milli;
+    v.free_cpu_milli = st.node_free_cpu(n);
+    v.mem_mib = node.mem_mib;
+    v.free_mem_mib = st.node_free_mem(n);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+ServiceMetrics KubeScheduler::metrics() const {
+  std::lock_guard lock(mu_);
+  ServiceMetrics m = counters_;
+  std::map<std::string, ServiceMetrics::Tenant> by;
+  for (TenantId t = 0; t < model_.tenants().size(); ++t)
+    by[model_.tenants().name(t)].name = model_.tenants().name(t);
+  for (const auto& [key, g] : model_.gangs()) {
+    std::string q;
+    for (const std::string& uid : g.pods) {
+      auto it = model_.pods().find(uid);
+      if (it != model_.pods().end()) {
+        q = it->second.info.queue;
+        break;
+      }
+    }
+    if (q.empty()) continue;
+    ServiceMetrics::Tenant& tn = by[q];
+    tn.name = q;
+    if (!g.pending_pods.empty()) {
+      ++tn.pending;
+      ++m.pending_jobs;
+    }
+    if (!g.bound_pods.empty()) {
+      ++tn.running;
+      ++m.running_jobs;
+    }
+    for (const std::string& uid : g.bound_pods) {
+      auto it = model_.pods().find(uid);
+      if (it == model_.pods().end() || !it->second.slot) continue;
+      for (const GpuShare& s : it->second.slot->shares) tn.gpus_allocated += s.milli / 1000.0;
+    }
+  }
+  for (auto& [name, tn] : by) m.tenants.push_back(tn);
+  m.gpus_total = model_.cluster().num_gpus();
+  m.gpus_allocated = static_cast<double>(model_.ledger().allocated_milli()) / 1000.0;
+  return m;
+}
+
+KubeMetrics KubeScheduler::kube_metrics() const {
+  std::lock_guard lock(mu_);
+  KubeMetrics k = kube_counters_;
+  k.api_errors = api_errors_.load();
+  for (const auto& r : reflectors_) {
+    k.relists += r->stats().expired.load();
+    k.reconnects += r->stats().reconnects.load();
+  }
+  k.leading = leading();
+  return k;
+}
+
+}  // namespace tessera::kube

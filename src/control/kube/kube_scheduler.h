@@ -1,0 +1,151 @@
+// `tessera kube`: the Kubernetes scheduler on the engine. Kubernetes owns the pods; Tessera
+// only decides (DESIGN.md, "The Kubernetes scheduler"):
+//
+//   list+watch Pods, Nodes, PodGroups -> inbox -> ClusterModel (incremental)
+//     -> engine cycle (schedule_cycle, as simulate and serve) -> Decisions
+//     -> binder (every member of a gang, in parallel, at most once per pod)
+//     -> evictor (whole gangs, DisruptionTarget then the Eviction API with the checkpoint grace)
+//     -> status (PodScheduled=False + reason, Events, PodGroup status), rate-limited
+//
+// Threads: one reflector thread per watched collection parses objects and queues them; the
+// scheduler thread owns the model (applies queued events, runs cycles, handles bind results);
+// pools of workers talk to the API server. The model's mutex is held by the scheduler thread
+// while it works and by the read API while it builds a view.
+//
+// Only the leader (with --leader-elect) binds, evicts and writes status; a standby keeps its
+// cache warm so that it can take over at once.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/kubernetes/kube_client.h"
+#include "backend/kubernetes/reflector.h"
+#include "control/kube/cluster_model.h"
+#include "control/kube/leader_elector.h"
+#include "control/kube/work_queue.h"
+#include "control/service.h"
+#include "engine/decayed_usage.h"
+#include "engine/policy.h"
+
+namespace tessera::kube {
+
+struct SchedulerOptions {
+  ModelOptions model;
+  std::string policy = "fair";
+  uint64_t seed = 0;
+  double checkpoint_grace = 30;  // eviction grace for pods that name none (seconds)
+  bool leader_elect = false;
+  LeaseOptions lease;
+  int bind_workers = 16;
+  int action_workers = 4;             // evictions, DisruptionTarget conditions
+  int status_workers = 2;             // pod conditions, events, PodGroup status
+  double status_qps = 200;            // at most this many status writes a second
+  double min_cycle_interval = 0.005;  // batch events arriving together
+  double max_cycle_interval = 1.0;    // a cycle at least this often (timeouts, retries)
+  double gang_timeout = 30;           // a gang partly bound this long has its bound members evicted
+  double event_interval = 300;  // a waiting pod's FailedScheduling event repeats at most this often
+  std::string reporting_instance = "tessera";  // Events' reportingInstance
+};
+
+// Counters for /metrics beyond the service's.
+struct KubeMetrics {
+  uint64_t binds_ok = 0, binds_failed = 0, binds_conflict = 0;
+  uint64_t evictions = 0, status_writes = 0, events = 0, api_errors = 0;
+  uint64_t gang_rollbacks = 0;  // gangs whose bound members were evicted after a failed bind
+  std::vector<double> bind_bucket_bounds;    // create -> bind latency, seconds
+  std::vector<uint64_t> bind_bucket_counts;  // cumulative
+  double bind_latency_sum = 0;
+  uint64_t relists = 0, reconnects = 0;
+  bool leading = false;
+};
+
+class KubeScheduler {
+ public:
+  KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions opt);
+  ~KubeScheduler();
+  KubeScheduler(const KubeScheduler&) = delete;
+  KubeScheduler& operator=(const KubeScheduler&) = delete;
+
+  void start();
+  void stop();
+  bool leading() const;
+  // The watches have listed everything once (the cache is warm).
+  bool synced() const;
+
+  // The read API (the same views as `tessera serve`): a job is a gang (pod group).
+  std::vector<QueueView> queues() const;
+  std::vector<JobView> jobs(const JobFilter& f) const;
+  std::optional<JobView> job(int64_t id) const;
+  std::vector<NodeView> nodes() const;
+  ServiceMetrics metrics() const;
+  KubeMetrics kube_metrics() const;
+
+ private:
+  struct Inbox;
+  struct BindAttempt;
+  class Handler;
+
+  void run_loop();
+  void drain_inbox();
+  void drain_bind_results();
+  void run_cycle();
+  void apply(const Decisions& d, const CycleInput& in, double now);
+  void bind_gang(Gang& g, const Start& s, double now);
+  void evict_gang(const Gang& g, const std::vector<std::string>& uids, const std::string& why,
+                  double grace);
+  void roll_back_partial_gangs(double now);
+  void write_status(const CycleInput& in, const Decisions& d, double now);
+  void write_group_status();
+  void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
+                  const std::string& action, const std::string& note);
+  double grace_for(const Gang& g) const;
+  double now() const;
+  int64_t job_id(const std::string& gang_key) const;  // stable per gang, for the read API
+  JobView view_locked(const Gang& g) const;
+
+  std::shared_ptr<Client> client_;
+  SchedulerOptions opt_;
+  Policy policy_;
+  std::unique_ptr<Inbox> inbox_;
+  std::vector<std::unique_ptr<Handler>> handlers_;
+  std::vector<std::unique_ptr<Reflector>> reflectors_;
+  std::unique_ptr<LeaderElector> elector_;
+  std::unique_ptr<WorkQueue> binder_, actions_, status_;
+
+  mutable std::mutex mu_;  // the model and everything below
+  ClusterModel model_;
+  uint64_t cycle_no_ = 0;
+  double last_cycle_ = 0;
+  std::map<uint64_t, BindAttempt> attempts_;
+  uint64_t next_attempt_ = 1;
+  std::unordered_map<std::string, double> last_event_;      // pod uid -> when its last event went
+  std::unordered_map<std::string, std::string> written_;    // pod uid -> PodScheduled message sent
+  std::map<std::string, std::string> group_status_;         // podgroup key -> status JSON sent
+  std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> reason, last cycle
+  mutable std::map<std::string, int64_t> ids_;              // gang key -> read-API id
+  mutable int64_t next_id_ = 1;
+  // Pod-group members seen finishing (succeeded, failed), for PodGroup status: finished pods
+  // leave the watch (it selects unfinished ones), so they are counted as they go.
+  std::map<std::string, std::pair<int32_t, int32_t>> done_;
+  ServiceMetrics counters_;
+  KubeMetrics kube_counters_;
+  std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
+  DecayedUsage decayed_;
+
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tessera::kube

@@ -1,0 +1,161 @@
+// The scheduler's model of a cluster: capacity from every bound pod, gangs from pod groups,
+// and the engine's decisions on it.
+#include "control/kube/cluster_model.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/cycle.h"
+#include "engine/policy.h"
+
+namespace tessera::kube {
+namespace {
+
+NodeInfo gpu_node(const std::string& name, const std::string& rack, int gpus = 8,
+                  bool ready = true) {
+  NodeInfo n;
+  n.name = name;
+  n.labels = {{"kubernetes.io/hostname", name},
+              {"rack", rack},
+              {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  n.gpu_product = "NVIDIA-H100-80GB-HBM3";
+  n.ready = ready;
+  n.gpus = gpus;
+  n.cpu_milli = 96000;
+  n.mem_mib = 1 << 20;
+  return n;
+}
+
+PodInfo gpu_pod(const std::string& name, int gpus, const std::string& group = "",
+                const std::string& scheduler = "tessera", const std::string& node = "") {
+  PodInfo p;
+  p.ns = "team-a";
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.scheduler_name = scheduler;
+  p.node_name = node;
+  p.phase = node.empty() ? "Pending" : "Running";
+  p.group = group;
+  p.queue = "team-a";
+  p.demand.gpus = gpus;
+  p.demand.cpu_milli = 1000;
+  p.created = 100;
+  return p;
+}
+
+ModelOptions options() {
+  ModelOptions o;
+  o.topology_labels = {"rack"};
+  return o;
+}
+
+TEST(ClusterModel, CountsEveryBoundPodIncludingOtherSchedulersAndSkipsNotReadyNodes) {
+  ClusterModel m(options());
+  m.upsert_node(gpu_node("n0", "r0"));
+  m.upsert_node(gpu_node("n1", "r0"));
+  m.upsert_node(gpu_node("n2", "r1", 8, /*ready=*/false));
+  m.upsert_pod(gpu_pod("other", 6, "", "default-scheduler", "n0"), 0);
+  m.upsert_pod(gpu_pod("daemon", 0, "", "default-scheduler", "n1"), 0);
+  m.refresh();
+  EXPECT_EQ(m.cluster().nodes().size(), 2u);  // n2 is NotReady
+  EXPECT_EQ(m.cluster().racks().size(), 1u);
+  EXPECT_EQ(m.ledger().allocated_milli(), 6000);
+  EXPECT_EQ(m.ledger().node_free_whole(*m.node_id("n0")), 2);
+  // Over-committed by someone else: counted up to what is there, never thrown.
+  m.upsert_pod(gpu_pod("greedy", 4, "", "default-scheduler", "n0"), 0);
+  EXPECT_EQ(m.ledger().node_free_whole(*m.node_id("n0")), 0);
+  EXPECT_EQ(m.overflow_pods(), 1u);
+  // The pod finishes: its GPUs come back.
+  m.remove_pod("uid-other");
+  EXPECT_EQ(m.ledger().node_free_whole(*m.node_id("n0")), 6);
+  // The node becomes Ready: rebuilt with it, the bound pods replayed (the greedy pod now fits
+  // whole).
+  m.upsert_node(gpu_node("n2", "r1"));
+  m.refresh();
+  EXPECT_EQ(m.cluster().nodes().size(), 3u);
+  EXPECT_EQ(m.ledger().allocated_milli(), 4000);
+  EXPECT_EQ(m.overflow_pods(), 0u);
+}
+
+TEST(ClusterModel, AGangWaitsForItsPodGroupAndItsPodsThenStartsWhole) {
+  ClusterModel m(options());
+  for (int i = 0; i < 4; ++i) m.upsert_node(gpu_node("n" + std::to_string(i), "r0"));
+  for (int i = 0; i < 3; ++i) m.upsert_pod(gpu_pod("w" + std::to_string(i), 8, "train"), 0);
+  m.refresh();
+  CycleInput in = m.prepare(200);
+  EXPECT_TRUE(in.pending.empty());
+  EXPECT_NE(m.gang("team-a/train")->waiting.find("waiting for PodGroup"), std::string::npos);
+
+  PodGroupInfo g;
+  g.ns = "team-a";
+  g.name = "train";
+  g.min_member = 4;
+  m.upsert_group(g);
+  in = m.prepare(200);
+  EXPECT_TRUE(in.pending.empty());
+  EXPECT_NE(m.gang("team-a/train")->waiting.find("3 of minMember 4"), std::string::npos);
+
+  m.upsert_pod(gpu_pod("w3", 8, "train"), 0);
+  in = m.prepare(200);
+  ASSERT_EQ(in.pending.size(), 1u);
+  EXPECT_EQ(in.pending[0].spec->min_members, 4);
+  EXPECT_EQ(in.pending[0].spec->demand.gpus, 8);
+
+  Policy policy = make_policy("fair", 1);
+  Snapshot snap;
+  snap.now = 200;
+  snap.state = &m.ledger();
+  snap.pending = in.pending;
+  snap.running = in.running;
+  snap.queues = &m.tree();
+  const Decisions d = schedule_cycle(snap, policy);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].alloc.members(), 4);
+}
+
+TEST(ClusterModel, NodeSelectorsAndTaintsRestrictWhereAGangMayGo) {
+  ClusterModel m(options());
+  NodeInfo a100 = gpu_node("a", "r0");
+  a100.labels["nvidia.com/gpu.product"] = a100.gpu_product = "NVIDIA-A100-SXM4-80GB";
+  m.upsert_node(a100);
+  NodeInfo tainted = gpu_node("t", "r0");
+  tainted.taints.push_back({"dedicated", "infer", "NoSchedule"});
+  m.upsert_node(tainted);
+  m.upsert_node(gpu_node("h", "r0"));
+  PodInfo p = gpu_pod("x", 8);
+  p.constraints.selector = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  m.upsert_pod(p, 0);
+  m.refresh();
+  CycleInput in = m.prepare(10);
+  ASSERT_EQ(in.pending.size(), 1u);
+  const auto& set = in.pending[0].spec->eligible_nodes;
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->size(), 1u);
+  EXPECT_TRUE(set->contains(*m.node_id("h")));
+}
+
+TEST(ClusterModel, AssumedBindsHoldCapacityUntilForgotten) {
+  ClusterModel m(options());
+  m.upsert_node(gpu_node("n0", "r0"));
+  m.upsert_pod(gpu_pod("p", 4), 0);
+  m.refresh();
+  const NodeId n = *m.node_id("n0");
+  const GpuId first = m.cluster().node(n).first_gpu;
+  m.assume("uid-p", n, {{first, 1000}, {first + 1, 1000}, {first + 2, 1000}, {first + 3, 1000}});
+  EXPECT_EQ(m.ledger().node_free_whole(n), 4);
+  CycleInput in = m.prepare(1);
+  EXPECT_TRUE(in.pending.empty());  // in flight: not offered again
+  // The watch shows it bound where we said: the slot stays.
+  PodInfo bound = gpu_pod("p", 4, "", "tessera", "n0");
+  bound.gpu_index = {0, 1, 2, 3};
+  m.upsert_pod(bound, 0);
+  EXPECT_EQ(m.ledger().node_free_whole(n), 4);
+  // A second pod's bind fails: its capacity comes back.
+  m.upsert_pod(gpu_pod("q", 2), 0);
+  m.assume("uid-q", n, {{first + 4, 1000}, {first + 5, 1000}});
+  EXPECT_EQ(m.ledger().node_free_whole(n), 2);
+  m.forget("uid-q");
+  EXPECT_EQ(m.ledger().node_free_whole(n), 4);
+}
+
+}  // namespace
+}  // namespace tessera::kube

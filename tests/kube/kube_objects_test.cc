@@ -1,0 +1,148 @@
+// How the scheduler reads pods and nodes: the conventions of docs/kubernetes.md.
+#include "control/kube/kube_objects.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera::kube {
+namespace {
+
+using nlohmann::json;
+
+json pod(json labels = json::object(), json annotations = json::object(), json spec_extra = {}) {
+  json p = {{"metadata",
+             {{"name", "p0"},
+              {"namespace", "team-a"},
+              {"uid", "u0"},
+              {"resourceVersion", "7"},
+              {"creationTimestamp", "2026-01-02T03:04:05Z"},
+              {"labels", labels},
+              {"annotations", annotations}}},
+            {"spec",
+             {{"schedulerName", "tessera"},
+              {"containers",
+               {{{"name", "main"},
+                 {"resources",
+                  {{"limits", {{"nvidia.com/gpu", "2"}}},
+                   {"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}}}}}}},
+            {"status", {{"phase", "Pending"}}}};
+  if (spec_extra.is_object()) p["spec"].update(spec_extra);
+  return p;
+}
+
+TEST(KubeObjects, PodRequestsQueueAndClassFollowTheConventions) {
+  const PodInfo p =
+      parse_pod(pod({{"kai.scheduler/queue", "research"}, {"tessera.io/class", "production"}}));
+  EXPECT_EQ(p.demand.gpus, 2);
+  EXPECT_EQ(p.demand.gpu_milli, 1000);
+  EXPECT_EQ(p.demand.cpu_milli, 500);
+  EXPECT_EQ(p.demand.mem_mib, 1024);
+  EXPECT_EQ(p.queue, "research");  // the KAI alias
+  ASSERT_TRUE(p.priority.has_value());
+  EXPECT_EQ(*p.priority, PriorityClass::kProduction);
+  EXPECT_EQ(p.gang_key(), "pod:u0");  // no group: a gang of one
+  EXPECT_TRUE(p.invalid.empty());
+  EXPECT_DOUBLE_EQ(p.created, 1767323045.0);
+
+  // tessera.io/queue wins over the aliases; no label at all: the namespace.
+  EXPECT_EQ(parse_pod(pod({{"tessera.io/queue", "a"}, {"kueue.x-k8s.io/queue-name", "b"}})).queue,
+            "a");
+  EXPECT_EQ(parse_pod(pod()).queue, "team-a");
+}
+
+TEST(KubeObjects, GangsFromSchedulerPluginsLabelOrVolcanoAnnotation) {
+  EXPECT_EQ(parse_pod(pod({{"scheduling.x-k8s.io/pod-group", "g1"}})).gang_key(), "team-a/g1");
+  EXPECT_EQ(parse_pod(pod({}, {{"scheduling.k8s.io/group-name", "g2"}})).gang_key(), "team-a/g2");
+}
+
+TEST(KubeObjects, FractionsAndBadRequestsAreExplained) {
+  json spec = {{"containers", {{{"name", "m"}, {"resources", json::object()}}}}};
+  const PodInfo half = parse_pod(pod({}, {{"tessera.io/gpu-fraction", "0.5"}}, spec));
+  EXPECT_EQ(half.demand.gpus, 1);
+  EXPECT_EQ(half.demand.gpu_milli, 500);
+  EXPECT_EQ(parse_pod(pod({}, {{"gpu-fraction", "0.25"}}, spec)).demand.gpu_milli, 250);  // KAI
+  EXPECT_NE(parse_pod(pod({}, {{"tessera.io/gpu-fraction", "1.5"}}, spec)).invalid.find("fraction"),
+            std::string::npos);
+  // A fraction and whole GPUs together cannot both be honoured.
+  EXPECT_NE(
+      parse_pod(pod({}, {{"tessera.io/gpu-fraction", "0.5"}})).invalid.find("one or the other"),
+      std::string::npos);
+  EXPECT_NE(parse_pod(pod({{"tessera.io/class", "urgent"}})).invalid.find("unknown class"),
+            std::string::npos);
+  json bad_cpu = {
+      {"containers", {{{"name", "m"}, {"resources", {{"requests", {{"cpu", "lots"}}}}}}}}};
+  EXPECT_NE(parse_pod(pod({}, {}, bad_cpu)).invalid.find("cpu"), std::string::npos);
+}
+
+TEST(KubeObjects, InitContainersAndOverheadCount) {
+  json spec = {{"initContainers", {{{"name", "i"}, {"resources", {{"requests", {{"cpu", "4"}}}}}}}},
+               {"containers",
+                {{{"name", "a"}, {"resources", {{"requests", {{"cpu", "1"}}}}}},
+                 {{"name", "b"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}},
+               {"overhead", {{"cpu", "250m"}}}};
+  EXPECT_EQ(parse_pod(pod({}, {}, spec)).demand.cpu_milli, 4250);
+}
+
+NodeInfo node(json labels, json taints = json::array()) {
+  json n = json::object();
+  n["metadata"] = {{"name", "n1"}, {"labels", labels}};
+  n["spec"] = {{"taints", taints}};
+  n["status"]["allocatable"] = {{"nvidia.com/gpu", "8"}, {"cpu", "96"}, {"memory", "1536Gi"}};
+  n["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  return parse_node(n);
+}
+
+TEST(KubeObjects, NodeSelectorAffinityAndTaints) {
+  const NodeInfo h100 = node({{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}, {"rack", "3"}},
+                             {{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}});
+  EXPECT_EQ(h100.gpus, 8);
+  EXPECT_EQ(h100.cpu_milli, 96000);
+  EXPECT_EQ(h100.mem_mib, 1536 * 1024);
+  EXPECT_TRUE(h100.usable());
+  const auto constraints = [](json spec) { return parse_pod(pod({}, {}, spec)).constraints; };
+  const json tolerate = {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}};
+  // The taint keeps out pods that do not tolerate it.
+  EXPECT_FALSE(node_matches(constraints(json::object()), h100));
+  EXPECT_TRUE(node_matches(constraints({{"tolerations", tolerate}}), h100));
+  EXPECT_TRUE(node_matches(
+      constraints({{"tolerations", tolerate},
+                   {"nodeSelector", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}),
+      h100));
+  EXPECT_FALSE(node_matches(
+      constraints({{"tolerations", tolerate},
+                   {"nodeSelector", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}}}),
+      h100));
+  const auto affinity = [&](json expr) {
+    return constraints({{"tolerations", tolerate},
+                        {"affinity",
+                         {{"nodeAffinity",
+                           {{"requiredDuringSchedulingIgnoredDuringExecution",
+                             {{"nodeSelectorTerms", {{{"matchExpressions", {expr}}}}}}}}}}}});
+  };
+  EXPECT_TRUE(
+      node_matches(affinity({{"key", "rack"}, {"operator", "In"}, {"values", {"1", "3"}}}), h100));
+  EXPECT_FALSE(
+      node_matches(affinity({{"key", "rack"}, {"operator", "NotIn"}, {"values", {"3"}}}), h100));
+  EXPECT_TRUE(
+      node_matches(affinity({{"key", "rack"}, {"operator", "Gt"}, {"values", {"2"}}}), h100));
+  EXPECT_FALSE(node_matches(affinity({{"key", "zone"}, {"operator", "Exists"}}), h100));
+  EXPECT_TRUE(node_matches(affinity({{"key", "zone"}, {"operator", "DoesNotExist"}}), h100));
+}
+
+TEST(KubeObjects, GpuProductsMapToTheEnginesTypes) {
+  EXPECT_EQ(gpu_type_for_product("NVIDIA-H100-80GB-HBM3"), "H100");
+  EXPECT_EQ(gpu_type_for_product("NVIDIA-A100-SXM4-80GB"), "A100-80G");
+  EXPECT_EQ(gpu_type_for_product("NVIDIA-A100-SXM4-40GB"), "A100-40G");
+  EXPECT_EQ(gpu_type_for_product("NVIDIA-A10G"), "A10");
+  EXPECT_EQ(gpu_type_for_product("Tesla-T4"), "T4");
+  EXPECT_EQ(gpu_type_for_product("Some-New-GPU"), "Some-New-GPU");
+}
+
+TEST(KubeObjects, TimesRoundTrip) {
+  EXPECT_EQ(format_time(1767323045.0), "2026-01-02T03:04:05Z");
+  EXPECT_EQ(format_micro_time(1767323045.25), "2026-01-02T03:04:05.250000Z");
+  EXPECT_DOUBLE_EQ(parse_time("2026-01-02T03:04:05.250000Z"), 1767323045.25);
+  EXPECT_EQ(parse_time("garbage"), 0);
+}
+
+}  // namespace
+}  // namespace tessera::kube
