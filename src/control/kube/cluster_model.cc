@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/admission.h"
 #include "model/input_error.h"
 
 namespace tessera::kube {
@@ -424,6 +425,7 @@ CycleInput ClusterModel::prepare(double now) {
     g.terminating_pods.clear();
     g.pending_id = g.running_id = kNoId;
     g.waiting.clear();
+    g.binding = false;
     std::vector<const PodInfo*> pending, bound;
     std::string invalid;
     for (const std::string& uid : g.pods) {
@@ -434,6 +436,7 @@ CycleInput ClusterModel::prepare(double now) {
       } else if (!p.node_name.empty() || !r.assumed_node.empty()) {
         g.bound_pods.push_back(uid);
         bound.push_back(&p);
+        if (p.node_name.empty()) g.binding = true;
       } else if (!p.gated) {
         g.pending_pods.push_back(uid);
         pending.push_back(&p);
@@ -516,6 +519,11 @@ CycleInput ClusterModel::prepare(double now) {
     fill_spec(g, pending, g.pending_spec);
     g.pending_spec.min_members = std::max(1, min_member - have_bound);
     g.pending_spec.max_members = have_pending;
+    // Not now and not ever on these nodes (until nodes change): said apart from "not now".
+    if (auto never = infeasible_reason(*cluster_, g.pending_spec)) {
+      g.waiting = "no node set of this cluster can ever host it: " + *never;
+      continue;
+    }
     if (have_bound >= min_member) g.complete_once = true;
     // Members that finished leave a whole gang short: that is not a partly bound gang.
     if (have_bound > 0 && have_bound < min_member && !g.complete_once) {

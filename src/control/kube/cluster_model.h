@@ -68,6 +68,7 @@ struct Gang {
   Allocation running_alloc;
   double running_since = 0;
   std::string waiting;  // why it is not offered to the engine ("" = offered), in words
+  bool binding = false;  // some member's bind is in flight (not yet seen bound)
   // Preemption in progress: the victims' pod uids; the gang waits until they are gone.
   std::set<std::string> waits_for;
   double waits_since = 0;

@@ -445,6 +445,14 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
     Gang& g = *in.by_job[s.job];
     auto v = victims_of.find(s.job);
     if (v != victims_of.end()) {
+      // A victim whose binds are still in flight is evicted only once they have landed (an
+      // eviction must not race its own bind): decide again next cycle.
+      const bool settling = std::any_of(v->second.begin(), v->second.end(),
+                                        [&](JobId vj) { return in.by_job[vj]->binding; });
+      if (settling) {
+        model_.mark_dirty();
+        continue;
+      }
       // The preemptor waits until its victims are gone: their GPUs are not free before.
       for (JobId vj : v->second) {
         const Gang& victim = *in.by_job[vj];

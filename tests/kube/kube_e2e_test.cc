@@ -1,0 +1,321 @@
+// tessera kube end to end against the API-server emulator (HTTPS, client certificates): the
+// emulator's own binding log and fake kubelet judge the scheduler, not the scheduler's view.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "backend/kubernetes/kube_config.h"
+#include "control/kube/kube_objects.h"
+#include "control/kube/kube_scheduler.h"
+#include "kube_emulator/emulator.h"
+
+namespace tessera::kube {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class KubeE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessera-kube-e2e-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (sched_) sched_->stop();
+    sched_.reset();
+    if (emu_) emu_->stop();
+    emu_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void start_emulator(int nodes, int gpus = 8) {
+    kube_emulator::Options o;
+    o.generate_tls = true;
+    o.nodes = {kube_emulator::NodePool{.count = nodes, .gpus = gpus}};
+    o.kubelet.start_delay = std::chrono::milliseconds(20);
+    emu_ = std::make_unique<kube_emulator::Emulator>(o);
+    emu_->start();
+    kubeconfig_ = (dir_ / "kubeconfig").string();
+    std::ofstream(kubeconfig_) << emu_->kubeconfig();
+  }
+
+  void start_scheduler(const std::string& queues_yaml = "") {
+    SchedulerOptions opt;
+    opt.model.topology_labels = {"network.topology.nvidia.com/spine",
+                                 "network.topology.nvidia.com/leaf"};
+    if (!queues_yaml.empty()) {
+      opt.model.queues_path = (dir_ / "queues.yaml").string();
+      std::ofstream(opt.model.queues_path) << queues_yaml;
+    }
+    opt.checkpoint_grace = 1;
+    opt.event_interval = 5;
+    auto client = std::make_shared<Client>(load_kubeconfig(kubeconfig_));
+    sched_ = std::make_unique<KubeScheduler>(client, opt);
+    sched_->start();
+  }
+
+  void create_namespace(const std::string& ns) {
+    const auto r = emu_->request(
+        "POST", "/api/v1/namespaces",
+        json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}.dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+
+  void create_group(const std::string& ns, const std::string& name, int min_member) {
+    const auto r =
+        emu_->request("POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + ns + "/podgroups",
+                      json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                           {"kind", "PodGroup"},
+                           {"metadata", {{"name", name}, {"namespace", ns}}},
+                           {"spec", {{"minMember", min_member}}}}
+                          .dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+
+  // A pod of ours asking for `gpus` GPUs, running `seconds` (0: until deleted).
+  void create_pod(const std::string& ns, const std::string& name, int gpus,
+                  const std::string& group = "", double seconds = 0,
+                  const std::string& scheduler = "tessera") {
+    json labels = json::object(), notes = json::object();
+    if (!group.empty()) labels[kPodGroupLabel] = group;
+    if (seconds > 0) {
+      notes["pod-complete.stage.kwok.x-k8s.io/delay"] =
+          std::to_string(static_cast<int>(seconds * 1000)) + "ms";
+    }
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", name}, {"namespace", ns}, {"labels", labels}, {"annotations", notes}}},
+                {"spec",
+                 {{"schedulerName", scheduler},
+                  {"terminationGracePeriodSeconds", 1},
+                  {"containers",
+                   {{{"name", "main"},
+                     {"image", "trainer"},
+                     {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+    const auto r = emu_->request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
+    ASSERT_EQ(r.status, 201) << r.body;
+  }
+
+  json pods(const std::string& query = "") {
+    return emu_->request("GET", "/api/v1/pods" + query).json_body()["items"];
+  }
+
+  template <class Pred>
+  bool wait_for(Pred pred, double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return pred();
+  }
+
+  fs::path dir_;
+  std::string kubeconfig_;
+  std::unique_ptr<kube_emulator::Emulator> emu_;
+  std::unique_ptr<KubeScheduler> sched_;
+};
+
+TEST_F(KubeE2E, ThreeTenantsGangsOfOneToThirtyTwoNoPartialGangNoOvercommit) {
+  start_emulator(64);
+  const std::vector<std::string> teams = {"team-a", "team-b", "team-c"};
+  for (const auto& ns : teams) create_namespace(ns);
+  start_scheduler();
+  // Each team: gangs of 32, 16, 8, 4, 2 and 1 pods of 2 GPUs, twice: 252 pods, 504 GPUs a
+  // team, three times the cluster's 512 GPUs in all; each runs 2 s.
+  std::map<std::string, int> group_size;
+  int total = 0;
+  for (const auto& ns : teams) {
+    for (int round = 0; round < 2; ++round) {
+      for (int size : {32, 16, 8, 4, 2, 1}) {
+        const std::string g = "g" + std::to_string(size) + "-" + std::to_string(round);
+        create_group(ns, g, size);
+        group_size[ns + "/" + g] = size;
+        for (int i = 0; i < size; ++i) {
+          create_pod(ns, g + "-" + std::to_string(i), 2, g, 2.0);
+          ++total;
+        }
+      }
+    }
+  }
+  // Every pod is bound once and then succeeds, or is preempted (evicted: bare pods do not come
+  // back) to give another team its fair share. The kubelet would fail a pod its node cannot
+  // hold (OutOf...).
+  ASSERT_TRUE(wait_for(
+      [&] {
+        int bound = 0;
+        for (const auto& b : emu_->bindings()) bound += b.code == 201;
+        for (const json& p : pods()) {
+          if (p["status"].value("phase", "") != "Succeeded") return false;
+        }
+        return bound == total;
+      },
+      40))
+      << sched_->kube_metrics().binds_ok << " binds; " << [&] {
+           std::string why;
+           for (const JobView& v : sched_->jobs(JobFilter{})) {
+             why += v.row.spec.name + " " + std::string(to_string(v.row.state)) + ": " +
+                    v.pending_reason + "\n";
+           }
+           std::map<std::string, int> phases;
+           for (const json& p : pods()) ++phases[p["status"].value("phase", "")];
+           for (const auto& [ph, n] : phases) why += ph + "=" + std::to_string(n) + " ";
+           const KubeMetrics k = sched_->kube_metrics();
+           const ServiceMetrics m = sched_->metrics();
+           why += " evictions=" + std::to_string(k.evictions) +
+                  " rollbacks=" + std::to_string(k.gang_rollbacks) +
+                  " preemptions=" + std::to_string(m.preemptions) +
+                  " failed=" + std::to_string(k.binds_failed);
+           for (const auto& b : emu_->bindings()) {
+             if (b.code != 201) why += "\n" + b.name + " -> " + b.node + ": " + b.message;
+           }
+           return why;
+         }();
+  // No GPU over-committed: the emulator's kubelet admits a bound pod only if its node's
+  // unfinished pods (terminating victims included) leave room for it, and fails it
+  // (OutOfnvidia.com/gpu) otherwise; every pod that is left succeeded.
+  const json final_pods = pods();
+  for (const json& p : final_pods) {
+    EXPECT_EQ(p["status"].value("phase", ""), "Succeeded")
+        << p["metadata"]["name"] << " " << p["status"].value("reason", "");
+  }
+  const auto binds = emu_->bindings();
+  // Each pod bound exactly once, and the scheduler never tried a second time.
+  std::map<std::string, int> attempts, ok;
+  std::map<std::string, std::vector<double>> gang_bind_times;
+  for (const auto& b : binds) {
+    ++attempts[b.uid];
+    if (b.code == 201) {
+      ++ok[b.uid];
+      const std::string gang = b.ns + "/" + b.name.substr(0, b.name.rfind('-'));
+      gang_bind_times[gang].push_back(parse_time(b.time));
+    }
+  }
+  EXPECT_EQ(static_cast<int>(ok.size()), total);
+  for (const auto& [uid, n] : attempts) EXPECT_EQ(n, 1) << uid;
+  // Preemption takes whole gangs: a gang's pods all succeeded, or all were evicted.
+  std::map<std::string, int> left;
+  for (const json& p : final_pods) {
+    const std::string name = p["metadata"]["name"];
+    ++left[p["metadata"].value("namespace", "") + "/" + name.substr(0, name.rfind('-'))];
+  }
+  for (const auto& [gang, size] : group_size) {
+    EXPECT_TRUE(left[gang] == 0 || left[gang] == size)
+        << gang << ": " << left[gang] << " of " << size;
+  }
+  // A gang's members are bound together, in one cycle's burst, never a part first.
+  for (const auto& [gang, times] : gang_bind_times) {
+    ASSERT_EQ(static_cast<int>(times.size()), group_size[gang]) << gang;
+    const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+    EXPECT_LT(*hi - *lo, 1.0) << gang << " bound over " << *hi - *lo << " s";
+  }
+  EXPECT_EQ(sched_->kube_metrics().gang_rollbacks, 0u);
+}
+
+TEST_F(KubeE2E, SharesConvergeToTheQueueTreesWeights) {
+  start_emulator(16);  // 128 GPUs
+  for (const std::string ns : {"team-a", "team-b", "team-c"}) create_namespace(ns);
+  start_scheduler(R"(queues:
+  - name: team-a
+    weight: 2
+  - name: team-b
+    weight: 1
+  - name: team-c
+    weight: 1
+)");
+  // Each team asks for the whole cluster in 1-GPU pods that run until deleted.
+  for (const std::string ns : {"team-a", "team-b", "team-c"}) {
+    for (int i = 0; i < 128; ++i) create_pod(ns, "w" + std::to_string(i), 1);
+  }
+  std::map<std::string, int> held;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        held.clear();
+        int bound = 0;
+        for (const json& p : pods("?fieldSelector=status.phase%3DRunning")) {
+          ++held[p["metadata"]["namespace"]];
+          ++bound;
+        }
+        return bound == 128;
+      },
+      60));
+  // 2 : 1 : 1 of 128 GPUs.
+  EXPECT_EQ(held["team-a"], 64);
+  EXPECT_EQ(held["team-b"], 32);
+  EXPECT_EQ(held["team-c"], 32);
+  // The read API agrees with the cluster.
+  std::map<std::string, double> holds;
+  for (const QueueView& q : sched_->queues()) holds[q.path] = q.holds_gpus;
+  EXPECT_EQ(holds["team-a"], 64);
+  EXPECT_EQ(holds["team-b"], 32);
+}
+
+TEST_F(KubeE2E, AWaitingPodSaysWhyInItsConditionEventsAndKubectlDescribe) {
+  start_emulator(4);
+  create_namespace("team-a");
+  start_scheduler();
+  // Another scheduler's pod holds 6 GPUs of the first node: Tessera counts it.
+  create_pod("team-a", "theirs", 6, "", 0, "default-scheduler");
+  ASSERT_EQ(emu_->request("POST", "/api/v1/namespaces/team-a/pods/theirs/binding",
+                          json{{"apiVersion", "v1"},
+                               {"kind", "Binding"},
+                               {"metadata", {{"name", "theirs"}}},
+                               {"target", {{"kind", "Node"}, {"name", "gpu-node-0000"}}}}
+                              .dump())
+                .status,
+            201);
+  // A gang of 4 x 8 GPUs cannot fit on 3 free nodes and 2 GPUs.
+  create_group("team-a", "big", 4);
+  for (int i = 0; i < 4; ++i) create_pod("team-a", "big-" + std::to_string(i), 8, "big");
+  std::string message;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        json p = emu_->request("GET", "/api/v1/namespaces/team-a/pods/big-0").json_body();
+        for (const json& c : p["status"].value("conditions", json::array())) {
+          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+            message = c.value("message", "");
+            EXPECT_EQ(c.value("reason", ""), "Unschedulable");
+            return true;
+          }
+        }
+        return false;
+      },
+      30));
+  EXPECT_NE(message.find("gang team-a/big"), std::string::npos) << message;
+  EXPECT_NE(message.find("26"), std::string::npos) << message;  // 32 GPUs less their 6
+  // The real kubectl shows it.
+  const std::string out = (dir_ / "describe.txt").string();
+  const std::string cmd = "HOME=" + dir_.string() + " kubectl --kubeconfig " + kubeconfig_ +
+                          " --cache-dir " + (dir_ / "cache").string() +
+                          " describe pod big-0 -n team-a > " + out + " 2>&1";
+  if (std::system("command -v kubectl > /dev/null 2>&1") != 0) GTEST_SKIP() << "no kubectl";
+  bool shown = wait_for(
+      [&] {
+        std::system(cmd.c_str());
+        std::ifstream in(out);
+        const std::string text((std::istreambuf_iterator<char>(in)), {});
+        return text.find("FailedScheduling") != std::string::npos &&
+               text.find("gang team-a/big") != std::string::npos;
+      },
+      20);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(shown) << text;
+  EXPECT_NE(text.find("tessera"), std::string::npos) << text;
+  // Nothing of the gang was bound.
+  for (const auto& b : emu_->bindings()) EXPECT_EQ(b.name.rfind("big", 0), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::kube
