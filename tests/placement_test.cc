@@ -206,20 +206,21 @@ void expect_same_state(const ClusterState& s, const ClusterState& before) {
 }
 
 TEST_P(EveryScorer, RestrictedWholeGpuGangsLandOnlyOnEligibleNodes) {
-  // 2 racks x 2 nodes x 4 GPUs, all free; the job may use nodes 1 and 3 only.
+  // 2 racks x 2 nodes x 4 GPUs, all free; the jobs may use nodes 1 and 3 only.
   const Cluster c = make_uniform_cluster(1, 2, 2, 4);
   ClusterState s(c);
-  const JobSpec small = only_on(gang("s", 2), {1, 3});
-  Allocation a;
-  ASSERT_TRUE(scorer->place(s, small, 2, rng, a));
-  expect_valid(c, a, small, 2);
-  expect_only_on(a, *small.eligible_nodes);
-  // A multi-node gang of 2-GPU members: 6 GPUs left on nodes 1 and 3, three members fit.
+  // A multi-node gang of 2-GPU members: 6 of the 8 GPUs on nodes 1 and 3.
   const JobSpec multi = only_on(gang("m", 3, 2), {1, 3});
+  Allocation a;
+  ASSERT_TRUE(scorer->place(s, multi, 3, rng, a));
+  expect_valid(c, a, multi, 3);
+  expect_only_on(a, *multi.eligible_nodes);
+  // A gang of single GPUs takes the last 2.
+  const JobSpec small = only_on(gang("s", 2), {1, 3});
   Allocation b;
-  ASSERT_TRUE(scorer->place(s, multi, 3, rng, b));
-  expect_valid(c, b, multi, 3);
-  expect_only_on(b, *multi.eligible_nodes);
+  ASSERT_TRUE(scorer->place(s, small, 2, rng, b));
+  expect_valid(c, b, small, 2);
+  expect_only_on(b, *small.eligible_nodes);
   // Nothing left on nodes 1 and 3, 8 GPUs free elsewhere: a restricted job does not fit, and
   // the state is as it was.
   const ClusterState before = s;
