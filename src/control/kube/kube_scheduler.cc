@@ -911,6 +911,7 @@ KubeMetrics KubeScheduler::kube_metrics() const {
   for (const auto& r : reflectors_) {
     k.relists += r->stats().expired.load();
     k.reconnects += r->stats().reconnects.load();
+    if (const std::string e = r->last_error(); !e.empty()) k.watch_errors += e + "\n";
   }
   k.leading = leading();
   return k;

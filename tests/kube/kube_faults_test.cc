@@ -1,0 +1,276 @@
+// tessera kube when things go wrong: watches dropped and expired, the API server restarted,
+// the scheduler killed, a node NotReady, a bind refused, a tenant reclaiming its share. The
+// emulator's binding log and kubelet judge: nothing bound twice, nothing lost, no GPU
+// over-committed, no gang left partly running.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <vector>
+
+#include "kube/kube_env.h"
+
+namespace tessera::kube {
+namespace {
+
+using nlohmann::json;
+using KubeFaults = testing::KubeEnv;
+
+// Every pod the emulator lists is in one of `phases`.
+bool all_in(const json& pods, const std::set<std::string>& phases) {
+  for (const json& p : pods) {
+    if (phases.count(p["status"].value("phase", "")) == 0) return false;
+  }
+  return true;
+}
+
+TEST_F(KubeFaults, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhile) {
+  start_emulator(16);  // 128 GPUs
+  create_namespace("team-a");
+  start_scheduler();
+  for (int i = 0; i < 128; ++i) create_pod("team-a", "a" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 128; }, 30));
+  // Streams cut, then history expired: the next resumes get 410 and re-list.
+  emu_->drop_watches();
+  emu_->compact();
+  // Half the pods go away while the scheduler re-lists; their GPUs must be learned free.
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_EQ(emu_->request("DELETE", "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) +
+                                          "?gracePeriodSeconds=0")
+                  .status,
+              200);
+  }
+  emu_->compact();
+  for (int i = 0; i < 64; ++i) create_pod("team-a", "b" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 192; }, 30))
+      << binds_by_pod().size() << " bound";
+  for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
+  EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}); }, 10));  // none OutOf...
+  const KubeMetrics k = sched_->kube_metrics();
+  EXPECT_GT(k.relists, 0u);
+  EXPECT_GT(k.reconnects, 0u);
+}
+
+// A process of this test's own: `tessera ARGS...`, its output to `log`; SIGKILL on the way out.
+struct Process {
+  pid_t pid = -1;
+  Process(std::vector<std::string> args, const std::string& log) {
+    args.insert(args.begin(), TESSERA_BINARY);
+    pid = fork();
+    if (pid == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      dup2(fd, 2);
+      dup2(fd, 1);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(TESSERA_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+  void signal(int sig) {
+    if (pid > 0) {
+      ::kill(pid, sig);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+  ~Process() { signal(SIGKILL); }
+};
+
+TEST_F(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice) {
+  start_emulator(32);  // 256 GPUs
+  create_namespace("team-a");
+  const std::string log = (dir_ / "kube.log").string();
+  auto kube_args = [&] {
+    return std::vector<std::string>{"kube",        "--kubeconfig",   kubeconfig_, "--listen",
+                                    "127.0.0.1:0", "--gang-timeout", "3"};
+  };
+  // Gangs of 8 x 1 GPU arrive while the scheduler is killed and restarted twice.
+  int groups = 0;
+  auto add_gangs = [&](int n) {
+    for (int g = 0; g < n; ++g, ++groups) {
+      const std::string name = "g" + std::to_string(groups);
+      create_group("team-a", name, 8);
+      for (int i = 0; i < 8; ++i) create_pod("team-a", name + "-" + std::to_string(i), 1, name);
+    }
+  };
+  {
+    Process first(kube_args(), log);
+    add_gangs(10);
+    ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() >= 8; }, 30)) << log;
+    add_gangs(10);
+    first.signal(SIGKILL);  // perhaps between the binds of a gang
+  }
+  {
+    Process second(kube_args(), log);
+    add_gangs(10);
+    ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() >= 160; }, 30));
+    second.signal(SIGKILL);
+  }
+  Process third(kube_args(), log);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 240; }, 30))
+      << binds_by_pod().size() << " bound";
+  for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
+  // No gang is left partly running: every pod of every gang runs.
+  EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}) && pods().size() == 240; }, 10));
+}
+
+TEST_F(KubeFaults, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
+  start_emulator(2);
+  create_namespace("team-a");
+  ASSERT_TRUE(emu_->set_node_ready("gpu-node-0000", "False"));
+  start_scheduler();
+  for (int i = 0; i < 16; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 8; }, 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (const auto& b : emu_->bindings()) EXPECT_EQ(b.node, "gpu-node-0001") << b.name;
+  EXPECT_EQ(binds_by_pod().size(), 8u);
+  ASSERT_TRUE(emu_->set_node_ready("gpu-node-0000", "True"));
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 16; }, 20));
+  EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}); }, 10));
+}
+
+TEST_F(KubeFaults, PodsOfAnotherSchedulerHoldTheirGpus) {
+  start_emulator(2);
+  create_namespace("team-a");
+  // kube-scheduler's pods (bound by it) hold 7 GPUs of each node.
+  for (int n = 0; n < 2; ++n) {
+    json pod = pod_json("team-a", "theirs" + std::to_string(n), 7, "", 0, "default-scheduler");
+    pod["spec"]["nodeName"] = "gpu-node-000" + std::to_string(n);
+    post_pod(pod);
+  }
+  start_scheduler();
+  for (int i = 0; i < 4; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 2; }, 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(binds_by_pod().size(), 2u);  // one free GPU on each node
+  EXPECT_TRUE(
+      all_in(pods("?fieldSelector=spec.schedulerName%3Dtessera,spec.nodeName%21%3D"), {"Running"}));
+}
+
+TEST_F(KubeFaults, AFailedBindEvictsTheGangsBoundMembers) {
+  start_emulator(4);
+  create_namespace("team-a");
+  emu_->add_bind_fault(
+      {.pod = "team-a/g-2", .node = "", .count = 1, .code = 500, .message = "etcd timeout"});
+  start_scheduler();
+  create_group("team-a", "g", 4);
+  for (int i = 0; i < 4; ++i) create_pod("team-a", "g-" + std::to_string(i), 8, "g");
+  // Three binds land, one fails: the three are evicted (bare pods: they are gone), so the
+  // gang never runs in part.
+  ASSERT_TRUE(wait_for([&] { return sched_->kube_metrics().gang_rollbacks == 1; }, 20));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (const json& p : pods()) {
+          const std::string name = p["metadata"]["name"];
+          if (name != "g-2" && !p["metadata"].contains("deletionTimestamp")) return false;
+        }
+        return true;
+      },
+      10));
+  for (const json& p : pods()) {
+    const std::string name = p["metadata"]["name"];
+    if (name == "g-2") {
+      EXPECT_EQ(p["spec"].value("nodeName", ""), "");
+    }
+  }
+}
+
+TEST_F(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) {
+  start_emulator(4);  // 32 GPUs
+  create_namespace("team-a");
+  create_namespace("team-b");
+  start_scheduler();
+  // team-a fills the cluster with 4 gangs of 4 x 2 GPUs, each with a 2 s checkpoint grace.
+  for (int g = 0; g < 4; ++g) {
+    const std::string name = "a" + std::to_string(g);
+    create_group("team-a", name, 4);
+    for (int i = 0; i < 4; ++i) {
+      json pod = pod_json("team-a", name + "-" + std::to_string(i), 2, name);
+      pod["metadata"]["annotations"][kGraceAnnotation] = "2";
+      pod["spec"]["terminationGracePeriodSeconds"] = 2;
+      post_pod(pod);
+    }
+  }
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 16; }, 20));
+  // team-b returns with a gang of 4 x 4 GPUs: its fair share is half the cluster.
+  const auto t0 = std::chrono::system_clock::now();
+  create_group("team-b", "b", 4);
+  for (int i = 0; i < 4; ++i) create_pod("team-b", "b-" + std::to_string(i), 4, "b");
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return pods("?fieldSelector=metadata.namespace%3Dteam-b,status.phase%3DRunning").size() ==
+               4;
+      },
+      30));
+  // Whole gangs of team-a were evicted, each member told why, after the grace.
+  std::map<std::string, int> left;
+  for (const json& p : pods("?fieldSelector=metadata.namespace%3Dteam-a")) {
+    const std::string name = p["metadata"]["name"];
+    ++left[name.substr(0, name.find('-'))];
+  }
+  int evicted = 0;
+  for (int g = 0; g < 4; ++g) {
+    const int n = left["a" + std::to_string(g)];
+    EXPECT_TRUE(n == 0 || n == 4) << "a" << g << ": " << n << " of 4 left";
+    evicted += n == 0;
+  }
+  EXPECT_EQ(evicted, 2);  // 16 GPUs freed for team-b's 16
+  // team-b's pods were bound only once the victims had used their 2 s grace.
+  double first_b = 1e300;
+  for (const auto& b : emu_->bindings()) {
+    if (b.ns == "team-b" && b.code == 201) first_b = std::min(first_b, parse_time(b.time));
+  }
+  const double since = first_b - std::chrono::duration<double>(t0.time_since_epoch()).count();
+  EXPECT_GE(since, 1.9);
+  EXPECT_EQ(sched_->metrics().preemptions, 2u);
+}
+
+TEST_F(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
+  start_emulator(1, 2);  // one node, 2 GPUs
+  create_namespace("team-i");
+  start_scheduler();
+  for (int i = 0; i < 5; ++i) {
+    json pod = pod_json("team-i", "infer-" + std::to_string(i), 0);
+    pod["metadata"]["annotations"][kFractionAnnotation] = "0.5";
+    post_pod(pod);
+  }
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 4; }, 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(binds_by_pod().size(), 4u);  // 4 halves of 2 GPUs; the fifth waits
+  std::map<std::string, int> per_gpu;
+  for (const json& p : pods("?fieldSelector=spec.nodeName%21%3D")) {
+    const auto& notes = p["metadata"]["annotations"];
+    ASSERT_TRUE(notes.contains(kGpuIndexAnnotation)) << p["metadata"]["name"];
+    ++per_gpu[notes[kGpuIndexAnnotation].get<std::string>()];
+  }
+  EXPECT_EQ(per_gpu["0"], 2);
+  EXPECT_EQ(per_gpu["1"], 2);
+}
+
+TEST_F(KubeFaults, EveryDeployManifestIsAcceptedByKubectlDryRun) {
+  if (std::system("command -v kubectl > /dev/null 2>&1") != 0) GTEST_SKIP() << "no kubectl";
+  start_emulator(1);
+  const std::string out = (dir_ / "apply.txt").string();
+  const std::string cmd = "HOME=" + dir_.string() + " kubectl --kubeconfig " + kubeconfig_ +
+                          " --cache-dir " + (dir_ / "cache").string() +
+                          " apply --dry-run=client --validate=false --recursive -f " +
+                          TESSERA_SOURCE_DIR + "/deploy/kubernetes > " + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(rc, 0) << text;
+  for (const char* what :
+       {"namespace/tessera-system", "customresourcedefinition",
+        "clusterrole.rbac.authorization.k8s.io/tessera-scheduler", "configmap/tessera-queues",
+        "deployment.apps/tessera-scheduler", "podgroup.scheduling.x-k8s.io/llm-pretrain"}) {
+    EXPECT_NE(text.find(what), std::string::npos) << what << "\n" << text;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kube
