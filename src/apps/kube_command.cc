@@ -58,12 +58,7 @@ int run_kube(const KubeArgs& a) {
   std::string host;
   int port = 0;
   split_listen(a.listen, host, port);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = block_stop_signals();
 
   std::string kubeconfig = a.kubeconfig;
   if (kubeconfig.empty()) {

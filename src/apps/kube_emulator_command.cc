@@ -113,11 +113,7 @@ int run_kube_emulator(const KubeEmulatorArgs& a) {
   opt.seed = a.seed;
   opt.threads = a.threads;
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = block_stop_signals();
 
   kube_emulator::Emulator emu(opt);
   emu.start();

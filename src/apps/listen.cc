@@ -1,5 +1,7 @@
 #include "apps/listen.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -20,6 +22,16 @@ void split_listen(const std::string& listen, std::string& host, int& port,
   } catch (const std::exception&) {
     throw std::invalid_argument(flag + ": bad port in '" + listen + "'");
   }
+}
+
+sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
 }
 
 void write_addr_file(const std::string& path, const std::string& addr) {

@@ -2,6 +2,7 @@
 // takes them.
 #pragma once
 
+#include <csignal>
 #include <string>
 
 namespace tessera {
@@ -9,6 +10,9 @@ namespace tessera {
 // Splits "HOST:PORT" (port 0: any free port); std::invalid_argument naming `flag` otherwise.
 void split_listen(const std::string& listen, std::string& host, int& port,
                   const std::string& flag = "--listen");
+// Blocks SIGINT and SIGTERM in this thread (so in every thread started after it) and ignores
+// SIGPIPE; returns the set, for one thread to sigwait() on and stop the server.
+sigset_t block_stop_signals();
 // Writes "addr\n" to `path` atomically (readers never see half an address); no-op for "".
 void write_addr_file(const std::string& path, const std::string& addr);
 

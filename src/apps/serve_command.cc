@@ -48,12 +48,7 @@ int run_serve(const ServeArgs& a) {
 
   // SIGINT / SIGTERM stop the server; blocked here so that every thread started below
   // inherits the mask and one thread waits for them (jobs' processes get a clean mask).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = block_stop_signals();
 
   ServiceOptions opt;
   opt.db_path = a.db;

@@ -168,23 +168,6 @@ std::vector<MemberHandle> decode_members(const std::string& text) {
   return out;
 }
 
-// Whether `a` fits what the ledger has free (the cycle's decision may be stale by the time it
-// is applied: a job cancelled meanwhile still holds its GPUs until its processes end).
-bool fits(const ClusterState& st, const Allocation& a) {
-  std::map<GpuId, int64_t> gpu;
-  std::map<NodeId, int64_t> members;
-  for (const GpuShare& s : a.shares) gpu[s.gpu] += s.milli;
-  for (NodeId n : a.member_node) ++members[n];
-  for (const auto& [g, milli] : gpu) {
-    if (st.gpu_free(g) < milli) return false;
-  }
-  for (const auto& [n, k] : members) {
-    if (st.node_free_cpu(n) < k * a.cpu_milli_per_member) return false;
-    if (st.node_free_mem(n) < k * a.mem_mib_per_member) return false;
-  }
-  return true;
-}
-
 // Why a member that is no longer running failed its gang, or nullopt if it exited 0.
 std::optional<std::string> member_failure(const MemberStatus& m) {
   if (m.phase == MemberPhase::kLost) return "rank " + std::to_string(m.rank) + " was killed";
@@ -417,7 +400,7 @@ void Service::recover() {
             break;
           }
         }
-        if (!alloc.empty() && fits(state_, alloc)) {
+        if (!alloc.empty() && state_.fits(alloc)) {
           state_.allocate(alloc);
           j->alloc = std::move(alloc);
         }
@@ -434,7 +417,7 @@ void Service::recover() {
           if (has_processes) {
             j->stopping = true;
             backend_->signal(j->members, SIGKILL);
-            if (!alloc.empty() && fits(state_, alloc)) {
+            if (!alloc.empty() && state_.fits(alloc)) {
               state_.allocate(alloc);
               j->alloc = std::move(alloc);
             }
@@ -739,7 +722,7 @@ void Service::run_cycle() {
       }
       dirty.push_back(&v.row);
     }
-    if (!fits(state_, s.alloc)) {
+    if (!state_.fits(s.alloc)) {
       dirty_ = true;  // decided on a stale ledger; the next cycle decides again
       continue;
     }

@@ -1,6 +1,7 @@
 #include "model/cluster_state.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -238,6 +239,21 @@ void ClusterState::release_member(NodeId n, std::span<const GpuShare> shares, in
   for (const GpuShare& s : shares) set_gpu_free(s.gpu, gpu_free_[s.gpu] + s.milli);
   node_free_cpu_[n] += cpu;
   node_free_mem_[n] += mem;
+}
+
+bool ClusterState::fits(const Allocation& a) const {
+  std::map<GpuId, int64_t> gpu;
+  std::map<NodeId, int64_t> members;
+  for (const GpuShare& s : a.shares) gpu[s.gpu] += s.milli;
+  for (NodeId n : a.member_node) ++members[n];
+  for (const auto& [g, milli] : gpu) {
+    if (gpu_free_[g] < milli) return false;
+  }
+  for (const auto& [n, k] : members) {
+    if (node_free_cpu_[n] < k * a.cpu_milli_per_member) return false;
+    if (node_free_mem_[n] < k * a.mem_mib_per_member) return false;
+  }
+  return true;
 }
 
 void ClusterState::allocate(const Allocation& a) {

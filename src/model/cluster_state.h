@@ -57,6 +57,10 @@ class ClusterState {
   // node cannot host the member.
   bool pick_gpus(NodeId n, const MemberDemand& d, bool pack, std::vector<GpuShare>& out) const;
 
+  // Whether `a` fits what is free now, on every GPU and node (a decision may be stale by the
+  // time it is applied: what it assumed free may since have been taken).
+  bool fits(const Allocation& a) const;
+
   // Applies or reverts an allocation. allocate() requires that it fits (checked: throws
   // std::logic_error on over-commit, so a bug never silently over-commits a GPU).
   void allocate(const Allocation& a);

@@ -17,22 +17,7 @@ void check_segment(std::string_view what, std::string_view value) {
 }  // namespace
 
 std::string escape_path_segment(std::string_view segment) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(segment.size());
-  for (char ch : segment) {
-    auto c = static_cast<unsigned char>(ch);
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '.' || c == '_' || c == '~';
-    if (plain) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
+  return escape_query(segment);  // the same unreserved set: A-Z a-z 0-9 - . _ ~
 }
 
 std::string api_prefix(const ApiResource& r) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <variant>
 
+#include "backend/kubernetes/object_path.h"
 #include "engine/cycle.h"
 #include "engine/fair_share.h"
 
@@ -17,27 +18,6 @@ using nlohmann::json;
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Whether an allocation still fits the ledger (decided on a scratch copy whose victims were
-// released: they may not be gone yet).
-bool fits(const ClusterState& st, const Allocation& a) {
-  std::map<GpuId, int64_t> gpu;
-  std::map<NodeId, int64_t> members;
-  for (const GpuShare& s : a.shares) gpu[s.gpu] += s.milli;
-  for (NodeId n : a.member_node) ++members[n];
-  for (const auto& [g, milli] : gpu) {
-    if (st.gpu_free(g) < milli) return false;
-  }
-  for (const auto& [n, k] : members) {
-    if (st.node_free_cpu(n) < k * a.cpu_milli_per_member) return false;
-    if (st.node_free_mem(n) < k * a.mem_mib_per_member) return false;
-  }
-  return true;
-}
-
-std::string pod_path(const std::string& ns, const std::string& name) {
-  return "/api/v1/namespaces/" + ns + "/pods/" + name;
 }
 
 std::string truncate(std::string s, size_t n) {
@@ -205,9 +185,9 @@ void KubeScheduler::start() {
   };
   // Every pod that is not finished: ours to schedule, and everyone's for capacity.
   const std::vector<Watch> watches = {
-      {Inbox::Kind::kNode, "/api/v1/nodes", ""},
-      {Inbox::Kind::kPod, "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"},
-      {Inbox::Kind::kGroup, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", ""},
+      {Inbox::Kind::kNode, collection_path(kNodes), ""},
+      {Inbox::Kind::kPod, collection_path(kPods), "status.phase!=Succeeded,status.phase!=Failed"},
+      {Inbox::Kind::kGroup, collection_path(kPodGroupsX), ""},
   };
   for (const Watch& w : watches) {
     handlers_.push_back(std::make_unique<Handler>(*inbox_, w.kind));
@@ -465,7 +445,7 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
       g.waits_since = t;
       continue;
     }
-    if (!fits(model_.ledger(), s.alloc)) {
+    if (!model_.ledger().fits(s.alloc)) {
       model_.mark_dirty();  // decided on capacity its victims still hold; decide again
       continue;
     }
@@ -504,7 +484,7 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s, double) {
     att.status.push_back(0);
     att.errors.emplace_back();
     ++att.outstanding;
-    const std::string path = pod_path(r->info.ns, r->info.name) + "/binding";
+    const std::string path = object_path(kPods, r->info.ns, r->info.name, "binding");
     binder_->push([this, id, member, path, body = std::move(binding)] {
       // At most once per pod: a bind that got no answer is not retried blindly; the watch
       // tells whether it landed, and the gang is decided again.
@@ -540,8 +520,8 @@ void KubeScheduler::evict_gang(const Gang& g, const std::vector<std::string>& ui
                         {"reason", "PreemptionByScheduler"},
                         {"message", truncate(why, 1024)},
                         {"lastTransitionTime", format_time(wall_now())}}}}}}};
-      Response c =
-          client_->patch(pod_path(p.ns, p.name) + "/status", cond, PatchType::kStrategicMerge);
+      Response c = client_->patch(object_path(kPods, p.ns, p.name, "status"), cond,
+                                  PatchType::kStrategicMerge);
       if (!c.ok() && c.status != 404) ++api_errors_;
       json ev = {{"apiVersion", "policy/v1"},
                  {"kind", "Eviction"},
@@ -549,7 +529,7 @@ void KubeScheduler::evict_gang(const Gang& g, const std::vector<std::string>& ui
                  {"deleteOptions",
                   {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
       for (int attempt = 0; attempt < 30 && !stop_.load(); ++attempt) {
-        Response e = client_->post(pod_path(p.ns, p.name) + "/eviction", ev);
+        Response e = client_->post(object_path(kPods, p.ns, p.name, "eviction"), ev);
         if (e.ok() || e.status == 404 || e.status == 409) return;  // done, or already gone
         ++api_errors_;
         if (e.status != 429 && e.status != 0 && e.status < 500) {
@@ -599,7 +579,7 @@ void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const 
                {"namespace", p.ns},
                {"name", p.name},
                {"uid", p.uid}}}};
-  const std::string path = "/apis/events.k8s.io/v1/namespaces/" + p.ns + "/events";
+  const std::string path = collection_path(kEvents, p.ns);
   status_->push([this, path, body = std::move(ev)] {
     if (!client_->post(path, body).ok()) ++api_errors_;
   });
@@ -634,7 +614,7 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
                           {"reason", "Unschedulable"},
                           {"message", msg},
                           {"lastTransitionTime", format_time(wall_now())}}}}}}};
-        const std::string path = pod_path(p.ns, p.name) + "/status";
+        const std::string path = object_path(kPods, p.ns, p.name, "status");
         ++kube_counters_.status_writes;
         status_->push([this, path, body = std::move(body)] {
           Response res = client_->patch(path, body, PatchType::kStrategicMerge);
@@ -688,8 +668,7 @@ void KubeScheduler::write_group_status() {
     const std::string text = status.dump();
     if (group_status_[key] == text) continue;
     group_status_[key] = text;
-    const std::string path = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + info.ns +
-                             "/podgroups/" + info.name + "/status";
+    const std::string path = object_path(kPodGroupsX, info.ns, info.name, "status");
     ++kube_counters_.status_writes;
     status_->push([this, path, body = json{{"status", status}}] {
       Response res = client_->patch(path, body, PatchType::kMerge);
