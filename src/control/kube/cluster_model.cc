@@ -347,9 +347,10 @@ void ClusterModel::retain_groups(const std::set<std::string>& keep) {
 
 // ---- the engine's input ----
 
-std::shared_ptr<const NodeSet> ClusterModel::eligible(const NodeConstraints& c) {
+std::shared_ptr<const NodeSet> ClusterModel::eligible(const NodeConstraints& c,
+                                                      const std::string& given_key) {
   // No constraints and no taint anywhere: every node (null, the engine's fast path).
-  const std::string key = c.key();
+  const std::string key = given_key.empty() ? c.key() : given_key;
   auto it = eligible_.find(key);
   if (it != eligible_.end()) return it->second;
   std::vector<NodeId> ok;
@@ -412,7 +413,7 @@ void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& p
     const QueueId leaf = tree_->leaf_of(spec.tenant);
     if (leaf != kNoId) apply_queue_defaults(tree_->queue(leaf), spec);
   }
-  spec.eligible_nodes = eligible(first.constraints);
+  spec.eligible_nodes = eligible(first.constraints, first.constraints_key);
   spec.source = "pod " + first.key();
 }
 

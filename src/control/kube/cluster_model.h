@@ -67,7 +67,7 @@ struct Gang {
   JobSpec pending_spec, running_spec;
   Allocation running_alloc;
   double running_since = 0;
-  std::string waiting;  // why it is not offered to the engine ("" = offered), in words
+  std::string waiting;   // why it is not offered to the engine ("" = offered), in words
   bool binding = false;  // some member's bind is in flight (not yet seen bound)
   // Preemption in progress: the victims' pod uids; the gang waits until they are gone.
   std::set<std::string> waits_for;
@@ -143,7 +143,8 @@ class ClusterModel {
   void release_slot(PodRecord& r);
   void attach(PodRecord& r);
   void detach(const PodRecord& r);
-  std::shared_ptr<const NodeSet> eligible(const NodeConstraints& c);
+  // The nodes pods with these constraints may use (`key`: their PodInfo::constraints_key).
+  std::shared_ptr<const NodeSet> eligible(const NodeConstraints& c, const std::string& key);
   bool ensure_tenant(const std::string& queue);
   void fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
 

@@ -416,6 +416,7 @@ PodInfo parse_pod(const json& pod) {
       }
     }
     p.constraints = parse_constraints(spec);
+    p.constraints_key = p.constraints.key();
   } catch (const std::invalid_argument& e) {
     p.invalid = e.what();
   }

@@ -105,6 +105,7 @@ struct PodInfo {
   double checkpoint_grace = -1;           // tessera.io/checkpoint-grace-seconds, or -1
   std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
   NodeConstraints constraints;
+  std::string constraints_key;  // constraints.key(), computed once when parsed
   // PodScheduled=False's message as last written (so the scheduler writes only changes).
   std::string unschedulable_message;
   std::string invalid;  // why the pod cannot be scheduled as written ("" = fine)
