@@ -84,6 +84,7 @@ void ClusterModel::upsert_node(NodeInfo n) {
     nodes_changed_ = true;
   } else if (!same_eligibility(it->second, n)) {
     eligible_.clear();
+    ++cluster_generation_;  // node sets (and what was decided with them) are stale
     dirty_ = true;
   }
   it->second = std::move(n);
@@ -521,8 +522,15 @@ CycleInput ClusterModel::prepare(double now) {
     g.pending_spec.min_members = std::max(1, min_member - have_bound);
     g.pending_spec.max_members = have_pending;
     // Not now and not ever on these nodes (until nodes change): said apart from "not now".
-    if (auto never = infeasible_reason(*cluster_, g.pending_spec)) {
-      g.waiting = "no node set of this cluster can ever host it: " + *never;
+    // Asked again only when the gang's shape or the cluster changed (it walks the nodes).
+    const JobSpec& ps = g.pending_spec;
+    if (g.admitted.generation != cluster_generation_ || g.admitted.demand != ps.demand ||
+        g.admitted.min_members != ps.min_members || g.admitted.nodes != ps.eligible_nodes.get()) {
+      g.admitted = {cluster_generation_, ps.demand, ps.min_members, ps.eligible_nodes.get(),
+                    infeasible_reason(*cluster_, ps)};
+    }
+    if (g.admitted.never) {
+      g.waiting = "no node set of this cluster can ever host it: " + *g.admitted.never;
       continue;
     }
     if (have_bound >= min_member) g.complete_once = true;

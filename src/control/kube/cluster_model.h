@@ -75,6 +75,14 @@ struct Gang {
   // A gang whose members are only partly bound (a failed bind, a crash): since when.
   double partial_since = 0;
   bool complete_once = false;  // held its minimum at some point (members may finish since)
+  // Admission's answer (infeasible_reason) for the shape and cluster it was asked about.
+  struct Admission {
+    uint64_t generation = ~uint64_t{0};
+    MemberDemand demand;
+    int32_t min_members = 0;
+    const NodeSet* nodes = nullptr;  // by identity: node sets are cached per generation
+    std::optional<std::string> never;
+  } admitted;
 };
 
 // The engine's input for one cycle; points into the model, valid until the model changes.
@@ -130,6 +138,7 @@ class ClusterModel {
     return g - cluster_->node(cluster_->node_of_gpu(g)).first_gpu;
   }
   std::optional<NodeId> node_id(const std::string& name) const;
+  // Changes whenever the Cluster is rebuilt or nodes' labels or taints change.
   uint64_t cluster_generation() const { return cluster_generation_; }
   uint64_t overflow_pods() const { return overflow_pods_; }
   // Something changed since the last prepare() that may change a decision.

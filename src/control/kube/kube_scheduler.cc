@@ -179,6 +179,8 @@ void KubeScheduler::start() {
   actions_ = std::make_unique<WorkQueue>(opt_.action_workers);
   status_ = std::make_unique<WorkQueue>(opt_.status_workers, opt_.status_qps,
                                         static_cast<int>(std::max(1.0, opt_.status_qps)));
+  events_ = std::make_unique<WorkQueue>(1, opt_.status_qps / 2,
+                                        static_cast<int>(std::max(1.0, opt_.status_qps / 2)));
   struct Watch {
     Inbox::Kind kind;
     std::string path, fields;
@@ -216,6 +218,7 @@ void KubeScheduler::stop() {
   if (binder_) binder_->stop();
   if (actions_) actions_->stop();
   if (status_) status_->stop();
+  if (events_) events_->stop();
 }
 
 bool KubeScheduler::leading() const {
@@ -284,7 +287,6 @@ void KubeScheduler::drain_inbox() {
           }
           model_.remove_pod(e.key);
           written_.erase(e.key);
-          last_event_.erase(e.key);
         } else {
           model_.upsert_pod(std::get<PodInfo>(std::move(e.object)), e.at);
         }
@@ -561,7 +563,8 @@ void KubeScheduler::roll_back_partial_gangs(double t) {
 }
 
 void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const std::string& reason,
-                               const std::string& action, const std::string& note) {
+                               const std::string& action, const std::string& note,
+                               WorkQueue* queue) {
   ++kube_counters_.events;
   json ev = {{"apiVersion", "events.k8s.io/v1"},
              {"kind", "Event"},
@@ -580,32 +583,42 @@ void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const 
                {"name", p.name},
                {"uid", p.uid}}}};
   const std::string path = collection_path(kEvents, p.ns);
-  status_->push([this, path, body = std::move(ev)] {
+  (queue ? queue : status_.get())->push([this, path, body = std::move(ev)] {
     if (!client_->post(path, body).ok()) ++api_errors_;
   });
 }
 
 void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, double t) {
-  std::map<const Gang*, std::string> why;
+  // Why each waiting gang waits, and the kind of reason: the words carry live numbers (GPUs
+  // free) that change with every bind elsewhere, so a pod's condition is rewritten when the
+  // kind changes, and otherwise at most every event_interval.
+  struct Why {
+    std::string kind, text;
+  };
+  std::map<const Gang*, Why> why;
   for (const PendingReason& r : d.pending) {
     const Gang* g = in.by_job[r.job];
     const std::string blocker = r.blocker < in.by_job.size() ? in.by_job[r.blocker]->key : "";
     const std::string queue =
         r.queue < model_.tree().size() ? model_.tree().queue(r.queue).path : "";
-    why[g] = describe(r, blocker, queue);
+    why[g] = {std::string(to_string(r.code)) + " " + queue + " " + blocker,
+              describe(r, blocker, queue)};
   }
   for (const auto& [key, g] : model_.gangs()) {
-    if (!g.waiting.empty()) why[&g] = g.waiting;
+    if (!g.waiting.empty()) why[&g] = {g.waiting, g.waiting};
   }
   for (const auto& [g, reason] : why) {
     const std::string msg = "gang " + g->key + " (" + std::to_string(g->pending_pods.size()) +
-                            " pending pods): " + reason;
+                            " pending pods): " + reason.text;
     for (const std::string& uid : g->pending_pods) {
       PodRecord* r = model_.pod(uid);
       if (!r) continue;
-      const bool changed = written_[uid] != msg;
-      if (changed && r->info.unschedulable_message != msg) {
-        written_[uid] = msg;
+      Written& w = written_[uid];
+      const bool new_kind = w.kind != reason.kind;
+      const bool due = w.message != msg && t - w.at >= opt_.event_interval;
+      if (!new_kind && !due) continue;
+      w = {reason.kind, msg, t};
+      if (r->info.unschedulable_message != msg) {
         const PodInfo& p = r->info;
         json body = {{"status",
                       {{"conditions",
@@ -620,15 +633,10 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
           Response res = client_->patch(path, body, PatchType::kStrategicMerge);
           if (!res.ok() && res.status != 404) ++api_errors_;
         });
-      } else if (changed) {
-        written_[uid] = msg;  // the API already says so (a restart): nothing to write
       }
-      // One FailedScheduling event when the reason changes, then at most every event_interval.
-      auto le = last_event_.find(uid);
-      if (changed || le == last_event_.end() || t - le->second >= opt_.event_interval) {
-        last_event_[uid] = t;
-        post_event(r->info, "Warning", "FailedScheduling", "Scheduling", msg);
-      }
+      // One FailedScheduling event when the reason changes, then at most every event_interval
+      // (on their own queue, so that a flood of them never delays conditions and Scheduled).
+      post_event(r->info, "Warning", "FailedScheduling", "Scheduling", msg, events_.get());
     }
   }
   std::map<std::string, PendingReason> reasons;

@@ -55,7 +55,9 @@ struct SchedulerOptions {
   double min_cycle_interval = 0.005;  // batch events arriving together
   double max_cycle_interval = 1.0;    // a cycle at least this often (timeouts, retries)
   double gang_timeout = 30;           // a gang partly bound this long has its bound members evicted
-  double event_interval = 300;  // a waiting pod's FailedScheduling event repeats at most this often
+  // A waiting pod's condition and FailedScheduling event are rewritten when the kind of reason
+  // changes, else at most this often.
+  double event_interval = 300;
   std::string reporting_instance = "tessera";  // Events' reportingInstance
 };
 
@@ -109,8 +111,9 @@ class KubeScheduler {
   void roll_back_partial_gangs(double now);
   void write_status(const CycleInput& in, const Decisions& d, double now);
   void write_group_status();
+  // Posts an events.k8s.io/v1 Event about the pod on `queue` (null: the status queue).
   void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
-                  const std::string& action, const std::string& note);
+                  const std::string& action, const std::string& note, WorkQueue* queue = nullptr);
   double grace_for(const Gang& g) const;
   double now() const;
   int64_t job_id(const std::string& gang_key) const;  // stable per gang, for the read API
@@ -123,7 +126,7 @@ class KubeScheduler {
   std::vector<std::unique_ptr<Handler>> handlers_;
   std::vector<std::unique_ptr<Reflector>> reflectors_;
   std::unique_ptr<LeaderElector> elector_;
-  std::unique_ptr<WorkQueue> binder_, actions_, status_;
+  std::unique_ptr<WorkQueue> binder_, actions_, status_, events_;
 
   mutable std::mutex mu_;  // the model and everything below
   ClusterModel model_;
@@ -131,8 +134,13 @@ class KubeScheduler {
   double last_cycle_ = 0;
   std::map<uint64_t, BindAttempt> attempts_;
   uint64_t next_attempt_ = 1;
-  std::unordered_map<std::string, double> last_event_;      // pod uid -> when its last event went
-  std::unordered_map<std::string, std::string> written_;    // pod uid -> PodScheduled message sent
+  // What each waiting pod was last told (its condition and FailedScheduling event): the kind of
+  // reason, the words, and when.
+  struct Written {
+    std::string kind, message;
+    double at = 0;
+  };
+  std::unordered_map<std::string, Written> written_;        // by pod uid
   std::map<std::string, std::string> group_status_;         // podgroup key -> status JSON sent
   std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> reason, last cycle
   mutable std::map<std::string, int64_t> ids_;              // gang key -> read-API id
