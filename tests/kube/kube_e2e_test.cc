@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "api/kube_api.h"
 #include "kube/kube_env.h"
 
 namespace tessera::kube {
@@ -201,6 +202,62 @@ TEST_F(KubeE2E, AWaitingPodSaysWhyInItsConditionEventsAndKubectlDescribe) {
   EXPECT_NE(text.find("tessera"), std::string::npos) << text;
   // Nothing of the gang was bound.
   for (const auto& b : emu_->bindings()) EXPECT_EQ(b.name.rfind("big", 0), std::string::npos);
+}
+
+TEST_F(KubeE2E, PodGroupStatusScheduledEventsAndTheReadApiThroughTheCli) {
+  start_emulator(4);
+  create_namespace("team-a");
+  start_scheduler();
+  create_group("team-a", "train", 4);
+  for (int i = 0; i < 4; ++i) create_pod("team-a", "train-" + std::to_string(i), 8, "train");
+  // The PodGroup's status follows its pods: Running with 4 running.
+  json status;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        status =
+            emu_->request("GET",
+                          "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team-a/podgroups/train")
+                .json_body()
+                .value("status", json::object());
+        return status.value("phase", "") == "Running" && status.value("running", 0) == 4;
+      },
+      20))
+      << status.dump();
+  EXPECT_EQ(status.value("scheduled", 0), 4);
+  // Each bound pod has a Scheduled event naming its node.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        int scheduled = 0;
+        const json events = emu_->request("GET", "/api/v1/namespaces/team-a/events").json_body();
+        for (const json& e : events["items"]) {
+          if (e.value("reason", "") == "Scheduled" &&
+              e.value("message", "").find("Successfully assigned team-a/train-") == 0) {
+            ++scheduled;
+          }
+        }
+        return scheduled == 4;
+      },
+      20));
+  // `tessera jobs` and `tessera queues` read the same API as against serve.
+  KubeApiServer api(*sched_);
+  const int port = api.bind("127.0.0.1", 0);
+  std::thread serving([&] { api.run(); });
+  const std::string out = (dir_ / "jobs.json").string();
+  const std::string cli = std::string(TESSERA_BINARY) +
+                          " jobs --json --addr 127.0.0.1:" + std::to_string(port) + " > " + out +
+                          " 2>&1";
+  const int rc = std::system(cli.c_str());
+  api.stop();
+  serving.join();
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_EQ(rc, 0) << text;
+  const json jobs = json::parse(text, nullptr, false);
+  ASSERT_TRUE(jobs.is_array()) << text;
+  ASSERT_EQ(jobs.size(), 1u) << text;
+  EXPECT_EQ(jobs[0]["name"], "team-a/train");
+  EXPECT_EQ(jobs[0]["state"], "running");
+  EXPECT_EQ(jobs[0]["allocation"].size(), 4u);
 }
 
 }  // namespace
