@@ -56,7 +56,6 @@ struct KubeScheduler::Inbox {
   std::condition_variable cv;
   std::vector<Event> events;
   std::vector<BindResult> results;
-  bool synced[3] = {false, false, false};
 
   void push(Event e) {
     {
@@ -91,10 +90,6 @@ class KubeScheduler::Handler : public ReflectorHandler {
     Inbox::Event e;
     e.kind = kind_;
     e.retain = std::move(listing_);
-    {
-      std::lock_guard lock(inbox_.mu);
-      inbox_.synced[static_cast<int>(kind_)] = true;
-    }
     inbox_.push(std::move(e));
   }
   void on_event(const std::string& type, json&& object) override {
@@ -226,8 +221,7 @@ bool KubeScheduler::leading() const {
 }
 
 bool KubeScheduler::synced() const {
-  std::lock_guard lock(inbox_->mu);
-  return inbox_->synced[0] && inbox_->synced[1];
+  return listed_nodes_.load() && listed_pods_.load();
 }
 
 // ---- the scheduler thread ----
@@ -267,6 +261,7 @@ void KubeScheduler::drain_inbox() {
       case Inbox::Kind::kNode:
         if (e.retain) {
           model_.retain_nodes(*e.retain);
+          listed_nodes_ = true;  // the model holds a whole list now, not part of one
         } else if (e.removed) {
           model_.remove_node(e.key);
         } else {
@@ -276,6 +271,7 @@ void KubeScheduler::drain_inbox() {
       case Inbox::Kind::kPod:
         if (e.retain) {
           model_.retain_pods(*e.retain);
+          listed_pods_ = true;
         } else if (e.removed || std::get<PodInfo>(e.object).terminal()) {
           const PodInfo& p = std::get<PodInfo>(e.object);
           if (p.terminal() && model_.ours(p)) {

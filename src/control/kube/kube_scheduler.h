@@ -84,7 +84,7 @@ class KubeScheduler {
   void start();
   void stop();
   bool leading() const;
-  // The watches have listed everything once (the cache is warm).
+  // The model holds a whole list of nodes and of pods (the cache is warm).
   bool synced() const;
 
   // The read API (the same views as `tessera serve`): a job is a gang (pod group).
@@ -153,6 +153,9 @@ class KubeScheduler {
   std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
   DecayedUsage decayed_;
 
+  // The model has taken in a whole list of nodes / of pods (set by the scheduler thread as it
+  // applies the list's end, so a cycle never decides on part of the first list).
+  std::atomic<bool> listed_nodes_{false}, listed_pods_{false};
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
