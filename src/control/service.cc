@@ -983,7 +983,7 @@ std::vector<QueueView> Service::queues(const Caller&) const {
   std::lock_guard lock(mu_);
   const std::vector<PendingJob> pending = pending_snapshot_locked();
   std::vector<RunningJob> running;
-  std::map<TenantId, std::pair<int64_t, int64_t>> counts;  // pending, running
+  std::vector<std::pair<int64_t, int64_t>> counts(tenants_.size());  // pending, running
   for (const Job* j : pending_) ++counts[j->spec.tenant].first;
   for (const auto& [id, jp] : active_) {
     if (jp->alloc.empty()) continue;
@@ -1001,56 +1001,12 @@ std::vector<QueueView> Service::queues(const Caller&) const {
   snap.running = running;
   snap.queues = tree_.get();
   snap.decayed_usage = decayed_.view();
-  const QueueShares shares = compute_queue_shares(snap);
-  const QueueTree& tree = *shares.tree;
-  std::vector<QueueView> out;
-  for (QueueId q = 0; q < tree.size(); ++q) {
-    const QueueSpec& spec = tree.queue(q);
-    QueueView v;
-    v.path = q == kRootQueue ? "/" : spec.path;
-    v.weight = spec.weight;
-    v.guarantee_gpus = static_cast<double>(spec.guarantee[kGpuDim]) / 1000.0;
-    v.limit_gpus =
-        spec.limit[kGpuDim] >= kUnlimited ? -1 : static_cast<double>(spec.limit[kGpuDim]) / 1000.0;
-    v.holds_gpus = static_cast<double>(shares.usage[q][kGpuDim]) / 1000.0;
-    v.fair_share_gpus = static_cast<double>(shares.entitled[q][kGpuDim]) / 1000.0;
-    if (decayed_.on()) v.decayed_gpus = decayed_.value(q)[kGpuDim] / 1000.0;
-    for (TenantId t = 0; t < tenants_.size(); ++t) {
-      QueueId leaf = tree.leaf_of(t);
-      // A tenant counts toward every queue on its leaf's path.
-      for (QueueId a = leaf; a != kNoId; a = tree.queue(a).parent) {
-        if (a == q) {
-          v.pending_jobs += counts[t].first;
-          v.running_jobs += counts[t].second;
-          break;
-        }
-        if (a == kRootQueue) break;
-      }
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
+  return queue_views(snap, decayed_, counts);
 }
 
 std::vector<NodeView> Service::nodes() const {
   std::lock_guard lock(mu_);
-  std::vector<NodeView> out;
-  for (NodeId n = 0; n < cluster_.nodes().size(); ++n) {
-    const Node& node = cluster_.node(n);
-    NodeView v;
-    v.name = node.name;
-    v.gpu_type = cluster_.gpu_types().at(node.gpu_type).name;
-    for (uint16_t k = 0; k < node.num_gpus; ++k) {
-      const GpuId g = node.first_gpu + k;
-      v.gpus.push_back(GpuView{gpu_index_[g], state_.gpu_free(g)});
-    }
-    v.cpu_milli = node.cpu_milli;
-    v.free_cpu_milli = state_.node_free_cpu(n);
-    v.mem_mib = node.mem_mib;
-    v.free_mem_mib = state_.node_free_mem(n);
-    out.push_back(std::move(v));
-  }
-  return out;
+  return node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
 }
 
 std::vector<TenantRow> Service::tenants() const {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "control/views.h"
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
 #include "engine/policy.h"
@@ -104,29 +105,6 @@ struct JobFilter {
   std::string tenant;  // "" = all the caller may see
   int64_t after = 0;   // ids greater than this
   size_t limit = 500;
-};
-
-struct QueueView {
-  std::string path;
-  double weight = 1;
-  double guarantee_gpus = 0;
-  double limit_gpus = -1;  // -1 = none
-  double holds_gpus = 0;
-  double fair_share_gpus = 0;
-  double decayed_gpus = 0;  // long-term usage (0 unless the tree sets fairness.half_life)
-  int64_t pending_jobs = 0;
-  int64_t running_jobs = 0;
-};
-
-struct GpuView {
-  int32_t index = 0;
-  int32_t free_milli = 0;
-};
-struct NodeView {
-  std::string name;
-  std::string gpu_type;
-  std::vector<GpuView> gpus;
-  int64_t cpu_milli = 0, free_cpu_milli = 0, mem_mib = 0, free_mem_mib = 0;
 };
 
 // Counters and gauges for /metrics.

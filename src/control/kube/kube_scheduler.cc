@@ -768,14 +768,18 @@ std::optional<JobView> KubeScheduler::job(int64_t id) const {
 
 std::vector<QueueView> KubeScheduler::queues() const {
   std::lock_guard lock(mu_);
-  const QueueTree& tree = model_.tree();
   // What each queue holds now, and its fair share of the cluster.
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
-  std::map<std::string, std::pair<int64_t, int64_t>> counts;  // queue -> pending, running
+  std::vector<std::pair<int64_t, int64_t>> counts(model_.tenants().size());  // pending, running
   for (const auto& [key, g] : model_.gangs()) {
     if (g.pending_id != kNoId) {
       pending.push_back(PendingJob{g.pending_id, &g.pending_spec, 0, g.pending_spec.submit_time});
+      ++counts[g.pending_spec.tenant].first;
+    } else if (!g.pending_pods.empty()) {
+      // Waiting before the engine (its PodGroup, its pods): pending all the same.
+      const auto t = model_.tenants().find(model_.pods().at(g.pending_pods.front()).info.queue);
+      if (t) ++counts[*t].first;
     }
     if (g.running_id != kNoId) {
       RunningJob r;
@@ -783,70 +787,22 @@ std::vector<QueueView> KubeScheduler::queues() const {
       r.spec = &g.running_spec;
       r.alloc = &g.running_alloc;
       running.push_back(r);
+      ++counts[g.running_spec.tenant].second;
     }
-    const std::string& q = g.pending_id != kNoId   ? model_.tenants().name(g.pending_spec.tenant)
-                           : g.running_id != kNoId ? model_.tenants().name(g.running_spec.tenant)
-                                                   : std::string();
-    if (q.empty()) continue;
-    if (!g.pending_pods.empty()) ++counts[q].first;
-    if (!g.bound_pods.empty()) ++counts[q].second;
   }
   Snapshot snap;
   snap.now = now();
   snap.state = &model_.ledger();
   snap.pending = pending;
   snap.running = running;
-  snap.queues = &tree;
+  snap.queues = &model_.tree();
   snap.decayed_usage = decayed_.view();
-  const QueueShares shares = compute_queue_shares(snap);
-  std::vector<QueueView> out;
-  for (QueueId q = 0; q < tree.size(); ++q) {
-    const QueueSpec& spec = tree.queue(q);
-    QueueView v;
-    v.path = q == kRootQueue ? "/" : spec.path;
-    v.weight = spec.weight;
-    v.guarantee_gpus = static_cast<double>(spec.guarantee[kGpuDim]) / 1000.0;
-    v.limit_gpus =
-        spec.limit[kGpuDim] >= kUnlimited ? -1 : static_cast<double>(spec.limit[kGpuDim]) / 1000.0;
-    v.holds_gpus = static_cast<double>(shares.usage[q][kGpuDim]) / 1000.0;
-    v.fair_share_gpus = static_cast<double>(shares.entitled[q][kGpuDim]) / 1000.0;
-    if (decayed_.on()) v.decayed_gpus = decayed_.value(q)[kGpuDim] / 1000.0;
-    for (TenantId t = 0; t < model_.tenants().size(); ++t) {
-      for (QueueId a = tree.leaf_of(t); a != kNoId; a = tree.queue(a).parent) {
-        if (a == q) {
-          const auto& c = counts[model_.tenants().name(t)];
-          v.pending_jobs += c.first;
-          v.running_jobs += c.second;
-          break;
-        }
-        if (a == kRootQueue) break;
-      }
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
+  return queue_views(snap, decayed_, counts);
 }
 
 std::vector<NodeView> KubeScheduler::nodes() const {
   std::lock_guard lock(mu_);
-  std::vector<NodeView> out;
-  const Cluster& c = model_.cluster();
-  const ClusterState& st = model_.ledger();
-  for (NodeId n = 0; n < c.nodes().size(); ++n) {
-    const Node& node = c.node(n);
-    NodeView v;
-    v.name = node.name;
-    v.gpu_type = c.gpu_types().at(node.gpu_type).name;
-    for (uint16_t k = 0; k < node.num_gpus; ++k) {
-      v.gpus.push_back(GpuView{k, st.gpu_free(node.first_gpu + k)});
-    }
-    v.cpu_milli = node.cpu_milli;
-    v.free_cpu_milli = st.node_free_cpu(n);
-    v.mem_mib = node.mem_mib;
-    v.free_mem_mib = st.node_free_mem(n);
-    out.push_back(std::move(v));
-  }
-  return out;
+  return node_views(model_.ledger(), [&](GpuId g) { return model_.gpu_index(g); });
 }
 
 ServiceMetrics KubeScheduler::metrics() const {

@@ -1,0 +1,49 @@
+// What the read API shows of queues and nodes, built the same way by `tessera serve`'s Service
+// and the Kubernetes scheduler.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/decayed_usage.h"
+#include "engine/snapshot.h"
+
+namespace tessera {
+
+struct QueueView {
+  std::string path;
+  double weight = 1;
+  double guarantee_gpus = 0;
+  double limit_gpus = -1;  // -1 = none
+  double holds_gpus = 0;
+  double fair_share_gpus = 0;
+  double decayed_gpus = 0;  // long-term usage (0 unless the tree sets fairness.half_life)
+  int64_t pending_jobs = 0;
+  int64_t running_jobs = 0;
+};
+
+struct GpuView {
+  int32_t index = 0;
+  int32_t free_milli = 0;
+};
+struct NodeView {
+  std::string name;
+  std::string gpu_type;
+  std::vector<GpuView> gpus;
+  int64_t cpu_milli = 0, free_cpu_milli = 0, mem_mib = 0, free_mem_mib = 0;
+};
+
+// Every queue of snap.queues: weight, guarantee, limit, what it holds and its fair share as of
+// `snap`, its long-term usage, and the pending and running jobs of the tenants below it
+// (`jobs_of_tenant[t]` = {pending, running} of tenant t; missing tenants count 0).
+std::vector<QueueView> queue_views(const Snapshot& snap, const DecayedUsage& decayed,
+                                   const std::vector<std::pair<int64_t, int64_t>>& jobs_of_tenant);
+// Every node of the ledger's cluster with each GPU's free share; `index` gives a GPU's index on
+// its host.
+std::vector<NodeView> node_views(const ClusterState& st,
+                                 const std::function<int32_t(GpuId)>& index);
+
+}  // namespace tessera
