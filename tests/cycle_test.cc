@@ -9,6 +9,9 @@
 namespace tessera {
 namespace {
 
+using testing::apply;
+using testing::find_reason;
+using testing::find_start;
 using testing::gang;
 using testing::whole_gpus;
 using testing::World;
@@ -17,31 +20,6 @@ Policy policy(const std::string& name, Backfill b = Backfill::kEasy) {
   Policy p = make_policy(name, 1);
   p.backfill = b;
   return p;
-}
-
-const Start* find_start(const Decisions& d, JobId id) {
-  for (const Start& s : d.starts) {
-    if (s.job == id) return &s;
-  }
-  return nullptr;
-}
-
-const PendingReason* find_reason(const Decisions& d, JobId id) {
-  for (const PendingReason& r : d.pending) {
-    if (r.job == id) return &r;
-  }
-  return nullptr;
-}
-
-// Applying the decisions to a copy of the state never over-commits (allocate() throws if so).
-void apply(const World& w, const Decisions& d) {
-  ClusterState s = w.state;
-  for (const Preemption& p : d.preemptions) {
-    for (const RunningJob& r : w.running) {
-      if (r.id == p.job) s.release(*r.alloc);
-    }
-  }
-  for (const Start& st : d.starts) ASSERT_NO_THROW(s.allocate(st.alloc));
 }
 
 TEST(Cycle, TwoGangsThatCannotBothFitNeverHalfPlace) {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "engine/decisions.h"
 #include "engine/snapshot.h"
 #include "model/cluster.h"
 #include "model/cluster_spec.h"
@@ -102,6 +105,31 @@ inline Allocation whole_gpus(const Cluster& c, NodeId n, int first, int count) {
     a.shares.push_back({c.node(n).first_gpu + static_cast<GpuId>(g), kMilliPerGpu});
   }
   return a;
+}
+
+inline const Start* find_start(const Decisions& d, JobId id) {
+  for (const Start& s : d.starts) {
+    if (s.job == id) return &s;
+  }
+  return nullptr;
+}
+
+inline const PendingReason* find_reason(const Decisions& d, JobId id) {
+  for (const PendingReason& r : d.pending) {
+    if (r.job == id) return &r;
+  }
+  return nullptr;
+}
+
+// Applying the decisions to a copy of the state never over-commits (allocate() throws if so).
+inline void apply(const World& w, const Decisions& d) {
+  ClusterState s = w.state;
+  for (const Preemption& p : d.preemptions) {
+    for (const RunningJob& r : w.running) {
+      if (r.id == p.job) s.release(*r.alloc);
+    }
+  }
+  for (const Start& st : d.starts) ASSERT_NO_THROW(s.allocate(st.alloc));
 }
 
 }  // namespace tessera::testing

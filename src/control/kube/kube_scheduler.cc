@@ -344,7 +344,7 @@ void KubeScheduler::drain_bind_results() {
     }
     if (bound < a.need && !ok.empty()) {
       ++kube_counters_.gang_rollbacks;
-      if (Gang* g = model_.gang(a.gang)) {
+      if (model_.gang(a.gang) != nullptr) {
         std::string why = "gang " + a.gang + " could not bind every member (";
         for (size_t i = 0; i < a.uids.size(); ++i) {
           if (a.status[i] < 200 || a.status[i] >= 300) {
@@ -352,7 +352,7 @@ void KubeScheduler::drain_bind_results() {
             break;
           }
         }
-        evict_gang(*g, ok, why + "); its bound members are evicted and it is tried again", 0);
+        evict_pods(ok, why + "); its bound members are evicted and it is tried again", 0);
       }
     }
     attempts_.erase(it);
@@ -434,7 +434,7 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
       // The preemptor waits until its victims are gone: their GPUs are not free before.
       for (JobId vj : v->second) {
         const Gang& victim = *in.by_job[vj];
-        evict_gang(victim, victim.bound_pods,
+        evict_pods(victim.bound_pods,
                    "preempted by " + g.key + " (queue " + g.pending_spec.name + ")",
                    grace_for(victim));
         g.waits_for.insert(victim.bound_pods.begin(), victim.bound_pods.end());
@@ -447,11 +447,11 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
       model_.mark_dirty();  // decided on capacity its victims still hold; decide again
       continue;
     }
-    bind_gang(g, s, t);
+    bind_gang(g, s);
   }
 }
 
-void KubeScheduler::bind_gang(Gang& g, const Start& s, double) {
+void KubeScheduler::bind_gang(Gang& g, const Start& s) {
   const Allocation& a = s.alloc;
   const size_t k = static_cast<size_t>(a.gpus_per_member);
   const uint64_t id = next_attempt_++;
@@ -498,8 +498,8 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s, double) {
   if (att.uids.empty()) attempts_.erase(id);
 }
 
-void KubeScheduler::evict_gang(const Gang& g, const std::vector<std::string>& uids,
-                               const std::string& why, double grace) {
+void KubeScheduler::evict_pods(const std::vector<std::string>& uids, const std::string& why,
+                               double grace) {
   for (const std::string& uid : uids) {
     PodRecord* r = model_.pod(uid);
     if (!r) continue;
@@ -539,7 +539,6 @@ void KubeScheduler::evict_gang(const Gang& g, const std::vector<std::string>& ui
       }
     });
   }
-  (void)g;
 }
 
 void KubeScheduler::roll_back_partial_gangs(double t) {
@@ -550,7 +549,7 @@ void KubeScheduler::roll_back_partial_gangs(double t) {
     mg->partial_since = 0;
     if (bound.empty()) continue;
     ++kube_counters_.gang_rollbacks;
-    evict_gang(*mg, bound,
+    evict_pods(bound,
                "gang " + key + " stayed partly bound for " +
                    std::to_string(static_cast<int>(opt_.gang_timeout)) +
                    " s; its bound members are evicted so that it can start whole",

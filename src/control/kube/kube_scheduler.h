@@ -105,9 +105,9 @@ class KubeScheduler {
   void drain_bind_results();
   void run_cycle();
   void apply(const Decisions& d, const CycleInput& in, double now);
-  void bind_gang(Gang& g, const Start& s, double now);
-  void evict_gang(const Gang& g, const std::vector<std::string>& uids, const std::string& why,
-                  double grace);
+  void bind_gang(Gang& g, const Start& s);
+  // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.
+  void evict_pods(const std::vector<std::string>& uids, const std::string& why, double grace);
   void roll_back_partial_gangs(double now);
   void write_status(const CycleInput& in, const Decisions& d, double now);
   void write_group_status();
