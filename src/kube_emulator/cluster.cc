@@ -63,7 +63,8 @@ json BindRecord::to_json() const {
           {"message", message}};
 }
 
-Cluster::Cluster(const ClusterOptions& opt) : store_(opt.history), random_(opt.seed) {
+Cluster::Cluster(const ClusterOptions& opt)
+    : store_(opt.history), seed_(opt.seed), random_(opt.seed) {
   if (!opt.binding_log_file.empty()) {
     bind_log_ = std::fopen(opt.binding_log_file.c_str(), "a");
     if (bind_log_ == nullptr) {
@@ -535,6 +536,14 @@ Result Cluster::remove_collection(const ResourceInfo& r, const std::string& ns, 
 
 void Cluster::reload_crds() {
   for (const auto& [_, o] : store_.collection(kCrds).items) registry_.add_crd(o->j());
+}
+
+void Cluster::resume_after(uint64_t rv) {
+  // splitmix64 of (seed, rv): distinct restarts of one seed draw unrelated streams.
+  uint64_t z = seed_ + 0x9E3779B97F4A7C15ULL * (rv + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  random_ = Random(z ^ (z >> 31));
 }
 
 void Cluster::count_request(const std::string& verb) {

@@ -114,6 +114,10 @@ class Cluster {
   void clear_dirty() { dirty_ = false; }
   // Re-registers CRD-served resources after loading a state file (lock held).
   void reload_crds();
+  // After loading a state file saved at `rv`: new uids must differ from every uid the earlier
+  // run handed out (clients key their caches by uid), so the generator moves to a stream of
+  // its own, still a function of the seed and the state alone (lock held).
+  void resume_after(uint64_t rv);
 
  private:
   Result create_locked(const ResourceInfo& r, const std::string& ns, json body, bool dry_run);
@@ -134,6 +138,7 @@ class Cluster {
 
   Registry registry_;
   Store store_;
+  uint64_t seed_;
   Random random_;
   Observer pod_observer_, node_observer_;
   std::atomic<bool> dirty_{false};

@@ -77,6 +77,7 @@ bool load_state(Cluster& cluster, const std::string& path) {
   s.set_rv(state.value("resourceVersion", uint64_t{0}));
   s.start_history_at_current();
   cluster.reload_crds();
+  cluster.resume_after(s.rv());
   return true;
 }
 

@@ -119,6 +119,53 @@ TEST_F(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice)
   EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}) && pods().size() == 240; }, 10));
 }
 
+TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
+  // The API server persists its objects (as etcd would) and comes back on the same address
+  // with the same certificates; the scheduler keeps running throughout.
+  kube_emulator::Options opt = emulator_options(8);  // 64 GPUs
+  opt.state_file = (dir_ / "state.json").string();
+  start_emulator(opt);
+  create_namespace("team-a");
+  start_scheduler();
+  for (int i = 0; i < 32; ++i) create_pod("team-a", "a" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 32; }, 30));
+  ASSERT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}); }, 10));
+
+  // The restarted server listens on the old port, with the old CA and keys, from files.
+  const kube_emulator::Pki pki = *emu_->pki();
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  opt.generate_tls = false;
+  opt.tls_cert_file = write("server.crt", pki.server.cert);
+  opt.tls_key_file = write("server.key", pki.server.key);
+  opt.client_ca_file = write("ca.crt", pki.ca.cert);
+  opt.port = emu_->port();
+  std::vector<kube_emulator::BindRecord> before = emu_->bindings();
+  emu_->stop();
+  emu_.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the scheduler sees it gone
+  emu_ = std::make_unique<kube_emulator::Emulator>(opt);
+  emu_->start();
+  // Work that arrives after the restart: the scheduler must re-watch and bind it, and must
+  // not bind again what it bound before.
+  for (int i = 0; i < 24; ++i) create_pod("team-a", "b" + std::to_string(i), 1);
+  auto all_binds = [&] {  // successful binds per pod name, from both servers' logs
+    std::map<std::string, int> n;
+    for (const auto& b : before) n[b.name] += b.code == 201;
+    for (const auto& b : emu_->bindings()) n[b.name] += b.code == 201;
+    return n;
+  };
+  ASSERT_TRUE(wait_for([&] { return all_binds().size() == 56; }, 40))
+      << all_binds().size() << " bound; " << sched_->kube_metrics().watch_errors;
+  for (const auto& [name, n] : all_binds()) EXPECT_EQ(n, 1) << name;
+  // 56 of 64 GPUs: every pod runs, none was refused by the kubelet for lack of GPUs.
+  EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}) && pods().size() == 56; }, 10));
+  EXPECT_GT(sched_->kube_metrics().reconnects, 0u);
+}
+
 TEST_F(KubeFaults, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
   start_emulator(2);
   create_namespace("team-a");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 
 #include "kube_emulator/emulator_test_util.h"
 
@@ -113,6 +114,41 @@ TEST(SecurityTest, StateSurvivesARestartAndOldResourceVersionsExpire) {
   auto n = fresh.next_change();
   ASSERT_TRUE(n);
   EXPECT_EQ((*n)["type"], "ADDED");
+  std::remove(state.c_str());
+}
+
+// Clients key their caches by uid: a restarted server (same seed, same state) must never hand
+// out a uid that the earlier run gave to an object.
+TEST(SecurityTest, ARestartedServerNeverReusesAUid) {
+  const std::string state = ::testing::TempDir() + "emu_uids_" + std::to_string(getpid()) + ".json";
+  std::remove(state.c_str());
+  Options o = small_options(2);
+  o.state_file = state;
+  std::set<std::string> before;  // every uid of the first run
+  {
+    Emulator emu(o);
+    emu.start();
+    Http http(emu.port());
+    for (int i = 0; i < 20; ++i) {
+      auto p = http.post("/api/v1/namespaces/default/pods", pod_json("p" + std::to_string(i)));
+      ASSERT_EQ(p.status, 201);
+    }
+    for (const char* kind : {"/api/v1/pods", "/api/v1/nodes", "/api/v1/namespaces"}) {
+      const auto list = http.get(kind);
+      for (const auto& item : list.body["items"]) before.insert(item["metadata"]["uid"]);
+    }
+    emu.stop();
+  }
+  ASSERT_GE(before.size(), 22u);
+  Emulator emu(o);
+  emu.start();
+  Http http(emu.port());
+  for (int i = 0; i < 20; ++i) {
+    auto q = http.post("/api/v1/namespaces/default/pods", pod_json("q" + std::to_string(i)));
+    ASSERT_EQ(q.status, 201);
+    EXPECT_EQ(before.count(q.body["metadata"]["uid"]), 0u) << "q" << i;
+  }
+  emu.stop();
   std::remove(state.c_str());
 }
 
