@@ -148,6 +148,54 @@ TEST_F(KubeE2E, SharesFollowTheQueueTreesWeights) {
   EXPECT_EQ(holds["team-b"], 32);
 }
 
+TEST_F(KubeE2E, SharesConvergeToTheQueueTreesAsTheFirstTenantsPodsFinish) {
+  start_emulator(16);  // 128 GPUs
+  for (const std::string ns : {"team-a", "team-b", "team-c"}) create_namespace(ns);
+  // Weighted DRF order without reclaim: no one is evicted, shares move as pods end.
+  SchedulerOptions opt = scheduler_options(R"(queues:
+  - name: team-a
+    weight: 2
+  - name: team-b
+    weight: 1
+  - name: team-c
+    weight: 1
+)");
+  opt.policy = "drf";
+  start_scheduler(opt);
+  // team-a alone fills the cluster with pods that end after 1-3 s, and has more waiting.
+  for (int i = 0; i < 128; ++i) create_pod("team-a", "short" + std::to_string(i), 1, "", 1 + i % 3);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 128; }, 30));
+  for (int i = 0; i < 128; ++i) create_pod("team-a", "long" + std::to_string(i), 1);
+  // team-b and team-c arrive: each GPU team-a frees goes to whoever is furthest below its
+  // share, until the cluster is held 2 : 1 : 1.
+  for (const std::string ns : {"team-b", "team-c"}) {
+    for (int i = 0; i < 128; ++i) create_pod(ns, "w" + std::to_string(i), 1);
+  }
+  std::map<std::string, int> held;
+  auto running = [&] {
+    held.clear();
+    for (const json& p : pods("?fieldSelector=status.phase%3DRunning")) {
+      ++held[p["metadata"]["namespace"]];
+    }
+  };
+  EXPECT_TRUE(wait_for(
+      [&] {
+        running();
+        return held["team-a"] == 64 && held["team-b"] == 32 && held["team-c"] == 32;
+      },
+      40))
+      << held["team-a"] << " : " << held["team-b"] << " : " << held["team-c"];
+  // And it stays there: nobody is preempted or over-served once the shares are met.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  running();
+  EXPECT_EQ(held["team-a"], 64);
+  EXPECT_EQ(held["team-b"], 32);
+  EXPECT_EQ(held["team-c"], 32);
+  for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
+  // Without reclaim, shares moved only as team-a's pods ended: nothing was evicted.
+  EXPECT_EQ(sched_->kube_metrics().evictions, 0u);
+}
+
 TEST_F(KubeE2E, AWaitingPodSaysWhyInItsConditionEventsAndKubectlDescribe) {
   start_emulator(4);
   create_namespace("team-a");
