@@ -144,5 +144,92 @@ TEST(KubeObjects, TimesRoundTrip) {
   EXPECT_EQ(parse_time("garbage"), 0);
 }
 
+// Everything parse_pod / parse_node produce, as text, to compare two parses.
+std::string describe(const PodInfo& p) {
+  std::string s = p.ns + "|" + p.name + "|" + p.uid + "|" + p.resource_version + "|" +
+                  p.scheduler_name + "|" + p.node_name + "|" + p.phase + "|" +
+                  std::to_string(p.deleting) + std::to_string(p.gated) + "|" +
+                  std::to_string(p.created) + "|" + std::to_string(p.bound_at) + "|" +
+                  std::to_string(p.grace_seconds) + "|" + std::to_string(p.demand.gpus) + "/" +
+                  std::to_string(p.demand.gpu_milli) + "/" + std::to_string(p.demand.cpu_milli) +
+                  "/" + std::to_string(p.demand.mem_mib) + "|" + p.group + "|" + p.queue + "|" +
+                  (p.priority ? std::to_string(static_cast<int>(*p.priority)) : "-") + "|" +
+                  std::to_string(p.min_member) + "|" + std::to_string(p.checkpoint_grace) + "|";
+  for (int32_t i : p.gpu_index) s += std::to_string(i) + ",";
+  return s + "|" + p.constraints_key + "|" + p.unschedulable_message + "|" + p.invalid;
+}
+std::string describe(const NodeInfo& n) {
+  std::string s = n.name + "|" + n.resource_version + "|" + std::to_string(n.ready) +
+                  std::to_string(n.unschedulable) + "|" + std::to_string(n.gpus) + "/" +
+                  std::to_string(n.cpu_milli) + "/" + std::to_string(n.mem_mib) + "|" +
+                  n.gpu_product + "|";
+  for (const auto& [k, v] : n.labels) s += k + "=" + v + ",";
+  for (const Taint& t : n.taints) s += t.key + "=" + t.value + ":" + t.effect + ",";
+  return s;
+}
+
+// The reflectors parse only pod_fields() / node_fields(): on full objects as the API server
+// sends them, that must give exactly what parsing everything gives.
+TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
+  const json managed = json::parse(R"([{"manager":"kubectl","operation":"Update",
+      "fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:containers":{}}}}])");
+  json bound =
+      pod({{kPodGroupLabel, "g"}, {kQueueLabel, "research"}, {kClassLabel, "production"}},
+          {{kGpuIndexAnnotation, "0,3"}, {kGraceAnnotation, "90"}, {kMinMemberAnnotation, "4"}},
+          json::parse(R"({
+      "nodeName": "n1", "priorityClassName": "ignored", "terminationGracePeriodSeconds": 45,
+      "initContainers": [{"name": "init", "image": "busybox", "command": ["sh"],
+                          "resources": {"requests": {"cpu": "4", "memory": "8Gi"}}}],
+      "overhead": {"cpu": "250m", "memory": "128Mi"},
+      "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+          {"key": "zone", "operator": "In", "values": ["a", "b"]}]}]}}},
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+      "volumes": [{"name": "data", "emptyDir": {}}],
+      "securityContext": {"runAsUser": 1000}})"));
+  bound["metadata"]["managedFields"] = managed;
+  bound["metadata"]["ownerReferences"] = json::parse(R"([{"kind":"Job","name":"j","uid":"x"}])");
+  bound["metadata"]["deletionTimestamp"] = "2026-01-02T03:09:00Z";
+  bound["spec"]["containers"][0]["env"] = json::parse(R"([{"name":"A","value":"1"}])");
+  bound["spec"]["containers"][0]["readinessProbe"] = json::parse(R"({"httpGet":{"port":80}})");
+  bound["status"] = json::parse(R"({"phase": "Running", "hostIP": "10.0.0.1",
+      "conditions": [{"type": "Ready", "status": "True"},
+                     {"type": "PodScheduled", "status": "True",
+                      "lastTransitionTime": "2026-01-02T03:05:00Z"}],
+      "containerStatuses": [{"name": "main", "ready": true, "restartCount": 0}]})");
+  json waiting = pod({}, {{kFractionAnnotation, "0.25"}},
+                     json::parse(R"({"schedulingGates": [{"name": "wait"}]})"));
+  waiting["spec"]["containers"][0]["resources"] = json::object();
+  waiting["status"]["conditions"] = json::parse(R"([{"type": "PodScheduled", "status": "False",
+      "reason": "Unschedulable", "message": "gang team-a/g: 8 GPUs free of 16"}])");
+  for (const json& p : {bound, waiting, pod()}) {
+    const PodInfo whole = parse_pod(p);
+    const PodInfo masked = parse_pod(parse_masked(p.dump(), pod_fields()));
+    EXPECT_EQ(describe(masked), describe(whole));
+  }
+  // Not a trivial comparison: the full pod's every field was read.
+  const std::string b = describe(parse_pod(bound));
+  for (const char* part : {"|n1|Running|10|", "|45|2/1000/4250/8320|g|research|", "|0,3,|",
+                           "NVIDIA-H100-80GB-HBM3", "zone"}) {
+    EXPECT_NE(b.find(part), std::string::npos) << part << " in " << b;
+  }
+
+  const json node = json::parse(R"({
+    "metadata": {"name": "n1", "resourceVersion": "9", "managedFields": [{"manager": "kubelet"}],
+                 "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"},
+                 "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+    "spec": {"unschedulable": true, "podCIDR": "10.1.0.0/24",
+             "taints": [{"key": "gpu", "value": "x", "effect": "NoSchedule"}]},
+    "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"},
+               "capacity": {"nvidia.com/gpu": "8"},
+               "conditions": [{"type": "MemoryPressure", "status": "False"},
+                              {"type": "Ready", "status": "True"}],
+               "images": [{"names": ["nvcr.io/nvidia/pytorch:24.01"], "sizeBytes": 9000000000}],
+               "nodeInfo": {"kubeletVersion": "v1.31.0"}}})");
+  EXPECT_EQ(describe(parse_node(parse_masked(node.dump(), node_fields()))),
+            describe(parse_node(node)));
+}
+
 }  // namespace
 }  // namespace tessera::kube

@@ -140,12 +140,13 @@ class Recorder : public ReflectorHandler {
  public:
   void on_list_begin() override { add("begin"); }
   void on_list_item(nlohmann::json&& o) override {
-    add("item:" + o["metadata"]["name"].get<std::string>());
+    add("item:" + (whole ? o.dump() : o["metadata"]["name"].get<std::string>()));
   }
   void on_list_end(const std::string& rv) override { add("end:" + rv); }
   void on_event(const std::string& type, nlohmann::json&& o) override {
-    add(type + ":" + o["metadata"]["name"].get<std::string>());
+    add(type + ":" + (whole ? o.dump() : o["metadata"]["name"].get<std::string>()));
   }
+  bool whole = false;  // log each object whole rather than its name
   std::vector<std::string> log() {
     std::lock_guard<std::mutex> lock(mu_);
     return log_;
@@ -294,6 +295,31 @@ TEST(Reflector, InStreamError410Relists) {
   EXPECT_EQ(rec.log(),
             (Log{"begin", "item:a", "end:5", "ADDED:b", "begin", "item:a", "item:z", "end:30"}));
   EXPECT_EQ(api.watch_rvs(), (std::vector<std::string>{"5", "30"}));
+  EXPECT_EQ(run.r().stats().expired.load(), 1u);
+}
+
+TEST(Reflector, AFieldMaskKeepsOnlyItsFieldsYetAnErrorEventIsReadWhole) {
+  FakeApi api;
+  int lists = 0;
+  api.list = [&](const httplib::Request&, httplib::Response& res) {
+    ++lists;
+    res.set_content(lists == 1 ? page({"a"}, "5") : page({"z"}, "30"), "application/json");
+  };
+  // The 410's Status has no metadata.name: masked like a pod, its code would be lost.
+  api.add_watch(
+      {200, {ev("ADDED", "b", "6") + "\n" + error_event(410) + "\n"}, WatchScript::kHang});
+  api.start();
+  Recorder rec;
+  rec.whole = true;
+  ReflectorOptions o = options();
+  o.fields = FieldMask::of({"metadata.name"});
+  Running run(api.url(), o, rec);
+  ASSERT_TRUE(wait_for([&] { return api.watch_rvs().size() >= 2; }));
+  run.stop();
+  EXPECT_EQ(rec.log(), (Log{"begin", R"(item:{"metadata":{"name":"a"}})", "end:5",
+                            R"(ADDED:{"metadata":{"name":"b"}})", "begin",
+                            R"(item:{"metadata":{"name":"z"}})", "end:30"}));
+  EXPECT_EQ(api.watch_rvs(), (std::vector<std::string>{"5", "30"}));  // versions still followed
   EXPECT_EQ(run.r().stats().expired.load(), 1u);
 }
 

@@ -487,8 +487,9 @@ Response Client::del(const std::string& path, const nlohmann::json& body) {
 
 WatchEnd Client::watch(const std::string& path,
                        const std::function<bool(const WatchEvent&)>& on_event,
-                       const std::atomic<bool>& stop) {
+                       const std::atomic<bool>& stop, const FieldMask* objects) {
   WatchEnd end;
+  const FieldMask envelope = objects != nullptr ? objects->under("object") : FieldMask{};
   if (stop.load()) {
     end.stopped = true;
     return end;
@@ -527,7 +528,16 @@ WatchEnd Client::watch(const std::string& path,
   auto deliver = [&](std::string_view line) -> bool {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     if (line.empty()) return true;
-    auto j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    auto j = objects != nullptr ? parse_masked(line, envelope)
+                                : nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    if (objects != nullptr && j.is_object()) {
+      // The mask is for the collection's objects; an ERROR's Status (its code) or a
+      // BOOKMARK is read whole.
+      const auto t = j.find("type");
+      const bool change =
+          t != j.end() && t->is_string() && (*t == "ADDED" || *t == "MODIFIED" || *t == "DELETED");
+      if (!change) j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    }
     if (j.is_discarded() || !j.is_object()) {
       parse_error = "malformed watch event: " + std::string(line.substr(0, 200));
       return false;

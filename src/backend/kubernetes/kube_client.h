@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/kubernetes/field_mask.h"
 #include "backend/kubernetes/kube_config.h"
 
 namespace tessera::kube {
@@ -72,9 +73,10 @@ class Client {
 
   // Opens a watch (path must carry watch=1 and the rest of the query) and calls on_event for
   // every line of the stream until the server closes it, `stop` becomes true, or on_event
-  // returns false. Blocks. A malformed line ends the stream with an error.
+  // returns false. Blocks. A malformed line ends the stream with an error. With `objects`, each
+  // event's object keeps only the fields that mask names.
   WatchEnd watch(const std::string& path, const std::function<bool(const WatchEvent&)>& on_event,
-                 const std::atomic<bool>& stop);
+                 const std::atomic<bool>& stop, const FieldMask* objects = nullptr);
 
   const KubeConfig& config() const { return config_; }
 

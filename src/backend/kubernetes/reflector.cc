@@ -1,6 +1,7 @@
 #include "backend/kubernetes/reflector.h"
 
 #include <algorithm>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -28,6 +29,61 @@ std::string rv_of(const nlohmann::json& object) {
   return r->get<std::string>();
 }
 
+// The continue token of a list answer, read without building the list: a SAX pass that stops
+// once the top-level "metadata" object is closed (the API server writes it before "items"; if
+// it came after, the pass would read on to it).
+class ContinueScanner {
+ public:
+  using json = nlohmann::json;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool string(json::string_t& v) {
+    if (depth_ == 2 && in_meta_ && key_ == "continue") token = std::move(v);
+    return true;
+  }
+  bool start_object(std::size_t) {
+    ++depth_;
+    if (depth_ == 2 && key_ == "metadata") in_meta_ = true;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    ++depth_;
+    return true;
+  }
+  bool end_object() {
+    if (depth_ == 2 && in_meta_) return false;  // done: stop reading
+    --depth_;
+    return true;
+  }
+  bool end_array() {
+    --depth_;
+    return true;
+  }
+  bool key(json::string_t& k) {
+    if (depth_ <= 2) key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
+  std::string token;
+
+ private:
+  int depth_ = 0;
+  bool in_meta_ = false;
+  std::string key_;
+};
+
+std::string scan_continue(const std::string& body) {
+  ContinueScanner s;
+  nlohmann::json::sax_parse(body.begin(), body.end(), &s);
+  return s.token;
+}
+
 void append_selectors(std::string& path, const ReflectorOptions& opt) {
   if (!opt.label_selector.empty()) path += "&labelSelector=" + escape_query(opt.label_selector);
   if (!opt.field_selector.empty()) path += "&fieldSelector=" + escape_query(opt.field_selector);
@@ -36,7 +92,16 @@ void append_selectors(std::string& path, const ReflectorOptions& opt) {
 }  // namespace
 
 Reflector::Reflector(Client& client, ReflectorOptions opt, ReflectorHandler& handler)
-    : client_(client), opt_(std::move(opt)), handler_(handler) {}
+    : client_(client), opt_(std::move(opt)), handler_(handler) {
+  if (opt_.fields) list_fields_ = opt_.fields->under("items");
+}
+
+std::string Reflector::page_path(const std::string& continue_token) const {
+  std::string path = opt_.path + "?limit=" + std::to_string(std::max(1, opt_.page_size));
+  if (!continue_token.empty()) path += "&continue=" + escape_query(continue_token);
+  append_selectors(path, opt_);
+  return path;
+}
 
 std::string Reflector::resource_version() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -50,19 +115,18 @@ void Reflector::set_rv(const std::string& rv) {
 
 // Lists the whole collection in pages and delivers it. A 410 on a continue token (the snapshot
 // expired between pages) restarts the list from the first page: on_list_begin is called again.
+// The next page is asked for as soon as a page arrives, so the server prepares it while this
+// thread parses and delivers the current one.
 Reflector::ListResult Reflector::list_once(const std::atomic<bool>& stop) {
   std::string cont;
   bool begun = false;
+  Response r = client_.get(page_path(""));
   while (!stop.load()) {
-    std::string path = opt_.path + "?limit=" + std::to_string(std::max(1, opt_.page_size));
-    if (!cont.empty()) path += "&continue=" + escape_query(cont);
-    append_selectors(path, opt_);
-    Response r = client_.get(path);
-    if (stop.load()) return ListResult::kStopped;
     if (r.status == 410 && !cont.empty()) {
       stats_.expired++;
       cont.clear();
       begun = false;  // start over; the handler sees a new on_list_begin
+      r = client_.get(page_path(""));
       continue;
     }
     if (!r.ok()) {
@@ -70,13 +134,20 @@ Reflector::ListResult Reflector::list_once(const std::atomic<bool>& stop) {
       set_error("list " + opt_.path + ": " + r.describe());
       return ListResult::kFailed;
     }
-    nlohmann::json page = nlohmann::json::parse(r.body, nullptr, false);
+    const std::string ahead_token = scan_continue(r.body);
+    std::future<Response> ahead;
+    if (!ahead_token.empty()) {
+      ahead = std::async(std::launch::async,
+                         [this, path = page_path(ahead_token)] { return client_.get(path); });
+    }
+    nlohmann::json page = list_fields_ ? parse_masked(r.body, *list_fields_)
+                                       : nlohmann::json::parse(r.body, nullptr, false);
     r.body.clear();
     r.body.shrink_to_fit();
     if (page.is_discarded() || !page.is_object()) {
       stats_.errors++;
       set_error("list " + opt_.path + ": response is not a JSON object");
-      return ListResult::kFailed;
+      return ListResult::kFailed;  // (a page fetched ahead is waited for and dropped)
     }
     if (!begun) {
       handler_.on_list_begin();
@@ -98,6 +169,8 @@ Reflector::ListResult Reflector::list_once(const std::atomic<bool>& stop) {
       handler_.on_list_end(rv);
       return ListResult::kDone;
     }
+    if (stop.load()) break;
+    r = ahead.valid() && cont == ahead_token ? ahead.get() : client_.get(page_path(cont));
   }
   return ListResult::kStopped;
 }
@@ -165,7 +238,7 @@ void Reflector::run(const std::atomic<bool>& stop) {
           stats_.events++;
           return true;
         },
-        stop);
+        stop, opt_.fields ? &*opt_.fields : nullptr);
     if (stop.load()) break;
 
     if (end.status == 410 || expired) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,8 @@ struct ReflectorOptions {
   std::string label_selector;  // unescaped, e.g. "app=x"
   std::string field_selector;  // unescaped, e.g. "status.phase!=Succeeded"
   int page_size = 500;
+  // Only these fields of each object are parsed (lists and watch events); none: all.
+  std::optional<FieldMask> fields;
   int watch_timeout_seconds = 300;  // asked of the server; it ends the stream, we resume
   std::chrono::milliseconds backoff_min{100}, backoff_max{10000};
 };
@@ -66,11 +69,13 @@ class Reflector {
  private:
   enum class ListResult { kDone, kFailed, kStopped };
   ListResult list_once(const std::atomic<bool>& stop);
+  std::string page_path(const std::string& continue_token) const;
   void set_rv(const std::string& rv);
   void set_error(std::string e);
 
   Client& client_;
   ReflectorOptions opt_;
+  std::optional<FieldMask> list_fields_;  // opt_.fields under a list's "items"
   ReflectorHandler& handler_;
   ReflectorStats stats_;
   mutable std::mutex mu_;

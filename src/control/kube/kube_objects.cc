@@ -423,6 +423,46 @@ PodInfo parse_pod(const json& pod) {
   return p;
 }
 
+const FieldMask& node_fields() {
+  static const FieldMask m = FieldMask::of({
+      "metadata.name",
+      "metadata.resourceVersion",
+      "metadata.labels",
+      "spec.unschedulable",
+      "spec.taints",
+      "status.conditions",
+      "status.allocatable",
+  });
+  return m;
+}
+
+const FieldMask& pod_fields() {
+  static const FieldMask m = FieldMask::of({
+      "metadata.namespace",
+      "metadata.name",
+      "metadata.uid",
+      "metadata.resourceVersion",
+      "metadata.creationTimestamp",
+      "metadata.deletionTimestamp",
+      "metadata.labels",
+      "metadata.annotations",
+      "spec.schedulerName",
+      "spec.nodeName",
+      "spec.schedulingGates",
+      "spec.terminationGracePeriodSeconds",
+      "spec.priorityClassName",
+      "spec.containers.resources",
+      "spec.initContainers.resources",
+      "spec.overhead",
+      "spec.nodeSelector",
+      "spec.affinity",
+      "spec.tolerations",
+      "status.phase",
+      "status.conditions",
+  });
+  return m;
+}
+
 PodGroupInfo parse_pod_group(const json& group) {
   PodGroupInfo g;
   const json& meta = field(group, "metadata");

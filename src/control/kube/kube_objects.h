@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/kubernetes/field_mask.h"
 #include "model/job.h"
 #include "model/resources.h"
 
@@ -131,6 +132,10 @@ struct PodGroupInfo {
 NodeInfo parse_node(const nlohmann::json& node);
 PodInfo parse_pod(const nlohmann::json& pod);
 PodGroupInfo parse_pod_group(const nlohmann::json& group);
+// Exactly the fields each parser reads (the reflectors parse nothing else). A field a parser
+// starts to read must be added here: the masked-parse tests compare both ways on full objects.
+const FieldMask& node_fields();
+const FieldMask& pod_fields();
 
 // Seconds since the epoch of an RFC 3339 time ("2026-01-01T00:00:00Z", fractions allowed);
 // 0 when empty or malformed.

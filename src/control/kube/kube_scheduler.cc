@@ -191,6 +191,8 @@ void KubeScheduler::start() {
     ReflectorOptions ro;
     ro.path = w.path;
     ro.field_selector = w.fields;
+    if (w.kind == Inbox::Kind::kNode) ro.fields = node_fields();
+    if (w.kind == Inbox::Kind::kPod) ro.fields = pod_fields();
     reflectors_.push_back(std::make_unique<Reflector>(*client_, ro, *handlers_.back()));
   }
   for (auto& r : reflectors_) {
