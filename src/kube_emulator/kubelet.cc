@@ -72,6 +72,7 @@ void Kubelet::start() {
   thread_ = std::thread([this] { run(); });
   // Pods already bound (a loaded state file) resume where they were.
   std::lock_guard<std::mutex> lock(cluster_.store().mutex());
+  use_.clear();
   for (const auto& [key, o] : cluster_.store().collection(kPods).items) on_pod(nullptr, o);
 }
 
@@ -91,7 +92,23 @@ void Kubelet::schedule(std::chrono::milliseconds delay, Action a, const std::str
   cv_.notify_all();
 }
 
+void Kubelet::account(const ObjPtr& before, const ObjPtr& after) {
+  const auto running = [](const ObjPtr& o) {
+    return o && string_at(o->j(), "status.phase") == "Running";
+  };
+  const bool was = running(before), is = running(after);
+  if (!was && !is) return;
+  // A pod's requests do not change while it runs (no in-place resize here), nor its node.
+  if (was && is) return;
+  const ObjPtr& o = is ? after : before;
+  NodeUse& u = use_[string_at(o->j(), "spec.nodeName")];
+  const int64_t sign = is ? 1 : -1;
+  u.pods += sign;
+  for (const auto& [k, v] : pod_requests(o->j())) u.requests[k] += sign * v;
+}
+
 void Kubelet::on_pod(const ObjPtr& before, const ObjPtr& after) {
+  account(before, after);
   if (!after) return;
   const json& p = after->j();
   const std::string key =
@@ -183,23 +200,23 @@ void Kubelet::run() {
       timers_.pop();
     }
     lock.unlock();
-    {
+    for (const auto& t : due) {
+      // The store lock per pod, not per batch: API requests (binds) wait for one pod's
+      // start at most, not for thousands.
       std::lock_guard<std::mutex> store_lock(cluster_.store().mutex());
-      for (const auto& t : due) {
-        switch (t.action) {
-          case Action::Start:
-            start_pod(t.key, t.uid);
-            break;
-          case Action::Complete:
-            complete_pod(t.key, t.uid);
-            break;
-          case Action::Remove:
-            remove_pod(t.key, t.uid, false);
-            break;
-          case Action::ForceRemove:
-            remove_pod(t.key, t.uid, true);
-            break;
-        }
+      switch (t.action) {
+        case Action::Start:
+          start_pod(t.key, t.uid);
+          break;
+        case Action::Complete:
+          complete_pod(t.key, t.uid);
+          break;
+        case Action::Remove:
+          remove_pod(t.key, t.uid, false);
+          break;
+        case Action::ForceRemove:
+          remove_pod(t.key, t.uid, true);
+          break;
       }
     }
     lock.lock();
@@ -222,18 +239,9 @@ void Kubelet::start_pod(const std::string& key, const std::string& uid) {
     return;
   }
   // Kubelet admission: the node's admitted (running) pods plus this one must fit.
-  Resources used;
-  int64_t pods_used = 0;
-  const auto& idx = cluster_.store().collection(kPods).by_node;
-  if (const auto it = idx.find(node_name); it != idx.end()) {
-    for (const auto& other_key : it->second) {
-      if (other_key == key) continue;
-      const ObjPtr o = cluster_.get_locked(kPods, other_key);
-      if (!o || string_at(o->j(), "status.phase") != "Running") continue;
-      ++pods_used;
-      for (const auto& [k, v] : pod_requests(o->j())) used[k] += v;
-    }
-  }
+  const NodeUse& use = use_[node_name];
+  const int64_t pods_used = use.pods;
+  Resources used = use.requests;
   Resources alloc;
   if (const json* a = find_path(node->j(), "status.allocatable"); a != nullptr && a->is_object()) {
     for (const auto& [k, v] : a->items()) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <queue>
 #include <set>
@@ -48,6 +49,8 @@ class Kubelet {
   // Observers, called with the store lock held.
   void on_pod(const ObjPtr& before, const ObjPtr& after);
   void on_node(const ObjPtr& before, const ObjPtr& after);
+  // Keeps `use_` current for a pod change.
+  void account(const ObjPtr& before, const ObjPtr& after);
   void schedule(std::chrono::milliseconds delay, Action a, const std::string& key,
                 const std::string& uid);
   void run();
@@ -67,6 +70,13 @@ class Kubelet {
   // Guarded by the store lock: pods waiting for their node to be Ready; IPs handed out.
   std::unordered_map<std::string, std::set<std::string>> waiting_;
   std::unordered_map<std::string, uint32_t> next_ip_;
+  // Guarded by the store lock. Invariant: use_[node] is the sum of the requests (and the count)
+  // of the Running pods bound to node, so admission need not walk the node's pods.
+  struct NodeUse {
+    std::map<std::string, int64_t> requests;
+    int64_t pods = 0;
+  };
+  std::unordered_map<std::string, NodeUse> use_;
 };
 
 }  // namespace kube_emulator

@@ -25,8 +25,8 @@ bool parse_level(std::string_view name, Level& out) {
 
 uint32_t Cluster::max_gpus_per_node(GpuTypeMask mask) const {
   uint32_t best = 0;
-  for (const Node& n : nodes_) {
-    if (type_allowed(mask, n.gpu_type)) best = std::max<uint32_t>(best, n.num_gpus);
+  for (size_t t = 0; t < max_gpus_by_type_.size(); ++t) {
+    if (type_allowed(mask, static_cast<GpuTypeId>(t))) best = std::max(best, max_gpus_by_type_[t]);
   }
   return best;
 }
@@ -90,6 +90,7 @@ Cluster ClusterBuilder::build() const {
   std::vector<uint32_t> rack_map(rack_names_.size(), kNoId);
   std::vector<uint32_t> spine_map(spine_names_.size(), kNoId);
   c.gpus_by_type_.assign(types_.size(), 0);
+  c.max_gpus_by_type_.assign(types_.size(), 0);
   for (size_t idx : order) {
     const PendingNode& p = pending_[idx];
     if (spine_map[p.spine] == kNoId) {
@@ -109,6 +110,8 @@ Cluster ClusterBuilder::build() const {
     const auto node_id = static_cast<NodeId>(c.nodes_.size());
     for (uint16_t g = 0; g < n.num_gpus; ++g) c.gpu_node_.push_back(node_id);
     c.gpus_by_type_[n.gpu_type] += n.num_gpus;
+    c.max_gpus_by_type_[n.gpu_type] =
+        std::max<uint32_t>(c.max_gpus_by_type_[n.gpu_type], n.num_gpus);
     c.max_node_gpus_ = std::max(c.max_node_gpus_, n.num_gpus);
     if (n.num_gpus > 0) c.present_types_ |= GpuTypeMask{1} << n.gpu_type;
     c.racks_[n.rack].num_nodes++;

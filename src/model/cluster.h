@@ -86,6 +86,7 @@ class Cluster {
   std::vector<Spine> spines_;
   std::vector<NodeId> gpu_node_;
   std::vector<uint32_t> gpus_by_type_;
+  std::vector<uint32_t> max_gpus_by_type_;  // the most GPUs on one node of each type
   GpuTypeTable types_ = GpuTypeTable::builtin();
   Link links_[kNumLevels] = {};
   uint16_t max_node_gpus_ = 0;
