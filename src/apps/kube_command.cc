@@ -51,6 +51,11 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
   k->add_option("--status-qps", a.status_qps,
                 "at most this many pod status writes and events a second")
       ->check(CLI::Range(1.0, 100000.0));
+  k->add_option("--usage-save-interval", a.usage_save_interval,
+                "seconds between saves of long-term usage (when the queue tree sets "
+                "fairness.half_life) to ConfigMap <lease-name>-usage in the lease namespace; 0: "
+                "kept in memory only")
+      ->check(CLI::Range(0.0, 86400.0));
   return k;
 }
 
@@ -75,6 +80,7 @@ int run_kube(const KubeArgs& a) {
   opt.gang_timeout = a.gang_timeout;
   opt.bind_workers = a.bind_workers;
   opt.status_qps = a.status_qps;
+  opt.usage_save_interval = a.usage_save_interval;
   opt.leader_elect = a.leader_elect;
   opt.lease.ns = a.lease_namespace;
   opt.lease.name = a.lease_name;

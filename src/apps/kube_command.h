@@ -24,6 +24,7 @@ struct KubeArgs {
   double gang_timeout = 30;
   int bind_workers = 16;
   double status_qps = 200;
+  double usage_save_interval = 60;
 };
 CLI::App* add_kube_command(CLI::App& app, KubeArgs& args);
 int run_kube(const KubeArgs& args);

@@ -196,6 +196,54 @@ TEST_F(KubeE2E, SharesConvergeToTheQueueTreesAsTheFirstTenantsPodsFinish) {
   EXPECT_EQ(sched_->kube_metrics().evictions, 0u);
 }
 
+TEST_F(KubeE2E, LongTermUsageOutlivesASchedulerRestart) {
+  start_emulator(2);  // 16 GPUs
+  create_namespace("team-a");
+  const std::string tree = R"(fairness:
+  half_life: 1h
+queues:
+  - name: team-a
+  - name: team-b
+)";
+  SchedulerOptions opt = scheduler_options(tree);
+  opt.usage_save_interval = 0.5;
+  start_scheduler(opt);
+  for (int i = 0; i < 8; ++i) create_pod("team-a", "a" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 8; }, 20));
+  auto decayed = [&](const std::string& path) {
+    for (const QueueView& q : sched_->queues()) {
+      if (q.path == path) return q.decayed_gpus;
+    }
+    return -1.0;
+  };
+  ASSERT_TRUE(wait_for([&] { return decayed("team-a") > 0; }, 10));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  sched_->stop();
+  const double before = decayed("team-a");
+  ASSERT_GT(before, 0);
+  // Saved where the lease lives (kube-system by default), in serve's JSON.
+  const json cm =
+      emu_->request("GET", "/api/v1/namespaces/kube-system/configmaps/tessera-scheduler-usage")
+          .json_body();
+  ASSERT_TRUE(cm.contains("data")) << cm.dump();
+  EXPECT_NE(cm["data"].value("decayed-usage", "").find("team-a"), std::string::npos);
+
+  // team-a's pods end while no scheduler runs; a new one (a restart, or the next leader)
+  // carries the usage on from the ConfigMap (it would be 0 from the cluster alone).
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(emu_->request("DELETE", "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) +
+                                          "?gracePeriodSeconds=0")
+                  .status,
+              200);
+  }
+  ASSERT_TRUE(wait_for([&] { return pods().empty(); }, 10));
+  start_scheduler(opt);
+  ASSERT_TRUE(wait_for([&] { return decayed("team-a") > 0; }, 10));
+  EXPECT_GE(decayed("team-a"), before * 0.99);  // a 1 h half-life: nearly all of it is left
+  EXPECT_LE(decayed("team-a"), before);
+  EXPECT_EQ(decayed("team-b"), 0);
+}
+
 TEST_F(KubeE2E, AWaitingPodSaysWhyInItsConditionEventsAndKubectlDescribe) {
   start_emulator(4);
   create_namespace("team-a");

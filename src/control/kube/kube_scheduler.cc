@@ -198,6 +198,10 @@ void KubeScheduler::start() {
   for (auto& r : reflectors_) {
     threads_.emplace_back([this, rp = r.get()] { rp->run(stop_); });
   }
+  if (opt_.usage_save_interval > 0) {
+    usage_store_ =
+        std::make_unique<UsageStore>(*client_, opt_.lease.ns, opt_.lease.name + "-usage");
+  }
   if (opt_.leader_elect) {
     elector_ = std::make_unique<LeaderElector>(*client_, opt_.lease);
     threads_.emplace_back([this] { elector_->run(stop_); });
@@ -244,12 +248,16 @@ void KubeScheduler::run_loop() {
     drain_bind_results();
     const bool lead = leading();
     kube_counters_.leading = lead;
+    if (!lead) usage_loaded_ = false;  // the leader's saves are newer: read them on taking over
     const double t = now();
     if (lead && synced() && (model_.dirty() || t - last_cycle_ >= opt_.max_cycle_interval)) {
       run_cycle();
       last_cycle_ = t;
     }
   }
+  // The last leader's usage outlives it (the elector may be giving the lease up meanwhile).
+  std::lock_guard lock(mu_);
+  if (kube_counters_.leading) save_usage(true);
 }
 
 void KubeScheduler::drain_inbox() {
@@ -381,10 +389,17 @@ void KubeScheduler::run_cycle() {
       usage[leaf] = usage[leaf] +
                     fair_amounts_of(model_.tree().settings(), model_.cluster(), *r.spec, *r.alloc);
     }
-    if (decayed_.view().size() != model_.tree().size()) {
-      decayed_ = DecayedUsage(model_.tree().size(), model_.tree().settings().half_life_seconds);
-    } else if (last_cycle_ > 0) {
-      decayed_.advance(t - last_cycle_, usage, leaves);
+    if (!usage_loaded_ && usage_store_) {
+      std::string error;
+      usage_restore_ = usage_store_->load(&error);
+      if (!error.empty()) std::fprintf(stderr, "tessera kube: %s\n", error.c_str());
+      usage_loaded_ = true;
+    }
+    carry_usage();
+    if (last_cycle_ > 0) decayed_.advance(t - last_cycle_, usage, leaves);
+    if (opt_.usage_save_interval > 0 && t - usage_saved_at_ >= opt_.usage_save_interval) {
+      save_usage(false);
+      usage_saved_at_ = t;
     }
   }
   Snapshot snap;
@@ -556,6 +571,52 @@ void KubeScheduler::roll_back_partial_gangs(double t) {
                    std::to_string(static_cast<int>(opt_.gang_timeout)) +
                    " s; its bound members are evicted so that it can start whole",
                0);
+  }
+}
+
+void KubeScheduler::carry_usage() {
+  const QueueTree& tree = model_.tree();
+  if (decayed_.view().size() != tree.size()) {
+    // Queue ids are stable as the tree grows (a flat tree appends a leaf per new namespace),
+    // so the usage carries over by id.
+    DecayedUsage grown(tree.size(), tree.settings().half_life_seconds);
+    for (QueueId q = 0; q < std::min(tree.size(), decayed_.view().size()); ++q) {
+      grown.set(q, decayed_.value(q));
+    }
+    decayed_ = std::move(grown);
+  }
+  if (usage_restore_.empty()) return;
+  for (QueueId q = 0; q < tree.size(); ++q) {
+    auto it = usage_restore_.find(tree.queue(q).path);
+    if (it == usage_restore_.end()) continue;
+    decayed_.set(q, it->second);
+    usage_restore_.erase(it);
+  }
+}
+
+UsageByPath KubeScheduler::usage_by_path() const {
+  UsageByPath out = usage_restore_;  // saved, for queues not seen since: kept, not forgotten
+  const QueueTree& tree = model_.tree();
+  for (QueueId q = 0; q < std::min(tree.size(), decayed_.view().size()); ++q) {
+    if (tree.queue(q).leaf()) out[tree.queue(q).path] = decayed_.value(q);
+  }
+  return out;
+}
+
+// `now`: on this thread (the way out); else queued behind the other writes.
+void KubeScheduler::save_usage(bool now) {
+  if (!usage_store_ || !usage_loaded_ || !decayed_.on()) return;
+  auto save = [this, usage = usage_by_path(), t = this->now()] {
+    std::string error;
+    if (!usage_store_->save(usage, t, &error)) {
+      ++api_errors_;
+      std::fprintf(stderr, "tessera kube: %s\n", error.c_str());
+    }
+  };
+  if (now) {
+    save();
+  } else {
+    actions_->push(std::move(save));
   }
 }
 

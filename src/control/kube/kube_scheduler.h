@@ -34,6 +34,7 @@
 #include "backend/kubernetes/reflector.h"
 #include "control/kube/cluster_model.h"
 #include "control/kube/leader_elector.h"
+#include "control/kube/usage_store.h"
 #include "control/kube/work_queue.h"
 #include "control/service.h"
 #include "engine/decayed_usage.h"
@@ -59,6 +60,9 @@ struct SchedulerOptions {
   // changes, else at most this often.
   double event_interval = 300;
   std::string reporting_instance = "tessera";  // Events' reportingInstance
+  // Long-term usage (when the queue tree sets fairness.half_life) is saved this often, and on
+  // the way out, to ConfigMap <lease.name>-usage in lease.ns; 0: kept in memory only.
+  double usage_save_interval = 60;
 };
 
 // Counters for /metrics beyond the service's.
@@ -104,6 +108,10 @@ class KubeScheduler {
   void drain_inbox();
   void drain_bind_results();
   void run_cycle();
+  // Long-term usage: follow the tree as queues appear, take in what was saved, save it.
+  void carry_usage();
+  UsageByPath usage_by_path() const;
+  void save_usage(bool now);
   void apply(const Decisions& d, const CycleInput& in, double now);
   void bind_gang(Gang& g, const Start& s);
   // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.
@@ -152,6 +160,12 @@ class KubeScheduler {
   KubeMetrics kube_counters_;
   std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
   DecayedUsage decayed_;
+  // Saved usage not yet given to a queue: read when this replica starts leading, applied to
+  // each queue as it appears (a namespace with no pods yet has no queue in a flat tree).
+  std::unique_ptr<UsageStore> usage_store_;
+  UsageByPath usage_restore_;
+  bool usage_loaded_ = false;
+  double usage_saved_at_ = 0;
 
   // The model has taken in a whole list of nodes / of pods (set by the scheduler thread as it
   // applies the list's end, so a cycle never decides on part of the first list).
