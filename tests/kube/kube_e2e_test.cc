@@ -108,6 +108,16 @@ TEST_F(KubeE2E, ThreeTenantsGangsOfOneToThirtyTwoNoPartialGangNoOvercommit) {
   EXPECT_EQ(sched_->kube_metrics().gang_rollbacks, 0u);
 }
 
+// Three tenants weighted 2 : 1 : 1.
+const char* const kWeights211 = R"(queues:
+  - name: team-a
+    weight: 2
+  - name: team-b
+    weight: 1
+  - name: team-c
+    weight: 1
+)";
+
 TEST_F(KubeE2E, SharesFollowTheQueueTreesWeights) {
   start_emulator(16);  // 128 GPUs
   for (const std::string ns : {"team-a", "team-b", "team-c"}) create_namespace(ns);
@@ -117,14 +127,7 @@ TEST_F(KubeE2E, SharesFollowTheQueueTreesWeights) {
   }
   // The scheduler finds every team's demand at once (a returning tenant's reclaim is another
   // test): its first cycles share the cluster by the weights.
-  start_scheduler(R"(queues:
-  - name: team-a
-    weight: 2
-  - name: team-b
-    weight: 1
-  - name: team-c
-    weight: 1
-)");
+  start_scheduler(kWeights211);
   std::map<std::string, int> held;
   ASSERT_TRUE(wait_for(
       [&] {
@@ -152,14 +155,7 @@ TEST_F(KubeE2E, SharesConvergeToTheQueueTreesAsTheFirstTenantsPodsFinish) {
   start_emulator(16);  // 128 GPUs
   for (const std::string ns : {"team-a", "team-b", "team-c"}) create_namespace(ns);
   // Weighted DRF order without reclaim: no one is evicted, shares move as pods end.
-  SchedulerOptions opt = scheduler_options(R"(queues:
-  - name: team-a
-    weight: 2
-  - name: team-b
-    weight: 1
-  - name: team-c
-    weight: 1
-)");
+  SchedulerOptions opt = scheduler_options(kWeights211);
   opt.policy = "drf";
   start_scheduler(opt);
   // team-a alone fills the cluster with pods that end after 1-3 s, and has more waiting.
