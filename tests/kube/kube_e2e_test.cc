@@ -240,6 +240,71 @@ queues:
   EXPECT_EQ(decayed("team-b"), 0);
 }
 
+TEST_F(KubeE2E, CordonedAndTaintedNodesSelectorsAndTolerationsAreHonoured) {
+  start_emulator(4);  // gpu-node-0000 .. 0003, 8 GPUs each
+  create_namespace("team-a");
+  auto patch_node = [&](int n, const json& body) {
+    const auto r = emu_->request("PATCH", "/api/v1/nodes/gpu-node-000" + std::to_string(n),
+                                 body.dump(), "application/merge-patch+json");
+    ASSERT_EQ(r.status, 200) << r.body;
+  };
+  patch_node(0, {{"spec", {{"unschedulable", true}}}});  // cordoned
+  patch_node(
+      1, {{"spec",
+           {{"taints", {{{"key", "dedicated"}, {"value", "infer"}, {"effect", "NoSchedule"}}}}}}});
+  patch_node(2, {{"metadata", {{"labels", {{"pool", "a"}}}}}});
+  patch_node(3, {{"metadata", {{"labels", {{"pool", "b"}}}}}});
+  start_scheduler();
+  // One pod that selects pool b, one that tolerates the taint and selects the tainted node's
+  // hostname, and 15 plain pods: the plain ones fit only on nodes 2 and 3 (16 GPUs less the
+  // selective pod's), so exactly one of them waits.
+  json sel = pod_json("team-a", "sel", 1);
+  sel["spec"]["nodeSelector"] = {{"pool", "b"}};
+  post_pod(sel);
+  json tol = pod_json("team-a", "tol", 1);
+  tol["spec"]["tolerations"] = {
+      {{"key", "dedicated"}, {"operator", "Equal"}, {"value", "infer"}, {"effect", "NoSchedule"}}};
+  tol["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "gpu-node-0001"}};
+  post_pod(tol);
+  for (int i = 0; i < 16; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 17; }, 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(binds_by_pod().size(), 17u);  // the 18th has nowhere to go
+  std::map<std::string, std::string> where;
+  for (const auto& b : emu_->bindings()) where[b.name] = b.node;
+  EXPECT_EQ(where["sel"], "gpu-node-0003");
+  EXPECT_EQ(where["tol"], "gpu-node-0001");
+  for (const auto& [name, node] : where) {
+    EXPECT_NE(node, "gpu-node-0000") << name << " on the cordoned node";
+    if (name != "tol") {
+      EXPECT_NE(node, "gpu-node-0001") << name << " on the tainted node";
+    }
+  }
+}
+
+TEST_F(KubeE2E, AConflictingBindIsDecidedAgainNotRepeatedBlindly) {
+  start_emulator(1);
+  create_namespace("team-a");
+  // The first bind of p answers 409 (as when the pod changed under the scheduler).
+  emu_->add_bind_fault({.pod = "team-a/p",
+                        .node = "",
+                        .count = 1,
+                        .code = 409,
+                        .message = "Operation cannot be fulfilled on pods \"p\": the object has "
+                                   "been modified; please apply your changes to the latest "
+                                   "version and try again"});
+  start_scheduler();
+  create_pod("team-a", "p", 1);
+  ASSERT_TRUE(wait_for(
+      [&] { return binds_by_pod().size() == 1 && binds_by_pod().begin()->second == 1; }, 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto log = emu_->bindings();
+  ASSERT_EQ(log.size(), 2u);  // the refused attempt, then one that landed: nothing more
+  EXPECT_EQ(log[0].code, 409);
+  EXPECT_EQ(log[1].code, 201);
+  EXPECT_EQ(sched_->kube_metrics().binds_conflict, 1u);
+}
+
 TEST_F(KubeE2E, AWaitingPodSaysWhyInItsConditionEventsAndKubectlDescribe) {
   start_emulator(4);
   create_namespace("team-a");
