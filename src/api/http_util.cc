@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "model/json_depth.h"
 #include "store/job_request.h"
 
 namespace tessera {
@@ -56,6 +57,10 @@ int64_t int_param(const httplib::Request& req, const char* name, int64_t def, in
 }
 
 nlohmann::json json_body(const httplib::Request& req) {
+  if (json_nesting_exceeds(req.body)) {
+    throw FieldError("", "body nests arrays/objects more than " + std::to_string(kMaxJsonDepth) +
+                             " levels deep");
+  }
   try {
     return nlohmann::json::parse(req.body);
   } catch (const nlohmann::json::parse_error& e) {

@@ -15,6 +15,7 @@
 #include "model/csv.h"
 #include "model/input_error.h"
 #include "model/job.h"
+#include "model/json_depth.h"
 #include "model/yaml_util.h"
 
 namespace tessera {
@@ -440,6 +441,12 @@ JobRequest parse_job_request(std::string_view text) {
   while (first < text.size() &&
          (text[first] == ' ' || text[first] == '\t' || text[first] == '\n' || text[first] == '\r'))
     ++first;
+  // Flow collections ([...], {...}) nest in YAML as in JSON; the YAML parser and the reader
+  // recurse, so deep nesting is refused before either runs.
+  if (json_nesting_exceeds(text)) {
+    throw FieldError("", "the job spec nests arrays/objects more than " +
+                             std::to_string(kMaxJsonDepth) + " levels deep");
+  }
   if (first < text.size() && text[first] == '{') {
     json j;
     try {

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include "model/json_depth.h"
+
 namespace tessera::kube {
 
 using nlohmann::json;
@@ -129,7 +131,9 @@ json parse_masked(std::string_view text, const FieldMask& mask) {
     return convert(doc, root);
   }
   // What simdjson refuses (an integer beyond 64 bits, say) nlohmann may still read: answer as
-  // nlohmann::json::parse would.
+  // nlohmann::json::parse would, except for nesting too deep to walk (simdjson's own limit is
+  // 1,024 levels; prune() recurses).
+  if (json_nesting_exceeds(text, 1024)) return json(json::value_t::discarded);
   json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (!j.is_discarded()) prune(j, root);
   return j;
