@@ -2,6 +2,10 @@
 // finding against the real binary and checks the server answers it and stays up.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "cli_util.h"
@@ -52,6 +56,25 @@ TEST(ServeHardening, ADeeplyNestedBodyIsRefusedAndTheServerStaysUp) {
   const HttpResult r = admin.post("/v1/tenants", arrays, "application/json");
   EXPECT_EQ(r.status, 400) << r.body.substr(0, 300);
   EXPECT_EQ(admin.get("/healthz").status, 200) << server.log();
+}
+
+// Finding 10: a second server on an address in use bound it too (SO_REUSEPORT), and the two
+// split the requests between them.
+TEST(ServeHardening, ASecondServerOnAnAddressInUseRefusesToStart) {
+  TempDir dir("addr");
+  ServerProcess first(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(first.up()) << first.log();
+  const std::string log = dir.str() + "/second.log";
+  const std::string cmd = std::string("timeout 10 ") + TESSERA_BINARY + " serve --listen " +
+                          first.addr() + " --db " + dir.str() + "/other.db --admin-token " +
+                          kAdminToken + " --virtual-gpus 1 > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && WEXITSTATUS(rc) != 124)
+      << "rc " << rc << ": " << text;
+  EXPECT_NE(text.find("address in use"), std::string::npos) << text;
+  EXPECT_EQ(first.client(kAdminToken).get("/healthz").status, 200);
 }
 
 }  // namespace

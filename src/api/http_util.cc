@@ -79,6 +79,13 @@ int64_t path_id(const httplib::Request& req) {
 }
 
 int bind_server(httplib::Server& http, const std::string& host, int port) {
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same address and
+  // take half of its requests. SO_REUSEADDR alone still allows a quick restart (TIME_WAIT) but
+  // refuses an address that a live server listens on.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   int bound = 0;
   if (port == 0) {
     bound = http.bind_to_any_port(host);

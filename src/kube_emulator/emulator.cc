@@ -341,6 +341,11 @@ void Emulator::serve_http() {
         res.status = 500;
         res.set_content(status_failure(500, "InternalError", what).dump(), "application/json");
       });
+  // Not httplib's SO_REUSEPORT: a second emulator on a busy port must fail, not share it.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   port_ = opt_.port == 0 ? svr.bind_to_any_port(opt_.host)
                          : (svr.bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
   if (port_ <= 0) {

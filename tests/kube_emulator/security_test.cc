@@ -152,5 +152,16 @@ TEST(SecurityTest, ARestartedServerNeverReusesAUid) {
   std::remove(state.c_str());
 }
 
+// A second emulator on a port in use must fail to start, not share the port (httplib's
+// default SO_REUSEPORT would let it, and requests would split between the two).
+TEST(SecurityTest, ASecondServerOnAPortInUseDoesNotStart) {
+  Emulator first(small_options(1));
+  first.start();
+  Options o = small_options(1);
+  o.port = first.port();
+  Emulator second(o);
+  EXPECT_THROW(second.start(), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace kube_emulator::testing
