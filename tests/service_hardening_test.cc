@@ -77,5 +77,28 @@ TEST(ServeHardening, ASecondServerOnAnAddressInUseRefusesToStart) {
   EXPECT_EQ(first.client(kAdminToken).get("/healthz").status, 200);
 }
 
+// Finding 9: two servers on the same database both ran, and a job ran twice.
+TEST(ServeHardening, ASecondServerOnTheSameDatabaseRefusesToStart) {
+  TempDir dir("db");
+  ServerProcess first(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(first.up()) << first.log();
+  const std::string log = dir.str() + "/second.log";
+  const std::string cmd = std::string("timeout 10 ") + TESSERA_BINARY +
+                          " serve --listen 127.0.0.1:0 --db " + dir.str() +
+                          "/tessera.db --admin-token " + kAdminToken + " --virtual-gpus 1 > " +
+                          log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && WEXITSTATUS(rc) != 124)
+      << "rc " << rc << ": " << text;
+  EXPECT_NE(text.find("in use by another process"), std::string::npos) << text;
+  EXPECT_EQ(first.client(kAdminToken).get("/healthz").status, 200);
+  // A server killed outright leaves no lock behind: the next one starts.
+  first.kill(SIGKILL);
+  ServerProcess next(dir.str(), {"--virtual-gpus", "1"});
+  EXPECT_TRUE(next.up()) << next.log();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #include "store/store.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -151,6 +153,28 @@ PRAGMA user_version = 1;
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+}
+
+// Issue 14, finding 9: two servers on one database both ran the same jobs.
+TEST(Store, OneDatabaseIsOpenedByOneStoreAtATime) {
+  TempDir dir("store");
+  const std::string path = dir.file("t.db");
+  {
+    Store first(path);
+    try {
+      Store second(path);
+      FAIL() << "a second Store opened a database in use";
+    } catch (const StoreError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("in use by another process (pid " + std::to_string(::getpid()) + ")"),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+    }
+    EXPECT_EQ(first.schema_version(), 2);  // the first is unharmed
+  }
+  Store again(path);  // released with the first
+  EXPECT_EQ(again.schema_version(), 2);
 }
 
 TEST(Store, AnUnopenableDatabaseNamesItsPath) {

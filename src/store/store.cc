@@ -1,5 +1,12 @@
 #include "store/store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <array>
 #include <nlohmann/json.hpp>
 
@@ -55,22 +62,62 @@ bool parse_job_state(std::string_view s, JobState& out) {
 }
 
 Store::Store(const std::string& path, Options opt) : path_(path) {
-  db_ = std::make_unique<Db>(path);
-  db_->exec("PRAGMA journal_mode=WAL");
-  db_->exec(opt.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
-  db_->exec("PRAGMA foreign_keys=ON");
-  migrate(*db_);
-  insert_job_.emplace(db_->prepare(
-      "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
-      "message, allocation, processes, tenant, name, spec, submitted_at, idempotency_key) "
-      "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
-  update_job_.emplace(db_->prepare(
-      "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
-      "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10 "
-      "WHERE id = ?1"));
-  insert_audit_.emplace(
-      db_->prepare("INSERT INTO audit_log (at, actor, method, path, status, target) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  const std::string lock_path = path + ".lock";
+  // O_CLOEXEC: the jobs the server starts must not inherit (and so keep) the lock.
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0) {
+    throw StoreError(path + ": cannot open the lock file " + lock_path + ": " +
+                     std::strerror(errno));
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(lock_fd_, buf, sizeof buf - 1, 0);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      throw StoreError(path + ": the database is in use by another process" +
+                       (holder.empty() ? std::string() : " (pid " + holder + ")") +
+                       "; one database takes one server (lock " + lock_path + ")");
+    }
+    throw StoreError(path + ": cannot lock " + lock_path + ": " + std::strerror(err));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_, 0) != 0 ||
+      ::pwrite(lock_fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // The pid is for the message above only; the lock itself is held.
+  }
+  try {
+    db_ = std::make_unique<Db>(path);
+    db_->exec("PRAGMA journal_mode=WAL");
+    db_->exec(opt.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    db_->exec("PRAGMA foreign_keys=ON");
+    migrate(*db_);
+    insert_job_.emplace(db_->prepare(
+        "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
+        "message, allocation, processes, tenant, name, spec, submitted_at, idempotency_key) "
+        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+    update_job_.emplace(db_->prepare(
+        "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
+        "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10 "
+        "WHERE id = ?1"));
+    insert_audit_.emplace(
+        db_->prepare("INSERT INTO audit_log (at, actor, method, path, status, target) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  } catch (...) {
+    ::close(lock_fd_);  // the destructor does not run for a half-built Store
+    throw;
+  }
+}
+
+Store::~Store() {
+  insert_job_.reset();
+  update_job_.reset();
+  insert_audit_.reset();
+  db_.reset();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 int Store::schema_version() {

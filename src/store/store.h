@@ -73,9 +73,13 @@ class Store {
     bool sync_full = false;  // PRAGMA synchronous=FULL (fsync every commit)
   };
   // Opens or creates the database at `path` and applies pending schema migrations. Throws
-  // StoreError naming the path (also for a database written by a newer Tessera).
+  // StoreError naming the path (also for a database written by a newer Tessera, and for one
+  // that another process holds open: one database, one server).
   explicit Store(const std::string& path) : Store(path, Options{}) {}
   Store(const std::string& path, Options opt);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
 
   int schema_version();
 
@@ -106,6 +110,9 @@ class Store {
   void write_update(const JobRow& row);
 
   std::string path_;
+  // flock(2) on <path>.lock, held while this Store lives: a second server on the same database
+  // would run the same jobs again. The kernel drops it when the process dies, however it dies.
+  int lock_fd_ = -1;
   std::mutex mu_;
   std::unique_ptr<Db> db_;
   std::optional<Statement> insert_job_, update_job_, insert_audit_;

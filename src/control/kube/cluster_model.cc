@@ -513,6 +513,11 @@ CycleInput ClusterModel::prepare(double now) {
     } else if (!g.waits_for.empty()) {
       g.waiting =
           "waiting for " + std::to_string(g.waits_for.size()) + " preempted pod(s) to terminate";
+    } else if (g.binding) {
+      // A bind attempt of this gang is still in flight: deciding its other pods now would count
+      // members that the attempt may yet give back (a failed bind evicts the bound ones), and
+      // could leave a member bound alone.
+      g.waiting = "waiting for the gang's binds in flight to land";
     } else if (have_bound + have_pending < min_member) {
       g.waiting = "waiting for the gang's pods: " + std::to_string(have_bound + have_pending) +
                   " of minMember " + std::to_string(min_member) + " exist";
