@@ -293,6 +293,37 @@ TEST_F(ServiceTest, ARestartRequeuesAJobWhoseMembersAreGoneAndAdoptsOnesThatRun)
   EXPECT_EQ(state(s, alive), JobState::kSucceeded);
 }
 
+// Issue 14, finding 18: an 8,000-character key was accepted, and the same key with another
+// spec silently returned the first job.
+TEST_F(ServiceTest, AnIdempotencyKeyIsBoundedAndNotReusedForAnotherSpec) {
+  auto s = make(1);
+  bool created = false;
+  const int64_t id = s->submit(as("lab"), job("name: x\ncommand: [x]\n"), "k1", &created).row.id;
+  EXPECT_TRUE(created);
+  // A retry: the same job, not created again.
+  EXPECT_EQ(s->submit(as("lab"), job("name: x\ncommand: [x]\n"), "k1", &created).row.id, id);
+  EXPECT_FALSE(created);
+  auto refused = [&](const std::string& spec, const std::string& key, ServiceError::Kind kind,
+                     const std::string& words) {
+    try {
+      s->submit(as("lab"), job(spec), key, &created);
+      ADD_FAILURE() << "accepted key " << key.substr(0, 20);
+    } catch (const ServiceError& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      EXPECT_EQ(e.field(), "Idempotency-Key");
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused("name: y\ncommand: [y]\n", "k1", ServiceError::kConflict,
+          "already used for job " + std::to_string(id) + " with a different spec");
+  refused("name: x\ncommand: [x]\n", std::string(8000, 'k'), ServiceError::kInvalid, "1-255");
+  refused("name: x\ncommand: [x]\n", "has space", ServiceError::kInvalid, "printable");
+  EXPECT_EQ(s->jobs(Caller{false, "lab"}, JobFilter{}).size(), 1u);  // nothing more created
+  // Another tenant's key space is its own.
+  EXPECT_NE(s->submit(as("other"), job("name: y\ncommand: [y]\n"), "k1", &created).row.id, id);
+  EXPECT_TRUE(created);
+}
+
 TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
   auto s = make(1);
   const int64_t id = s->submit(as("team-a"), job("name: x\ncommand: [x]\n"), "", nullptr).row.id;

@@ -789,8 +789,25 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
         "token of tenant " + ctx.caller.tenant + " cannot submit for tenant " + req.tenant);
   }
   if (!idempotency_key.empty()) {
+    if (idempotency_key.size() > kMaxIdempotencyKeyChars ||
+        !std::all_of(idempotency_key.begin(), idempotency_key.end(),
+                     [](char c) { return c > ' ' && c < 127; })) {
+      throw ServiceError(ServiceError::kInvalid, "Idempotency-Key",
+                         "an idempotency key is 1-" + std::to_string(kMaxIdempotencyKeyChars) +
+                             " printable ASCII characters");
+    }
     auto it = idempotency_.find({req.tenant, idempotency_key});
-    if (it != idempotency_.end()) return view_locked(*jobs_.at(it->second));
+    if (it != idempotency_.end()) {
+      const Job& first = *jobs_.at(it->second);
+      // A retry repeats its request; the same key with another spec is a client's mistake, and
+      // answering with the first job would hide it.
+      if (!(first.row.spec == req)) {
+        throw ServiceError(ServiceError::kConflict, "Idempotency-Key",
+                           "idempotency key already used for job " + std::to_string(first.row.id) +
+                               " with a different spec");
+      }
+      return view_locked(first);
+    }
   }
   if (!tenants_.find(req.tenant)) {
     if (!is_valid_name(req.tenant) && flat_tree_) {

@@ -72,6 +72,9 @@ struct RequestContext {
 };
 
 // A refused request. The API maps kinds to HTTP statuses.
+// The longest Idempotency-Key a submission may carry (as the service contract says).
+inline constexpr size_t kMaxIdempotencyKeyChars = 255;
+
 class ServiceError : public std::runtime_error {
  public:
   enum Kind { kInvalid, kUnauthorized, kForbidden, kNotFound, kConflict, kInfeasible };
@@ -148,6 +151,8 @@ class Service {
   bool has_admin_token() const;
 
   // Each mutating call writes its audit entry in the same transaction as its change.
+  // A repeated idempotency key (1-255 printable ASCII characters) returns the job it made,
+  // if the spec is the same (else kConflict).
   JobView submit(const RequestContext& ctx, JobRequest req, const std::string& idempotency_key,
                  bool* created);
   JobView cancel(const RequestContext& ctx, int64_t id);
