@@ -336,6 +336,19 @@ TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
   EXPECT_TRUE(s->jobs(Caller{false, "team-b"}, JobFilter{}).empty());
   EXPECT_EQ(s->jobs(Caller{false, "team-a"}, JobFilter{}).size(), 1u);
   EXPECT_EQ(state(*s, id), JobState::kPending);
+  // Asking for another tenant's jobs by name is refused, not answered with an empty list
+  // (issue 14, finding 18); one's own name and the admin are fine.
+  JobFilter theirs;
+  theirs.tenant = "team-a";
+  try {
+    s->jobs(Caller{false, "team-b"}, theirs);
+    ADD_FAILURE() << "team-b listed team-a's jobs";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::kForbidden);
+    EXPECT_EQ(e.field(), "tenant");
+  }
+  EXPECT_EQ(s->jobs(Caller{false, "team-a"}, theirs).size(), 1u);
+  EXPECT_EQ(s->jobs(Caller{true, ""}, theirs).size(), 1u);
 }
 
 }  // namespace

@@ -956,6 +956,12 @@ JobView Service::job(const Caller& caller, int64_t id) const {
 }
 
 std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) const {
+  if (!caller.admin && !f.tenant.empty() && f.tenant != caller.tenant) {
+    // An empty list would read as "that tenant has no jobs".
+    throw ServiceError(
+        ServiceError::kForbidden, "tenant",
+        "token of tenant " + caller.tenant + " cannot list tenant " + f.tenant + "'s jobs");
+  }
   std::lock_guard lock(mu_);
   std::vector<JobView> out;
   for (auto it = jobs_.upper_bound(f.after); it != jobs_.end() && out.size() < f.limit; ++it) {
