@@ -324,6 +324,25 @@ TEST_F(ServiceTest, AnIdempotencyKeyIsBoundedAndNotReusedForAnotherSpec) {
   EXPECT_TRUE(created);
 }
 
+// Issue 14, finding 16: tenants named like the audit log's own actors were accepted.
+TEST_F(ServiceTest, TheAuditLogsActorNamesAreNotTenantNames) {
+  auto s = make(1);
+  const RequestContext admin{Caller{true, ""}, "POST", "/v1/tenants"};
+  for (const std::string name : {"admin", "anonymous"}) {
+    try {
+      s->create_tenant(admin, name);
+      ADD_FAILURE() << "created tenant " << name;
+    } catch (const ServiceError& e) {
+      EXPECT_EQ(e.kind(), ServiceError::kInvalid);
+      EXPECT_NE(std::string(e.what()).find("reserved"), std::string::npos) << e.what();
+    }
+    JobRequest r = job("name: x\ncommand: [x]\n");
+    r.tenant = name;  // nor by the admin submitting on its behalf
+    EXPECT_THROW(s->submit(admin, r, "", nullptr), ServiceError) << name;
+  }
+  EXPECT_FALSE(s->create_tenant(admin, "administrators").empty());  // only the exact names
+}
+
 TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
   auto s = make(1);
   const int64_t id = s->submit(as("team-a"), job("name: x\ncommand: [x]\n"), "", nullptr).row.id;

@@ -40,6 +40,15 @@ struct Service::Job {
 
 namespace {
 
+// The audit log names its actors "admin" and "anonymous": a tenant of either name could not be
+// told apart from them (issue 14, finding 16).
+void refuse_reserved_tenant(const std::string& name, const std::string& field) {
+  if (name == "admin" || name == "anonymous") {
+    throw ServiceError(ServiceError::kInvalid, field,
+                       "tenant name " + name + " is reserved (the audit log's own actors)");
+  }
+}
+
 using Clock = std::chrono::steady_clock;
 
 std::string host_name() {
@@ -814,6 +823,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
       throw ServiceError(ServiceError::kInvalid, "tenant",
                          "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
     }
+    refuse_reserved_tenant(req.tenant, "tenant");
     // A tenant without a token (the admin submits for it): it gets a queue like any other.
     add_tenant_locked(req.tenant, "tenant");
   }
@@ -889,6 +899,7 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
     throw ServiceError(ServiceError::kInvalid, "name",
                        "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
   }
+  refuse_reserved_tenant(name, "name");
   std::lock_guard lock(mu_);
   for (const auto& [h, t] : token_tenant_) {
     if (t == name) {

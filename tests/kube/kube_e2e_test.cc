@@ -95,9 +95,50 @@ TEST_F(KubeE2E, ThreeTenantsGangsOfOneToThirtyTwoNoPartialGangNoOvercommit) {
     const std::string name = p["metadata"]["name"];
     ++left[p["metadata"].value("namespace", "") + "/" + name.substr(0, name.rfind('-'))];
   }
+  // A gang can also be preempted while it winds down: members that already succeeded stay,
+  // and the ones still running are taken together. So every member left of a preempted gang
+  // must have finished before the gang's first Preempted event.
+  std::map<std::string, double> preempted_at;  // gang -> earliest Preempted event
+  auto read_preempted = [&] {
+    preempted_at.clear();
+    for (const std::string& ns : teams) {
+      const json events =
+          emu_->request("GET", "/apis/events.k8s.io/v1/namespaces/" + ns + "/events").json_body();
+      for (const json& e : events.value("items", json::array())) {
+        if (e.value("reason", "") != "Preempted") continue;
+        const std::string pod = e["regarding"].value("name", "");
+        const std::string gang = ns + "/" + pod.substr(0, pod.rfind('-'));
+        const double at = parse_time(e.value("eventTime", ""));
+        auto [it, fresh] = preempted_at.emplace(gang, at);
+        if (!fresh) it->second = std::min(it->second, at);
+      }
+    }
+  };
+  // Events are written behind the binds (rate-limited): wait for those of partial gangs.
+  wait_for(
+      [&] {
+        read_preempted();
+        for (const auto& [gang, size] : group_size) {
+          if (left[gang] != 0 && left[gang] != size && preempted_at.count(gang) == 0) return false;
+        }
+        return true;
+      },
+      15);
   for (const auto& [gang, size] : group_size) {
-    EXPECT_TRUE(left[gang] == 0 || left[gang] == size)
-        << gang << ": " << left[gang] << " of " << size;
+    if (left[gang] == 0 || left[gang] == size) continue;
+    ASSERT_TRUE(preempted_at.count(gang))
+        << gang << ": " << left[gang] << " of " << size << " left, and none preempted";
+    for (const json& p : final_pods) {
+      const std::string name = p["metadata"]["name"];
+      if (p["metadata"].value("namespace", "") + "/" + name.substr(0, name.rfind('-')) != gang) {
+        continue;
+      }
+      const double finished = parse_time(
+          p["status"]["containerStatuses"][0]["state"]["terminated"].value("finishedAt", ""));
+      EXPECT_LE(finished, preempted_at[gang] + 1.0)  // finishedAt has whole seconds
+          << gang << ": " << name << " still ran when its gang was preempted (" << left[gang]
+          << " of " << size << " left)";
+    }
   }
   // A gang's members are bound together, in one cycle's burst, never a part first.
   for (const auto& [gang, times] : gang_bind_times) {

@@ -513,8 +513,8 @@ CycleInput ClusterModel::prepare(double now) {
     } else if (!g.waits_for.empty()) {
       g.waiting =
           "waiting for " + std::to_string(g.waits_for.size()) + " preempted pod(s) to terminate";
-    } else if (g.binding) {
-      // A bind attempt of this gang is still in flight: deciding its other pods now would count
+    } else if (g.binding || g.attempts_in_flight > 0) {
+      // A bind attempt of this gang is still out: deciding its other pods now would count
       // members that the attempt may yet give back (a failed bind evicts the bound ones), and
       // could leave a member bound alone.
       g.waiting = "waiting for the gang's binds in flight to land";

@@ -69,6 +69,11 @@ struct Gang {
   double running_since = 0;
   std::string waiting;   // why it is not offered to the engine ("" = offered), in words
   bool binding = false;  // some member's bind is in flight (not yet seen bound)
+  // Bind attempts sent and not all answered (kept by the scheduler, not by prepare()). While
+  // one is out, the gang is not decided again: the watch may show members bound before their
+  // answers arrive, and a failed member would otherwise be re-bound alone just before the
+  // attempt gives the rest back.
+  int32_t attempts_in_flight = 0;
   // Preemption in progress: the victims' pod uids; the gang waits until they are gone.
   std::set<std::string> waits_for;
   double waits_since = 0;

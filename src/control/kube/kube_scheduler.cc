@@ -365,6 +365,9 @@ void KubeScheduler::drain_bind_results() {
         evict_pods(ok, why + "); its bound members are evicted and it is tried again", 0);
       }
     }
+    if (Gang* g = model_.gang(a.gang); g != nullptr && g->attempts_in_flight > 0) {
+      --g->attempts_in_flight;
+    }
     attempts_.erase(it);
     model_.mark_dirty();
   }
@@ -512,7 +515,11 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
       inbox_->push(std::move(out));
     });
   }
-  if (att.uids.empty()) attempts_.erase(id);
+  if (att.uids.empty()) {
+    attempts_.erase(id);
+  } else {
+    ++g.attempts_in_flight;  // until drain_bind_results has every answer
+  }
 }
 
 void KubeScheduler::evict_pods(const std::vector<std::string>& uids, const std::string& why,
