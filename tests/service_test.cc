@@ -343,6 +343,26 @@ TEST_F(ServiceTest, TheAuditLogsActorNamesAreNotTenantNames) {
   EXPECT_FALSE(s->create_tenant(admin, "administrators").empty());  // only the exact names
 }
 
+// Issue 14, finding 6: `checkpoint_grace: 1e9` let a stopping job keep its GPUs for ever.
+TEST_F(ServiceTest, AGraceAboveTheServersLimitIsRefused) {
+  auto s = make(1);  // the default limit: 3600 s
+  for (const char* grace : {"1e9", "100000d", "3601"}) {
+    try {
+      s->submit(as("lab"),
+                job(std::string("name: x\ncheckpoint_grace: ") + grace + "\ncommand: [x]\n"), "",
+                nullptr);
+      ADD_FAILURE() << "accepted a grace of " << grace;
+    } catch (const ServiceError& e) {
+      EXPECT_EQ(e.kind(), ServiceError::kInvalid) << grace;
+      EXPECT_EQ(e.field(), "checkpoint_grace");
+      EXPECT_NE(std::string(e.what()).find("--max-checkpoint-grace"), std::string::npos);
+    }
+  }
+  EXPECT_GT(s->submit(as("lab"), job("name: x\ncheckpoint_grace: 1h\ncommand: [x]\n"), "", nullptr)
+                .row.id,
+            0);
+}
+
 TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
   auto s = make(1);
   const int64_t id = s->submit(as("team-a"), job("name: x\ncommand: [x]\n"), "", nullptr).row.id;

@@ -33,6 +33,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--checkpoint-grace", a.checkpoint_grace,
                 "seconds between SIGTERM and SIGKILL for jobs that name none")
       ->check(CLI::Range(0.0, 86400.0));
+  s->add_option("--max-checkpoint-grace", a.max_checkpoint_grace,
+                "the longest grace a job may ask for, in seconds (more is refused; every grace "
+                "is held to it)")
+      ->check(CLI::Range(0.0, 30.0 * 86400.0));
   s->add_option("--addr-file", a.addr_file, "write host:port here once listening");
   s->add_flag("--sync-full", a.sync_full,
               "fsync every commit (survives power loss; fewer submissions per second)");
@@ -58,6 +62,7 @@ int run_serve(const ServeArgs& a) {
   opt.queues_path = a.queues;
   opt.policy = a.policy;
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
+  opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.sync_full = a.sync_full;
   Service service(opt);
 

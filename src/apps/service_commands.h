@@ -16,6 +16,7 @@ struct ServeArgs {
   std::string queues;
   std::string policy = "fair";
   double checkpoint_grace = 30;
+  double max_checkpoint_grace = 3600;
   std::string addr_file;  // write the bound address here once listening
   bool sync_full = false;
   std::string nvidia_smi = "nvidia-smi";

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -587,6 +588,8 @@ void Service::ask_to_stop_locked(Job& j, double t) {
     grace = tree_->settings().checkpoint_grace_seconds;
   }
   if (j.row.spec.checkpoint_grace_seconds >= 0) grace = j.row.spec.checkpoint_grace_seconds;
+  // Also for jobs stored before the limit was lowered.
+  grace = std::min(grace, opt_.max_checkpoint_grace_seconds);
   j.stopping = true;
   j.kill_at = t + grace;
   backend_->signal(j.members, SIGTERM);
@@ -826,6 +829,13 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
     refuse_reserved_tenant(req.tenant, "tenant");
     // A tenant without a token (the admin submits for it): it gets a queue like any other.
     add_tenant_locked(req.tenant, "tenant");
+  }
+  if (req.checkpoint_grace_seconds > opt_.max_checkpoint_grace_seconds) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "%g s is more than this server allows (%g s, --max-checkpoint-grace)",
+                  req.checkpoint_grace_seconds, opt_.max_checkpoint_grace_seconds);
+    throw ServiceError(ServiceError::kInvalid, "checkpoint_grace", msg);
   }
   auto j = std::make_unique<Job>();
   j->spec = to_spec_locked(req, *tenants_.find(req.tenant), "submitted job");

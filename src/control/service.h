@@ -49,9 +49,12 @@ struct ServiceOptions {
   std::string policy = "fair";
   uint64_t seed = 0;
   double checkpoint_grace_seconds = 30;  // SIGTERM .. SIGKILL, for jobs that name none
-  double cycle_interval_seconds = 1.0;   // a cycle at least this often (besides events)
-  double poll_interval_seconds = 0.05;   // how often processes are checked
-  bool sync_full = false;                // Store::Options::sync_full
+  // The longest grace any job gets (its own, the queue tree's or the default): a job that asks
+  // for more is refused, so a stopping job cannot hold its GPUs for ever.
+  double max_checkpoint_grace_seconds = 3600;
+  double cycle_interval_seconds = 1.0;  // a cycle at least this often (besides events)
+  double poll_interval_seconds = 0.05;  // how often processes are checked
+  bool sync_full = false;               // Store::Options::sync_full
   // Unix seconds now; empty = the system clock (tests inject their own).
   std::function<double()> clock;
 };
