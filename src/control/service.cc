@@ -16,6 +16,7 @@
 
 #include "backend/local_backend.h"
 #include "backend/nvidia_smi.h"
+#include "control/decayed_usage_json.h"
 #include "control/token.h"
 #include "engine/admission.h"
 #include "engine/cycle.h"
@@ -236,11 +237,7 @@ void Service::rebind_locked() {
   t->bind(tenants_, opt_.queues_path.empty() ? "tenants" : opt_.queues_path);
   // Queue ids are stable across rebinds (a flat tree appends a leaf per new tenant, a loaded
   // tree keeps its shape), so long-term usage carries over by id.
-  DecayedUsage decayed(t->size(), t->settings().half_life_seconds);
-  for (QueueId q = 0; q < std::min(t->size(), decayed_.view().size()); ++q) {
-    decayed.set(q, decayed_.value(q));
-  }
-  decayed_ = std::move(decayed);
+  decayed_ = decayed_.resized(t->size(), t->settings().half_life_seconds);
   last_usage_.resize(t->size(), kZeroAmounts);
   leaves_.clear();
   for (QueueId q = 0; q < t->size(); ++q) {
@@ -278,12 +275,7 @@ void Service::advance_decayed_locked(double t) {
   }
   // Kept across restarts, by queue path, at most once a minute.
   if (t - last_decay_saved_ >= 60) {
-    nlohmann::json j = nlohmann::json::object();
-    for (QueueId q : leaves_) {
-      const auto& v = decayed_.value(q);
-      j[tree_->queue(q).path] = {v[0], v[1], v[2]};
-    }
-    store_->set_setting("decayed_usage", j.dump());
+    store_->set_setting("decayed_usage", usage_to_json(usage_by_path(*tree_, decayed_)));
     last_decay_saved_ = t;
   }
 }
@@ -292,13 +284,9 @@ void Service::restore_decayed_locked() {
   if (!decayed_.on()) return;
   const auto text = store_->setting("decayed_usage");
   if (!text) return;
-  const auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object()) return;  // unreadable: start afresh (it is a memory, not a ledger)
-  for (QueueId q = 0; q < tree_->size(); ++q) {
-    auto it = j.find(tree_->queue(q).path);
-    if (it == j.end() || !it->is_array() || it->size() != kNumDims) continue;
-    decayed_.set(q, {(*it)[0].get<double>(), (*it)[1].get<double>(), (*it)[2].get<double>()});
-  }
+  std::optional<UsageByPath> saved = usage_from_json(*text);
+  if (!saved) return;  // unreadable: start afresh (it is a memory, not a ledger)
+  apply_usage(*tree_, *saved, decayed_);
 }
 
 JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where) {

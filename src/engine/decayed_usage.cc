@@ -1,5 +1,6 @@
 #include "engine/decayed_usage.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera {
@@ -9,6 +10,12 @@ DecayedUsage::DecayedUsage(size_t queues, double half_life) : half_life_(half_li
     value_.assign(queues, {0, 0, 0});
     view_.assign(queues, kZeroAmounts);
   }
+}
+
+DecayedUsage DecayedUsage::resized(size_t queues, double half_life) const {
+  DecayedUsage out(queues, half_life);
+  for (QueueId q = 0; q < std::min(queues, value_.size()); ++q) out.set(q, value_[q]);
+  return out;
 }
 
 void DecayedUsage::advance(double dt, std::span<const Amounts> usage,

@@ -18,6 +18,9 @@ class DecayedUsage {
   DecayedUsage(size_t queues, double half_life);
 
   bool on() const { return half_life_ > 0; }
+  // For a tree that grew or changed (queue ids are stable as a tree grows): `queues` entries
+  // with `half_life`, each id below both sizes keeping its value.
+  DecayedUsage resized(size_t queues, double half_life) const;
   // Folds in `usage` (by QueueId) held for `dt` seconds, for the queues listed.
   void advance(double dt, std::span<const Amounts> usage, std::span<const QueueId> queues);
   // By QueueId, rounded; empty when off.

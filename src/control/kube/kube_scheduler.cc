@@ -584,43 +584,28 @@ void KubeScheduler::roll_back_partial_gangs(double t) {
 void KubeScheduler::carry_usage() {
   const QueueTree& tree = model_.tree();
   if (decayed_.view().size() != tree.size()) {
-    // Queue ids are stable as the tree grows (a flat tree appends a leaf per new namespace),
-    // so the usage carries over by id.
-    DecayedUsage grown(tree.size(), tree.settings().half_life_seconds);
-    for (QueueId q = 0; q < std::min(tree.size(), decayed_.view().size()); ++q) {
-      grown.set(q, decayed_.value(q));
-    }
-    decayed_ = std::move(grown);
+    decayed_ = decayed_.resized(tree.size(), tree.settings().half_life_seconds);
   }
-  if (usage_restore_.empty()) return;
-  for (QueueId q = 0; q < tree.size(); ++q) {
-    auto it = usage_restore_.find(tree.queue(q).path);
-    if (it == usage_restore_.end()) continue;
-    decayed_.set(q, it->second);
-    usage_restore_.erase(it);
-  }
+  apply_usage(tree, usage_restore_, decayed_);
 }
 
-UsageByPath KubeScheduler::usage_by_path() const {
+UsageByPath KubeScheduler::usage_to_save() const {
   UsageByPath out = usage_restore_;  // saved, for queues not seen since: kept, not forgotten
-  const QueueTree& tree = model_.tree();
-  for (QueueId q = 0; q < std::min(tree.size(), decayed_.view().size()); ++q) {
-    if (tree.queue(q).leaf()) out[tree.queue(q).path] = decayed_.value(q);
-  }
+  for (auto& [path, v] : usage_by_path(model_.tree(), decayed_)) out[path] = v;
   return out;
 }
 
-// `now`: on this thread (the way out); else queued behind the other writes.
-void KubeScheduler::save_usage(bool now) {
+// `synchronously`: on this thread (the way out); else queued behind the other writes.
+void KubeScheduler::save_usage(bool synchronously) {
   if (!usage_store_ || !usage_loaded_ || !decayed_.on()) return;
-  auto save = [this, usage = usage_by_path(), t = this->now()] {
+  auto save = [this, usage = usage_to_save(), t = now()] {
     std::string error;
     if (!usage_store_->save(usage, t, &error)) {
       ++api_errors_;
       std::fprintf(stderr, "tessera kube: %s\n", error.c_str());
     }
   };
-  if (now) {
+  if (synchronously) {
     save();
   } else {
     actions_->push(std::move(save));

@@ -110,8 +110,8 @@ class KubeScheduler {
   void run_cycle();
   // Long-term usage: follow the tree as queues appear, take in what was saved, save it.
   void carry_usage();
-  UsageByPath usage_by_path() const;
-  void save_usage(bool now);
+  UsageByPath usage_to_save() const;
+  void save_usage(bool synchronously);
   void apply(const Decisions& d, const CycleInput& in, double now);
   void bind_gang(Gang& g, const Start& s);
   // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.

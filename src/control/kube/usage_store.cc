@@ -25,27 +25,16 @@ UsageByPath UsageStore::load(std::string* error) {
       cm["data"].contains(kKey) && cm["data"][kKey].is_string()) {
     text = &cm["data"][kKey];
   }
-  const json usage = text ? json::parse(text->get<std::string>(), nullptr, false) : json();
-  if (!usage.is_object()) {
+  std::optional<UsageByPath> usage =
+      text ? usage_from_json(text->get_ref<const std::string&>()) : std::nullopt;
+  if (!usage) {
     if (error) *error = "ConfigMap " + where() + ": data." + kKey + " is not a JSON object";
     return out;
   }
-  for (const auto& [path, v] : usage.items()) {
-    if (!v.is_array() || v.size() != kNumDims) continue;
-    std::array<double, kNumDims> a{};
-    bool ok = true;
-    for (size_t d = 0; d < kNumDims; ++d) {
-      ok = ok && v[d].is_number() && v[d].get<double>() >= 0;
-      if (ok) a[d] = v[d].get<double>();
-    }
-    if (ok) out[path] = a;
-  }
-  return out;
+  return std::move(*usage);
 }
 
 bool UsageStore::save(const UsageByPath& usage, double now, std::string* error) {
-  json values = json::object();
-  for (const auto& [path, a] : usage) values[path] = a;
   const json cm = {{"apiVersion", "v1"},
                    {"kind", "ConfigMap"},
                    {"metadata",
@@ -53,7 +42,7 @@ bool UsageStore::save(const UsageByPath& usage, double now, std::string* error) 
                      {"namespace", ns_},
                      {"labels", {{"app.kubernetes.io/managed-by", "tessera"}}},
                      {"annotations", {{"tessera.io/saved-at", format_time(now)}}}}},
-                   {"data", {{kKey, values.dump()}}}};
+                   {"data", {{kKey, usage_to_json(usage)}}}};
   // Replace without a resourceVersion: the leader is the only writer.
   Response r = client_.put(object_path(kConfigMaps, ns_, name_), cm);
   if (r.status == 404) r = client_.post(collection_path(kConfigMaps, ns_), cm);

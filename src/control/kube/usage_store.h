@@ -1,19 +1,15 @@
 // Long-term (decayed) usage kept in a ConfigMap, so that a restarted scheduler, or the replica
 // that takes over the lease, carries each queue's usage history on instead of forgetting it
-// (which would hand a heavy tenant a fresh start). The JSON is serve's: {queue path:
-// [milli-GPU, milli-CPU, MiB]} averages, in data["decayed-usage"].
+// (which would hand a heavy tenant a fresh start). The JSON is serve's
+// (control/decayed_usage_json.h), in data["decayed-usage"].
 #pragma once
 
-#include <array>
-#include <map>
 #include <string>
 
 #include "backend/kubernetes/kube_client.h"
-#include "model/queue_tree.h"
+#include "control/decayed_usage_json.h"
 
 namespace tessera::kube {
-
-using UsageByPath = std::map<std::string, std::array<double, kNumDims>>;
 
 class UsageStore {
  public:
