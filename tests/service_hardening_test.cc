@@ -58,21 +58,29 @@ TEST(ServeHardening, ADeeplyNestedBodyIsRefusedAndTheServerStaysUp) {
   EXPECT_EQ(admin.get("/healthz").status, 200) << server.log();
 }
 
+// Runs `tessera serve ARGS` (with the test admin token and one virtual GPU) and expects it to
+// refuse to start: it must exit non-zero on its own (not be stopped by the 10 s timeout).
+// Returns what it logged.
+std::string refused_start(const std::string& dir, const std::string& args) {
+  const std::string log = dir + "/second.log";
+  const std::string cmd = std::string("timeout 10 ") + TESSERA_BINARY + " serve " + args +
+                          " --admin-token " + kAdminToken + " --virtual-gpus 1 > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && WEXITSTATUS(rc) != 124)
+      << "rc " << rc << ": " << text;
+  return text;
+}
+
 // Finding 10: a second server on an address in use bound it too (SO_REUSEPORT), and the two
 // split the requests between them.
 TEST(ServeHardening, ASecondServerOnAnAddressInUseRefusesToStart) {
   TempDir dir("addr");
   ServerProcess first(dir.str(), {"--virtual-gpus", "1"});
   ASSERT_TRUE(first.up()) << first.log();
-  const std::string log = dir.str() + "/second.log";
-  const std::string cmd = std::string("timeout 10 ") + TESSERA_BINARY + " serve --listen " +
-                          first.addr() + " --db " + dir.str() + "/other.db --admin-token " +
-                          kAdminToken + " --virtual-gpus 1 > " + log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && WEXITSTATUS(rc) != 124)
-      << "rc " << rc << ": " << text;
+  const std::string text =
+      refused_start(dir.str(), "--listen " + first.addr() + " --db " + dir.str() + "/other.db");
   EXPECT_NE(text.find("address in use"), std::string::npos) << text;
   EXPECT_EQ(first.client(kAdminToken).get("/healthz").status, 200);
 }
@@ -82,16 +90,8 @@ TEST(ServeHardening, ASecondServerOnTheSameDatabaseRefusesToStart) {
   TempDir dir("db");
   ServerProcess first(dir.str(), {"--virtual-gpus", "1"});
   ASSERT_TRUE(first.up()) << first.log();
-  const std::string log = dir.str() + "/second.log";
-  const std::string cmd = std::string("timeout 10 ") + TESSERA_BINARY +
-                          " serve --listen 127.0.0.1:0 --db " + dir.str() +
-                          "/tessera.db --admin-token " + kAdminToken + " --virtual-gpus 1 > " +
-                          log + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0 && WEXITSTATUS(rc) != 124)
-      << "rc " << rc << ": " << text;
+  const std::string text =
+      refused_start(dir.str(), "--listen 127.0.0.1:0 --db " + dir.str() + "/tessera.db");
   EXPECT_NE(text.find("in use by another process"), std::string::npos) << text;
   EXPECT_EQ(first.client(kAdminToken).get("/healthz").status, 200);
   // A server killed outright leaves no lock behind: the next one starts.
