@@ -11,29 +11,15 @@
 namespace tessera {
 namespace {
 
+using testing::create_tenant;
 using testing::eventually;
 using testing::get_job;
+using testing::job_in;
 using testing::json_of;
 using testing::kAdminToken;
 using testing::ServerProcess;
+using testing::submit;
 using testing::TempDir;
-
-std::string create_tenant(ApiClient& admin, const std::string& name) {
-  const HttpResult r =
-      admin.post("/v1/tenants", nlohmann::json{{"name", name}}.dump(), "application/json");
-  EXPECT_EQ(r.status, 201) << r.body;
-  return json_of(r).value("token", "");
-}
-
-bool job_in(ApiClient& c, int64_t id, const std::string& state) {
-  return get_job(c, id).value("state", "") == state;
-}
-
-int64_t submit(ApiClient& c, const std::string& yaml, int expect_status = 201) {
-  const HttpResult r = c.post("/v1/jobs", yaml, "application/yaml");
-  EXPECT_EQ(r.status, expect_status) << r.body;
-  return json_of(r).value("id", int64_t{-1});
-}
 
 TEST(ServiceE2E, TwoTenantsRunGangFractionalAndWaitingJobsAsProcesses) {
   TempDir dir("e2e");

@@ -4,9 +4,18 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <chrono>
+
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli_util.h"
 #include "model/json_depth.h"
@@ -15,10 +24,28 @@
 namespace tessera {
 namespace {
 
+using testing::create_tenant;
+using testing::eventually;
+using testing::job_in;
 using testing::json_of;
 using testing::kAdminToken;
 using testing::ServerProcess;
+using testing::submit;
 using testing::TempDir;
+
+// Resident memory of a process, in MiB (VmRSS of /proc/PID/status).
+int64_t rss_mib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  int64_t kib = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> kib;
+      break;
+    }
+  }
+  return kib / 1024;
+}
 
 TEST(JsonDepth, CountsBracketsOutsideStringsOnly) {
   EXPECT_FALSE(json_nesting_exceeds(R"({"a": [1, {"b": []}]})", 4));
@@ -98,6 +125,99 @@ TEST(ServeHardening, ASecondServerOnTheSameDatabaseRefusesToStart) {
   first.kill(SIGKILL);
   ServerProcess next(dir.str(), {"--virtual-gpus", "1"});
   EXPECT_TRUE(next.up()) << next.log();
+}
+
+// Findings 5 and 15: a job replaced its log with a FIFO (64 log requests then blocked every
+// worker forever) or with a symbolic link (the server served /etc/shadow). A hard link and a
+// linked attempt directory are the same attack by other means.
+TEST(ServeHardening, ALogAJobReplacedIsRefusedAndNeverBlocksTheServer) {
+  TempDir dir("logs");
+  const std::string secret = dir.file("secret");
+  std::ofstream(secret) << "the-other-tenants-secret\n";
+  std::filesystem::create_directories(dir.file("decoy"));
+  std::ofstream(dir.file("decoy/rank-0.log")) << "the-other-tenants-secret\n";
+  ServerProcess server(dir.str(), {"--virtual-gpus", "4"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token = create_tenant(admin, "team-a");
+  ApiClient a = server.client(token);
+  // Each job works in its attempt directory, where its log lies, then idles.
+  const std::vector<std::pair<std::string, std::string>> attacks = {
+      {"fifo", "rm rank-0.log; mkfifo rank-0.log"},
+      {"symlink", "rm rank-0.log; ln -s " + secret + " rank-0.log"},
+      {"hardlink", "rm rank-0.log; ln " + secret + " rank-0.log"},
+      {"linked-dir", "mv ../1 ../1.moved && ln -s " + dir.file("decoy") + " ../1"},
+  };
+  std::vector<int64_t> ids;
+  for (const auto& [name, script] : attacks) {
+    ids.push_back(submit(a, "name: " + name + "\ncommand: [\"sh\", \"-c\", \"" + script +
+                                "; touch done; sleep 60\"]\n"));
+  }
+  const std::string jobs = dir.file("tessera.db.jobs/jobs/");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string done = jobs + std::to_string(ids[i]) +
+                             (attacks[i].first == "linked-dir" ? "/1.moved/done" : "/1/done");
+    ASSERT_TRUE(eventually([&] { return std::filesystem::exists(done); }, 10)) << attacks[i].first;
+  }
+  // 80 requests at once, more than the server has workers: each is refused, none waits.
+  std::vector<std::future<HttpResult>> reads;
+  for (int k = 0; k < 80; ++k) {
+    const int64_t id = ids[static_cast<size_t>(k) % ids.size()];
+    reads.push_back(std::async(std::launch::async, [&server, &token, id] {
+      ApiClient c = server.client(token);
+      return c.get("/v1/jobs/" + std::to_string(id) + "/logs?tail_bytes=0");
+    }));
+  }
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const HttpResult r = reads[k].get();
+    EXPECT_EQ(r.status, 403) << attacks[k % attacks.size()].first << ": " << r.body << r.error;
+    EXPECT_EQ(r.body.find("secret"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(admin.get("/healthz").status, 200);
+}
+
+// Finding 7: `logs?tail_bytes=0` read a whole 200 MB log into memory; six in parallel took
+// the server to 2.3 GB. Logs are streamed from the file in pieces.
+TEST(ServeHardening, AHugeLogIsStreamedWithoutHoldingItInMemory) {
+  TempDir dir("biglog");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token = create_tenant(admin, "team-a");
+  ApiClient a = server.client(token);
+  constexpr int64_t kLogBytes = 96LL << 20;
+  const int64_t id = submit(a,
+                            "name: chatty\ncommand: [\"sh\", \"-c\", \"yes 0123456789abcdef"
+                            " | head -c " +
+                                std::to_string(kLogBytes) + "\"]\n");
+  ASSERT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 30));
+  const int64_t before = rss_mib(server.pid());
+  std::vector<std::future<HttpResult>> reads;
+  for (int k = 0; k < 4; ++k) {
+    reads.push_back(std::async(std::launch::async, [&server, &token, id] {
+      ApiClient c = server.client(token);
+      return c.get("/v1/jobs/" + std::to_string(id) + "/logs?tail_bytes=0");
+    }));
+  }
+  // Sampled while the four responses are in flight and after.
+  int64_t peak = before;
+  while (!std::all_of(reads.begin(), reads.end(), [](auto& f) {
+    return f.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready;
+  })) {
+    peak = std::max(peak, rss_mib(server.pid()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& f : reads) {
+    const HttpResult r = f.get();
+    ASSERT_EQ(r.status, 200) << r.error;
+    ASSERT_EQ(static_cast<int64_t>(r.body.size()), kLogBytes);
+    EXPECT_EQ(r.body.substr(0, 17), "0123456789abcdef\n");
+  }
+  // Whole copies would be 4 x 96 MiB; pieces are 64 KiB each.
+  EXPECT_LT(peak - before, 64) << "RSS " << before << " MiB -> peak " << peak << " MiB";
+  // The tail is still the tail.
+  const HttpResult tail = a.get("/v1/jobs/" + std::to_string(id) + "/logs?tail_bytes=17");
+  EXPECT_EQ(tail.body.size(), 17u);
 }
 
 }  // namespace

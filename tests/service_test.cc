@@ -85,7 +85,7 @@ class FakeBackend final : public Backend {
     }
   }
   std::vector<MemberHandle> discover(uint64_t, uint32_t, int32_t) override { return {}; }
-  std::string log_path(uint64_t, uint32_t, int32_t) const override { return ""; }
+  LogFile open_log(uint64_t, uint32_t, int32_t) const override { return {}; }
 
   // The member `rank` of the latest launch of `job` exits with `code`.
   void exit(uint64_t job, int32_t rank, int32_t code) {

@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -91,6 +93,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   const std::string& addr() const { return addr_; }
+  pid_t pid() const { return pid_; }
   bool up() const { return !addr_.empty(); }
   // Sends `sig` and waits for the process to end.
   void kill(int sig) {
@@ -130,6 +133,25 @@ inline nlohmann::json json_of(const HttpResult& r) {
 // GET /v1/jobs/ID as JSON.
 inline nlohmann::json get_job(ApiClient& c, int64_t id) {
   return json_of(c.get("/v1/jobs/" + std::to_string(id)));
+}
+
+// POST /v1/tenants as the admin; returns the new tenant's token.
+inline std::string create_tenant(ApiClient& admin, const std::string& name) {
+  const HttpResult r =
+      admin.post("/v1/tenants", nlohmann::json{{"name", name}}.dump(), "application/json");
+  EXPECT_EQ(r.status, 201) << r.body;
+  return json_of(r).value("token", "");
+}
+
+inline bool job_in(ApiClient& c, int64_t id, const std::string& state) {
+  return get_job(c, id).value("state", "") == state;
+}
+
+// POST /v1/jobs with a YAML spec; returns the job's id (-1 if refused).
+inline int64_t submit(ApiClient& c, const std::string& yaml, int expect_status = 201) {
+  const HttpResult r = c.post("/v1/jobs", yaml, "application/yaml");
+  EXPECT_EQ(r.status, expect_status) << r.body;
+  return json_of(r).value("id", int64_t{-1});
 }
 
 }  // namespace tessera::testing

@@ -2,8 +2,11 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <functional>
+#include <memory>
 
 #include "api/http_util.h"
 #include "api/json_views.h"
@@ -124,7 +127,19 @@ void ApiServer::routes() {
       guarded(false, [&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
         const auto rank = static_cast<int32_t>(int_param(req, "rank", 0, 0, 100000));
         const int64_t tail = int_param(req, "tail_bytes", 65536, 0, int64_t{1} << 30);
-        res.set_content(svc.logs(c, path_id(req), rank, tail), "text/plain");
+        // Streamed in pieces from the open file: a log of any size costs one buffer.
+        auto slice = std::make_shared<const LogSlice>(svc.logs(c, path_id(req), rank, tail));
+        res.set_content_provider(static_cast<size_t>(slice->length), "text/plain",
+                                 [slice](size_t offset, size_t length, httplib::DataSink& sink) {
+                                   std::array<char, 64 * 1024> buf{};
+                                   const size_t got = slice->file.read_at(
+                                       slice->offset + static_cast<int64_t>(offset), buf.data(),
+                                       std::min(length, buf.size()));
+                                   // A log cannot shrink under a reader unless someone truncated
+                                   // it: end the response (the client sees fewer bytes than
+                                   // promised) rather than spin.
+                                   return got > 0 && sink.write(buf.data(), got);
+                                 });
       }));
 
   http_->Get("/v1/queues", guarded(false, [&svc](const httplib::Request&, httplib::Response& res,

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "backend/log_file.h"
+
 namespace tessera {
 
 // One member to start.
@@ -67,8 +69,9 @@ class Backend {
   // The members of an attempt that started though their handles were never recorded (a
   // crash between launch and record); ranks that never started are missing.
   virtual std::vector<MemberHandle> discover(uint64_t job, uint32_t attempt, int32_t world) = 0;
-  // Where member `rank`'s output goes ("" if nowhere).
-  virtual std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const = 0;
+  // Member `rank`'s output so far, opened for reading (empty if it has none). Throws
+  // LogFileError when what stands in its place is not a log the server will read.
+  virtual LogFile open_log(uint64_t job, uint32_t attempt, int32_t rank) const = 0;
 };
 
 }  // namespace tessera

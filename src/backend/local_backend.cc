@@ -251,6 +251,11 @@ std::string LocalBackend::log_path(uint64_t job, uint32_t attempt, int32_t rank)
   return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".log";
 }
 
+LogFile LocalBackend::open_log(uint64_t job, uint32_t attempt, int32_t rank) const {
+  return LogFile::open_under(root_, {"jobs", std::to_string(job), std::to_string(attempt),
+                                     "rank-" + std::to_string(rank) + ".log"});
+}
+
 std::string LocalBackend::exit_path(uint64_t job, uint32_t attempt, int32_t rank) const {
   return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".exit";
 }

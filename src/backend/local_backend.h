@@ -61,7 +61,9 @@ class LocalBackend final : public Backend {
   std::vector<MemberHandle> discover(uint64_t job, uint32_t attempt, int32_t world) override;
 
   std::string attempt_dir(uint64_t job, uint32_t attempt) const;
-  std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const override;
+  std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const;
+  // The log at log_path, opened without following links (see LogFile).
+  LogFile open_log(uint64_t job, uint32_t attempt, int32_t rank) const override;
   const std::string& root() const { return root_; }
 
  private:

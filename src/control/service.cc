@@ -983,9 +983,8 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   return out;
 }
 
-std::string Service::logs(const Caller& caller, int64_t id, int32_t rank,
-                          int64_t tail_bytes) const {
-  std::string path;
+LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const {
+  uint32_t attempt = 0;
   {
     std::lock_guard lock(mu_);
     const Job& j = visible_job_locked(caller, id);
@@ -998,16 +997,17 @@ std::string Service::logs(const Caller& caller, int64_t id, int32_t rank,
       throw ServiceError(ServiceError::kInvalid, "rank",
                          "rank must be in 0.." + std::to_string(world - 1));
     }
-    path =
-        backend_->log_path(static_cast<uint64_t>(id), static_cast<uint32_t>(j.row.attempts), rank);
+    attempt = static_cast<uint32_t>(j.row.attempts);
   }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return "";
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = tail_bytes > 0 && size > tail_bytes ? size - tail_bytes : 0;
-  in.seekg(from);
-  std::string out(static_cast<size_t>(size - from), '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  LogSlice out;
+  try {
+    out.file = backend_->open_log(static_cast<uint64_t>(id), attempt, rank);
+  } catch (const LogFileError& e) {
+    throw ServiceError(ServiceError::kForbidden, "", "job " + std::to_string(id) + ": " + e.what());
+  }
+  const int64_t size = out.file.size();
+  out.offset = tail_bytes > 0 && size > tail_bytes ? size - tail_bytes : 0;
+  out.length = size - out.offset;
   return out;
 }
 

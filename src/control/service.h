@@ -114,6 +114,13 @@ struct JobFilter {
 };
 
 // Counters and gauges for /metrics.
+// The part of a member's log a caller asked for: `length` bytes of `file` from `offset`.
+struct LogSlice {
+  LogFile file;
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+
 struct ServiceMetrics {
   struct Tenant {
     std::string name;
@@ -166,7 +173,9 @@ class Service {
 
   JobView job(const Caller& caller, int64_t id) const;
   std::vector<JobView> jobs(const Caller& caller, const JobFilter& f) const;
-  std::string logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const;
+  // The last `tail_bytes` of a member's log (all of it for 0), opened but not read: the caller
+  // streams it in pieces. A log the job replaced with a link or a FIFO is kForbidden.
+  LogSlice logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const;
   std::vector<QueueView> queues(const Caller& caller) const;
   std::vector<NodeView> nodes() const;
   std::vector<TenantRow> tenants() const;
