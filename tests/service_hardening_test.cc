@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <chrono>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +29,7 @@ namespace {
 
 using testing::create_tenant;
 using testing::eventually;
+using testing::get_job;
 using testing::job_in;
 using testing::json_of;
 using testing::kAdminToken;
@@ -218,6 +222,150 @@ TEST(ServeHardening, AHugeLogIsStreamedWithoutHoldingItInMemory) {
   // The tail is still the tail.
   const HttpResult tail = a.get("/v1/jobs/" + std::to_string(id) + "/logs?tail_bytes=17");
   EXPECT_EQ(tail.body.size(), 17u);
+}
+
+// A small tmpfs mounted for the test (root only), to fill up at will.
+class SmallDisk {
+ public:
+  SmallDisk(const std::string& path, int mib) : path_(path) {
+    std::filesystem::create_directories(path);
+    const std::string size = "size=" + std::to_string(mib) + "m";
+    mounted_ = ::mount("tmpfs", path.c_str(), "tmpfs", 0, size.c_str()) == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+  bool mounted() const { return mounted_; }
+  // Writes a filler file until the disk refuses more.
+  void fill() {
+    std::FILE* f = std::fopen((path_ + "/filler").c_str(), "ab");
+    ASSERT_NE(f, nullptr);
+    const std::string block(4096, 'x');
+    while (std::fwrite(block.data(), 1, block.size(), f) == block.size() && std::fflush(f) == 0) {
+    }
+    std::fclose(f);
+  }
+  void free_space() { std::filesystem::remove(path_ + "/filler"); }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+};
+
+// Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
+// second cancel got 409. A second cancel is answered, and `force` kills it now.
+TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {
+  TempDir dir("force");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1", "--checkpoint-grace", "3600"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  const int64_t id = submit(a, R"(name: stubborn
+command: ["sh", "-c", "trap '' TERM; touch ready; while true; do sleep 0.1; done"]
+)");
+  const std::string ready = dir.file("tessera.db.jobs/jobs/" + std::to_string(id) + "/1/ready");
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ready); }, 10));
+  const int64_t next = submit(a, "name: next\ncommand: [\"true\"]\n");
+  const std::string cancel = "/v1/jobs/" + std::to_string(id) + "/cancel";
+  ASSERT_EQ(a.post(cancel, "", "application/json").status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(job_in(a, next, "pending")) << "the stubborn job still holds the GPU";
+  const HttpResult again = a.post(cancel, "", "application/json");
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(a.post(cancel + "?force=maybe", "", "application/json").status, 400);
+  const HttpResult forced = a.post(cancel + "?force=true", "", "application/json");
+  EXPECT_EQ(forced.status, 200) << forced.body;
+  ASSERT_TRUE(eventually([&] { return job_in(a, next, "succeeded"); }, 10)) << server.log();
+  EXPECT_EQ(json_of(a.get("/v1/jobs/" + std::to_string(id)))["state"], "cancelled");
+  // Once its processes are gone, there is nothing left to cancel.
+  EXPECT_EQ(a.post(cancel + "?force=true", "", "application/json").status, 409);
+}
+
+// Findings 2 and 12: a full disk under the database aborted the server (an uncaught error on
+// COMMIT when a job ended), and again at every restart; a cancel whose write failed answered
+// 500 while memory said `cancelled` and the database `pending` (the job later ran).
+TEST(ServeHardening, AFullDiskDegradesTheServerWhichKeepsItsJobsAndRecovers) {
+  TempDir dir("fulldisk");
+  SmallDisk disk(dir.file("disk"), 8);
+  if (!disk.mounted()) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::vector<std::string> args = {"--virtual-gpus", "2", "--db", dir.file("disk/t.db")};
+  auto server = std::make_unique<ServerProcess>(dir.str(), args);
+  ASSERT_TRUE(server->up()) << server->log();
+  ApiClient admin = server->client(kAdminToken);
+  std::string token = create_tenant(admin, "team-a");
+  auto tenant = [&] { return server->client(token); };
+  ApiClient a = tenant();
+  const int64_t long_job = submit(a, "name: long\ncommand: [\"sleep\", \"60\"]\n");
+  const int64_t short_job = submit(a, "name: short\ncommand: [\"sleep\", \"2\"]\n");
+  ASSERT_TRUE(eventually([&] { return job_in(a, short_job, "running"); }, 10));
+  ASSERT_TRUE(job_in(a, long_job, "running"));
+
+  disk.fill();
+  // Writes are refused with 503 and a reason; nothing changes.
+  HttpResult r = a.post("/v1/jobs", "name: more\ncommand: [\"true\"]\n", "application/yaml");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_NE(r.body.find("cannot be written"), std::string::npos) << r.body;
+  r = a.post("/v1/jobs/" + std::to_string(long_job) + "/cancel", "", "application/json");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_TRUE(job_in(a, long_job, "running")) << "memory changed though the write failed";
+  r = admin.get("/healthz");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("degraded"), std::string::npos) << r.body;
+  EXPECT_NE(admin.get("/metrics").body.find("tessera_store_writable 0"), std::string::npos);
+  // A job ends while nothing can be written: the server stays up and knows it ended.
+  ASSERT_TRUE(eventually([&] { return job_in(a, short_job, "succeeded"); }, 10)) << server->log();
+  EXPECT_EQ(admin.get("/healthz").status, 503);
+
+  // A restart with the disk still full comes up, degraded, and adopts the running job.
+  server->kill(SIGKILL);
+  server = std::make_unique<ServerProcess>(dir.str(), args);
+  ASSERT_TRUE(server->up()) << server->log();
+  ApiClient b = tenant();
+  EXPECT_EQ(server->client(kAdminToken).get("/healthz").status, 503) << server->log();
+  EXPECT_TRUE(job_in(b, long_job, "running")) << get_job(b, long_job).dump();
+
+  // Space returns: the server recovers on its own and takes writes again.
+  disk.free_space();
+  ASSERT_TRUE(
+      eventually([&] { return server->client(kAdminToken).get("/healthz").status == 200; }, 10))
+      << server->log();
+  EXPECT_NE(server->log().find("DEGRADED"), std::string::npos);
+  EXPECT_NE(server->log().find("takes writes again"), std::string::npos);
+  const int64_t more = submit(b, "name: more\ncommand: [\"true\"]\n");
+  EXPECT_GT(more, 0);
+  r = b.post("/v1/jobs/" + std::to_string(long_job) + "/cancel", "", "application/json");
+  EXPECT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(eventually([&] { return job_in(b, more, "succeeded"); }, 10));
+  // And what it learned while degraded was written: a restart finds it.
+  server->kill(SIGKILL);
+  server = std::make_unique<ServerProcess>(dir.str(), args);
+  ASSERT_TRUE(server->up()) << server->log();
+  ApiClient c = tenant();
+  EXPECT_TRUE(job_in(c, short_job, "succeeded")) << get_job(c, short_job).dump();
+  EXPECT_TRUE(job_in(c, long_job, "cancelled")) << get_job(c, long_job).dump();
+  EXPECT_TRUE(job_in(c, more, "succeeded")) << get_job(c, more).dump();
+}
+
+// Finding 2 (its cause): 2,000 refused calls without a token each wrote an audit row, enough
+// to fill a disk. They write a bounded number; the rest are counted.
+TEST(ServeHardening, RefusedAnonymousCallsWriteABoundedAuditLog) {
+  TempDir dir("anon");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient anonymous = server.client("");
+  for (int k = 0; k < 2000; ++k) {
+    ASSERT_EQ(anonymous.post("/v1/jobs", "{}", "application/json").status, 401);
+  }
+  const nlohmann::json audit = json_of(server.client(kAdminToken).get("/v1/audit?limit=10000"));
+  size_t rows = 0;
+  for (const auto& e : audit["entries"]) rows += e["actor"] == "anonymous" ? 1 : 0;
+  EXPECT_LE(rows, 200u);
+  EXPECT_GE(rows, 60u);
+  const std::string metrics = server.client(kAdminToken).get("/metrics").body;
+  EXPECT_NE(metrics.find("tessera_audit_suppressed_total"), std::string::npos);
+  EXPECT_EQ(metrics.find("tessera_audit_suppressed_total 0\n"), std::string::npos) << metrics;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -64,14 +65,18 @@ inline bool process_gone(int64_t pid) {
 
 inline const char* kAdminToken = "admin-secret-for-tests";
 
-// `tessera serve --listen 127.0.0.1:0 --db DIR/tessera.db --admin-token ... EXTRA`.
+// `tessera serve --listen 127.0.0.1:0 --db DIR/tessera.db --admin-token ... EXTRA`; the server's
+// stderr goes to DIR/serve.log.
 class ServerProcess {
  public:
   ServerProcess(const std::string& dir, std::vector<std::string> extra) : dir_(dir) {
     std::filesystem::remove(addr_file());
-    std::vector<std::string> args = {
-        TESSERA_BINARY,      "serve",         "--listen",  "127.0.0.1:0", "--db",
-        dir + "/tessera.db", "--admin-token", kAdminToken, "--addr-file", addr_file()};
+    std::vector<std::string> args = {TESSERA_BINARY,  "serve",     "--listen",    "127.0.0.1:0",
+                                     "--admin-token", kAdminToken, "--addr-file", addr_file()};
+    // DIR/tessera.db unless EXTRA names the database.
+    if (std::find(extra.begin(), extra.end(), "--db") == extra.end()) {
+      args.insert(args.end(), {"--db", dir + "/tessera.db"});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());

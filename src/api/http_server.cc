@@ -74,7 +74,14 @@ void ApiServer::routes() {
     };
   };
 
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  // 503 while the database refuses writes: reads still answer and jobs still run, but
+  // nothing new can be recorded, which a probe must see.
+  http_->Get("/healthz", [&svc](const httplib::Request&, httplib::Response& res) {
+    if (const auto why = svc.degraded()) {
+      res.status = 503;
+      res.set_content("degraded: " + *why + "\n", "text/plain");
+      return;
+    }
     res.set_content("ok\n", "text/plain");
   });
   http_->Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
@@ -118,7 +125,8 @@ void ApiServer::routes() {
   http_->Post(
       R"(/v1/jobs/([^/]+)/cancel)",
       guarded(true, [&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-        const JobView v = svc.cancel(RequestContext{c, req.method, req.path}, path_id(req));
+        const JobView v = svc.cancel(RequestContext{c, req.method, req.path}, path_id(req),
+                                     bool_param(req, "force"));
         res.set_content(to_json(v).dump(), kJson);
       }));
 

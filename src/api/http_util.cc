@@ -31,6 +31,8 @@ int status_of(ServiceError::Kind k) {
       return 409;
     case ServiceError::kInfeasible:
       return 422;
+    case ServiceError::kUnavailable:
+      return 503;
   }
   return 500;
 }
@@ -54,6 +56,15 @@ int64_t int_param(const httplib::Request& req, const char* name, int64_t def, in
                            std::to_string(hi) + ", got '" + v + "'");
   }
   return out;
+}
+
+bool bool_param(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return false;
+  const std::string v = req.get_param_value(name);
+  if (v == "true" || v == "1" || v.empty()) return true;  // "?force" alone means true
+  if (v == "false" || v == "0") return false;
+  throw ServiceError(ServiceError::kInvalid, name,
+                     std::string(name) + " must be true or false, got '" + v + "'");
 }
 
 nlohmann::json json_body(const httplib::Request& req) {

@@ -28,6 +28,9 @@ std::string bearer(const httplib::Request& req);
 // An integer query parameter in [lo, hi]; `def` when absent. Throws ServiceError naming it.
 int64_t int_param(const httplib::Request& req, const char* name, int64_t def, int64_t lo,
                   int64_t hi);
+// A boolean query parameter ("true"/"1"/"false"/"0"; present without a value is true);
+// false when absent. Throws ServiceError naming it.
+bool bool_param(const httplib::Request& req, const char* name);
 // The request body as JSON; FieldError (400) when it is not.
 nlohmann::json json_body(const httplib::Request& req);
 // The job id of a /v1/jobs/{id}... path (the first match); ServiceError kNotFound if malformed.

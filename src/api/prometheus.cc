@@ -56,6 +56,16 @@ std::string render_prometheus(const ServiceMetrics& m) {
   o += "# HELP tessera_jobs_completed_total Jobs whose processes all ended (succeeded or "
        "failed).\n# TYPE tessera_jobs_completed_total counter\n";
   o += fmt::format("tessera_jobs_completed_total {}\n", m.completions);
+  o += "# HELP tessera_store_writable 1 while the database takes writes, 0 while it refuses them "
+       "(a full disk): the server is degraded.\n# TYPE tessera_store_writable gauge\n";
+  o += fmt::format("tessera_store_writable {}\n", m.store_writable ? 1 : 0);
+  o += "# HELP tessera_store_write_failures_total Database writes that failed.\n"
+       "# TYPE tessera_store_write_failures_total counter\n";
+  o += fmt::format("tessera_store_write_failures_total {}\n", m.store_write_failures);
+  o += "# HELP tessera_audit_suppressed_total Refused calls without a token beyond the audit "
+       "log's budget, counted but not recorded one by one.\n"
+       "# TYPE tessera_audit_suppressed_total counter\n";
+  o += fmt::format("tessera_audit_suppressed_total {}\n", m.audit_suppressed);
   return o;
 }
 

@@ -128,7 +128,9 @@ int job(ApiClient& c, const ClientArgs& a) {
 
 int cancel(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(ok_body(
-      c.post("/v1/jobs/" + std::to_string(a.id) + "/cancel", "", "application/json"), "cancel"));
+      c.post("/v1/jobs/" + std::to_string(a.id) + "/cancel" + (a.force ? "?force=true" : ""), "",
+             "application/json"),
+      "cancel"));
   std::cout << "job " << j["id"].get<int64_t>() << ": " << j["state"].get<std::string>() << "\n";
   return 0;
 }
@@ -209,6 +211,9 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.job->add_flag("--json", a.json, "print JSON");
   c.cancel = app.add_subcommand("cancel", "Cancel a job");
   c.cancel->add_option("id", a.id, "job id")->required();
+  c.cancel->add_flag("--force", a.force,
+                     "kill it now (SIGKILL) instead of waiting for its checkpoint grace; also "
+                     "for a job already cancelled that is still stopping");
   c.queues = app.add_subcommand("queues", "Show the queue tree and current shares");
   c.queues->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");

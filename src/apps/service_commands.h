@@ -37,7 +37,8 @@ struct ClientArgs {
   int rank = 0;
   int64_t tail_bytes = 65536;
   bool json = false;
-  std::string name;  // tenant create
+  bool force = false;  // cancel: SIGKILL now, without the checkpoint grace
+  std::string name;    // tenant create
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;

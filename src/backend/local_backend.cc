@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -36,6 +37,9 @@ constexpr const char* kShell = "/bin/sh";
 constexpr const char* kWrapper =
     "trap : TERM; echo $$ > \"$TESSERA_PID_FILE\"; \"$@\"; s=$?; "
     "echo $s > \"$TESSERA_EXIT_FILE\"; exit $s";
+
+// Written where a pid or exit status will go; not a number, so it reads as none yet.
+constexpr const char* kPlaceholder = "not yet written by the member's shell\n";
 
 // The whole content of a small file, or nullopt if it cannot be read or is larger than
 // 4 KiB. Plain read(2): whatever sits at the path (a directory, a process that vanished
@@ -321,10 +325,18 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     prepared.push_back(std::move(p));
   }
 
-  // An exit file left from an earlier run of the same attempt would be read as this run's.
+  // An exit file left from an earlier run of the same attempt would be read as this run's, so
+  // both files are replaced by a placeholder that reads as "no number yet". The placeholder
+  // holds a block of the disk for the shell: its `echo > FILE` truncates, freeing the block,
+  // and writes into it, so a member's pid and exit status are still recorded when the disk
+  // has filled meanwhile (otherwise a job that ended while the server was down would be lost
+  // and run again). Best effort: a disk already full leaves them missing, read the same way.
   for (const MemberLaunch& m : spec.members) {
-    fs::remove(exit_path(spec.job, spec.attempt, m.rank), ec);
-    fs::remove(pid_path(spec.job, spec.attempt, m.rank), ec);
+    for (const std::string& path :
+         {exit_path(spec.job, spec.attempt, m.rank), pid_path(spec.job, spec.attempt, m.rank)}) {
+      fs::remove(path, ec);
+      std::ofstream(path) << kPlaceholder;
+    }
   }
 
   std::vector<MemberHandle> started;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -275,8 +276,12 @@ void Service::advance_decayed_locked(double t) {
   }
   // Kept across restarts, by queue path, at most once a minute.
   if (t - last_decay_saved_ >= 60) {
-    store_->set_setting("decayed_usage", usage_to_json(usage_by_path(*tree_, decayed_)));
     last_decay_saved_ = t;
+    try {
+      store_->set_setting("decayed_usage", usage_to_json(usage_by_path(*tree_, decayed_)));
+    } catch (const StoreError& e) {
+      note_write_failure(e);  // a memory of usage, saved again next minute
+    }
   }
 }
 
@@ -432,7 +437,9 @@ void Service::recover() {
     if (!j->alloc.empty() || !j->members.empty()) active_[row.id] = j.get();
     jobs_.emplace(row.id, std::move(j));
   }
-  if (!dirty.empty()) store_->update_jobs(dirty);
+  // A full disk must not stop the server from starting: what recovery learned stays in memory
+  // and is written once the database takes writes again.
+  if (!dirty.empty()) save_rows_locked(dirty);
 }
 
 void Service::start() {
@@ -564,7 +571,7 @@ void Service::poll_processes() {
     dirty.push_back(&j.row);
     dirty_ = true;
   }
-  if (!dirty.empty()) store_->update_jobs(dirty);
+  if (!dirty.empty()) save_rows_locked(dirty);
   std::erase_if(active_,
                 [](const auto& e) { return e.second->alloc.empty() && e.second->members.empty(); });
 }
@@ -617,6 +624,8 @@ void Service::begin_run_locked(Job& j, double t) {
 
 void Service::launch_ready() {
   std::lock_guard lock(mu_);
+  // No process starts that the database could not record.
+  if (!retry_writes_locked()) return;
   std::vector<const JobRow*> dirty;
   for (auto& [id, jp] : active_) {
     Job& j = *jp;
@@ -630,7 +639,62 @@ void Service::launch_ready() {
     begin_run_locked(j, now());
     launch_locked(j, dirty);
   }
-  if (!dirty.empty()) store_->update_jobs(dirty);
+  if (!dirty.empty()) save_rows_locked(dirty);
+}
+
+bool Service::save_rows_locked(const std::vector<const JobRow*>& rows) {
+  std::vector<const JobRow*> all = rows;
+  for (const int64_t id : unsaved_) all.push_back(&jobs_.at(id)->row);
+  try {
+    store_->update_jobs(all);
+  } catch (const StoreError& e) {
+    for (const JobRow* r : rows) unsaved_.insert(r->id);
+    note_write_failure(e);
+    return false;
+  }
+  unsaved_.clear();
+  note_write_success();
+  return true;
+}
+
+bool Service::retry_writes_locked() {
+  if (health_.ok()) return true;
+  if (!unsaved_.empty()) return save_rows_locked({});
+  try {
+    store_->set_setting("write_probe", std::to_string(now()));
+  } catch (const StoreError& e) {
+    note_write_failure(e);
+    return false;
+  }
+  note_write_success();
+  return true;
+}
+
+void Service::note_write_failure(const std::exception& e) {
+  if (health_.failed(e.what(), now())) {
+    std::cerr << "tessera serve: DEGRADED: a database write failed (" << e.what()
+              << "); running jobs keep running, new work and API writes wait until it takes "
+                 "writes again\n";
+  }
+}
+
+void Service::note_write_success() {
+  if (health_.succeeded()) {
+    std::cerr << "tessera serve: the database takes writes again; service restored\n";
+  }
+}
+
+void Service::api_write(const std::function<void()>& write) {
+  try {
+    write();
+  } catch (const StoreError& e) {
+    note_write_failure(e);
+    throw ServiceError(ServiceError::kUnavailable, "",
+                       std::string("the database cannot be written, so nothing was changed; "
+                                   "retry later (") +
+                           e.what() + ")");
+  }
+  note_write_success();
 }
 
 std::vector<PendingJob> Service::pending_snapshot_locked() const {
@@ -651,6 +715,8 @@ void Service::run_cycle() {
   Snapshot snap;
   {
     std::lock_guard lock(mu_);
+    // Decisions wait until the database can record them.
+    if (!retry_writes_locked()) return;
     dirty_ = false;
     snap.now = now();
     snap.cycle = ++cycle_no_;
@@ -696,28 +762,44 @@ void Service::run_cycle() {
     if (secs <= counters_.cycle_bucket_bounds[b]) ++counters_.cycle_bucket_counts[b];
   }
   const double t = now();
+  // The decisions change memory, are written, and only then acted on: victims signalled,
+  // processes started. A write the database refuses undoes them, so nothing was signalled or
+  // started that the database does not know of, and the next cycle decides again.
+  struct Before {
+    Job* job;
+    JobRow row;
+    Allocation alloc;
+    std::vector<int64_t> waits_for;
+    bool active;
+  };
+  std::vector<Before> before;  // in the order changed
+  auto keep = [&](Job& j) {
+    before.push_back(Before{&j, j.row, j.alloc, j.waits_for, active_.count(j.row.id) != 0});
+  };
   std::vector<const JobRow*> dirty;
-  std::vector<Job*> to_launch;
+  std::vector<Job*> to_launch, to_stop, requeued;
   std::set<int64_t> started;
+  uint64_t preempted = 0;
   for (Start& s : d.starts) {
     Job& j = *jobs_.at(s.job);
     if (j.row.state != JobState::kPending) continue;  // cancelled while the cycle ran
+    keep(j);
     for (const Preemption& p : d.preemptions) {
       if (p.for_job != s.job) continue;
       Job& v = *jobs_.at(p.job);
       if (v.row.state != JobState::kRunning || v.stopping) continue;
+      keep(v);
       v.row.state = JobState::kPreempted;
       ++v.row.preemptions;
-      ++counters_.preemptions;
+      ++preempted;
       v.row.message = "preempted by job " + std::to_string(s.job) + " (" + j.row.tenant + ")";
       release_locked(v);  // its GPUs pass to the preemptor, which starts once it has exited
       v.waits_for.clear();
       if (v.members.empty()) {  // never launched: straight back to the queue
         v.row.state = JobState::kPending;
-        v.queued_since = t;
-        pending_.push_back(&v);
+        requeued.push_back(&v);
       } else {
-        ask_to_stop_locked(v, t);
+        to_stop.push_back(&v);
         j.waits_for.push_back(p.job);
       }
       dirty.push_back(&v.row);
@@ -730,7 +812,6 @@ void Service::run_cycle() {
     j.alloc = std::move(s.alloc);
     active_[s.job] = &j;
     started.insert(s.job);
-    ++counters_.starts;
     // A start that preempted waits, holding its GPUs, until its victims have exited; it is
     // still pending (to the API and in the store) until its processes start.
     if (j.waits_for.empty()) {
@@ -739,15 +820,47 @@ void Service::run_cycle() {
       to_launch.push_back(&j);
     }
   }
+  try {
+    if (!dirty.empty()) store_->update_jobs(dirty);
+  } catch (const StoreError& e) {
+    note_write_failure(e);
+    // Undo: every allocation made or released here is returned, then each job gets back what
+    // it had before its first change (the earliest saved copy wins, so restore newest first).
+    std::set<Job*> touched;
+    for (const Before& b : before) touched.insert(b.job);
+    for (Job* j : touched) {
+      if (!j->alloc.empty()) state_.release(j->alloc);
+    }
+    for (auto it = before.rbegin(); it != before.rend(); ++it) {
+      Job& j = *it->job;
+      j.row = std::move(it->row);
+      j.alloc = std::move(it->alloc);
+      j.waits_for = std::move(it->waits_for);
+      if (it->active) {
+        active_[j.row.id] = &j;
+      } else {
+        active_.erase(j.row.id);
+      }
+    }
+    for (Job* j : touched) {
+      if (!j->alloc.empty()) state_.allocate(j->alloc);
+    }
+    return;
+  }
+  note_write_success();
+  counters_.starts += started.size();
+  counters_.preemptions += preempted;
   if (!started.empty()) {
     std::erase_if(pending_, [&](const Job* p) { return started.count(p->row.id) != 0; });
   }
-  // The decision is durable before any process starts, so a crash in between cannot leave a
-  // process the store does not know belongs to a running job.
-  if (!dirty.empty()) store_->update_jobs(dirty);
+  for (Job* v : requeued) {
+    v->queued_since = t;
+    pending_.push_back(v);
+  }
+  for (Job* v : to_stop) ask_to_stop_locked(*v, t);
   std::vector<const JobRow*> launched;
   for (Job* j : to_launch) launch_locked(*j, launched);
-  if (!launched.empty()) store_->update_jobs(launched);
+  if (!launched.empty()) save_rows_locked(launched);
 }
 
 std::optional<Caller> Service::authenticate(const std::string& token) const {
@@ -763,6 +876,8 @@ std::optional<Caller> Service::authenticate(const std::string& token) const {
 void Service::set_admin_token(const std::string& token) {
   const std::string h = sha256_hex(token);
   std::lock_guard lock(mu_);
+  // Unchanged at every restart: no write, so a server whose disk is full still starts.
+  if (h == admin_hash_) return;
   store_->set_setting("admin_token_sha256", h);
   admin_hash_ = h;
 }
@@ -834,7 +949,8 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   j->row.idempotency_key = idempotency_key;
   j->queued_since = t;
   const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, ""};
-  const int64_t id = store_->insert_job(j->row, &audit);
+  int64_t id = 0;
+  api_write([&] { id = store_->insert_job(j->row, &audit); });
   j->spec.source = "job " + std::to_string(id);
   if (!idempotency_key.empty()) idempotency_[{j->row.tenant, idempotency_key}] = id;
   pending_.push_back(j.get());
@@ -858,32 +974,51 @@ Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) cons
   return *it->second;
 }
 
-JobView Service::cancel(const RequestContext& ctx, int64_t id) {
+JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
   std::lock_guard lock(mu_);
   Job& j = visible_job_locked(ctx.caller, id);
-  if (is_terminal(j.row.state)) {
+  const double t = now();
+  const AuditEntry audit{0,
+                         t,
+                         ctx.caller.actor(),
+                         ctx.method,
+                         ctx.path,
+                         200,
+                         "job " + std::to_string(id) + (force ? " (force)" : "")};
+  // Cancelled (or preempted) and still waiting for its processes to exit: a second cancel
+  // is answered, not refused, and `force` ends the grace (a job that ignores SIGTERM would
+  // otherwise keep its GPUs until the grace runs out).
+  const bool stopping = j.stopping && !j.members.empty() &&
+                        (j.row.state == JobState::kCancelled || !is_terminal(j.row.state));
+  if (is_terminal(j.row.state) && !stopping) {
     throw ServiceError(
         ServiceError::kConflict, "",
         "job " + std::to_string(id) + " already " + std::string(to_string(j.row.state)));
   }
-  const double t = now();
-  const JobState was = j.row.state;
-  j.row.state = JobState::kCancelled;
-  j.row.message = "cancelled by " + ctx.caller.actor();
-  if (was == JobState::kPending) {
-    std::erase(pending_, &j);
+  // The row is written first and memory follows only once it is committed: a failed write
+  // (a full disk) leaves the job as it was, in memory and on disk alike.
+  JobRow next = j.row;
+  if (next.state != JobState::kCancelled) {
+    next.state = JobState::kCancelled;
+    next.message = "cancelled by " + ctx.caller.actor();
+    if (j.members.empty()) next.finished_at = t;
   }
+  if (force) next.message += " (force: killed without waiting for its grace)";
+  api_write([&] { store_->update_job(next, &audit); });
+  const JobState was = j.row.state;
+  j.row = std::move(next);
+  if (was == JobState::kPending) std::erase(pending_, &j);
   if (j.members.empty()) {
     // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
     // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
-    j.row.finished_at = t;
     j.waits_for.clear();
-  } else {
-    ask_to_stop_locked(j, t);  // running, or already stopping after a preemption
+  } else if (force) {
+    j.stopping = true;
+    j.kill_at = -1;  // sent now
+    backend_->signal(j.members, SIGKILL);
+  } else if (!j.stopping) {
+    ask_to_stop_locked(j, t);
   }
-  const AuditEntry audit{0,        t,   ctx.caller.actor(),         ctx.method,
-                         ctx.path, 200, "job " + std::to_string(id)};
-  store_->update_job(j.row, &audit);
   dirty_ = true;
   wake_.notify_one();
   return view_locked(j);
@@ -909,7 +1044,9 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
   const double t = now();
   const TenantRow row{name, sha256_hex(token), t};
   const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, "tenant " + name};
-  if (!store_->add_tenant(row, &audit)) {
+  bool added = false;
+  api_write([&] { added = store_->add_tenant(row, &audit); });
+  if (!added) {
     throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
   }
   token_tenant_[row.token_sha256] = name;
@@ -917,9 +1054,28 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
 }
 
 void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target) {
-  store_->add_audit(AuditEntry{0, now(),
-                               ctx.caller.actor().empty() ? "anonymous" : ctx.caller.actor(),
-                               ctx.method, ctx.path, status, target});
+  const double t = now();
+  AuditEntry e{0,          t,        ctx.caller.actor().empty() ? "anonymous" : ctx.caller.actor(),
+               ctx.method, ctx.path, status,
+               target};
+  if (ctx.caller.actor().empty()) {
+    // Anyone can send refused calls without a token, and each would be a row: a budget keeps
+    // what they can write bounded; the rest are counted and the count is written with the
+    // next row that fits the budget.
+    std::lock_guard lock(mu_);
+    if (!anonymous_audit_.take(t)) {
+      ++counters_.audit_suppressed;
+      ++anonymous_suppressed_;
+      return;
+    }
+    if (anonymous_suppressed_ > 0) {
+      e.target += (e.target.empty() ? "" : "; ") + std::string("and ") +
+                  std::to_string(anonymous_suppressed_) +
+                  " more refused anonymous calls, not recorded one by one";
+      anonymous_suppressed_ = 0;
+    }
+  }
+  api_write([&] { store_->add_audit(e); });
 }
 
 JobView Service::view_locked(const Job& j) const {
@@ -1052,6 +1208,8 @@ std::vector<AuditEntry> Service::audit_log(size_t limit) const {
 ServiceMetrics Service::metrics() const {
   std::lock_guard lock(mu_);
   ServiceMetrics m = counters_;
+  m.store_write_failures = static_cast<uint64_t>(health_.failures_total());
+  m.store_writable = health_.ok();
   std::vector<ServiceMetrics::Tenant> by(tenants_.size());
   for (TenantId t = 0; t < tenants_.size(); ++t) by[t].name = tenants_.name(t);
   for (const Job* j : pending_) ++by[j->spec.tenant].pending;

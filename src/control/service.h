@@ -20,12 +20,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
+#include "control/store_health.h"
 #include "control/views.h"
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
@@ -34,6 +36,7 @@
 #include "model/cluster_state.h"
 #include "model/job.h"
 #include "model/queue_tree.h"
+#include "model/token_bucket.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -80,7 +83,16 @@ inline constexpr size_t kMaxIdempotencyKeyChars = 255;
 
 class ServiceError : public std::runtime_error {
  public:
-  enum Kind { kInvalid, kUnauthorized, kForbidden, kNotFound, kConflict, kInfeasible };
+  // kUnavailable: the database refused the write (a full disk); nothing changed, retry later.
+  enum Kind {
+    kInvalid,
+    kUnauthorized,
+    kForbidden,
+    kNotFound,
+    kConflict,
+    kInfeasible,
+    kUnavailable
+  };
   ServiceError(Kind kind, std::string field, const std::string& message)
       : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
   Kind kind() const { return kind_; }
@@ -138,6 +150,9 @@ struct ServiceMetrics {
   uint64_t cycles = 0;
   double cycle_seconds_sum = 0;
   uint64_t starts = 0, preemptions = 0, completions = 0;
+  uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget
+  uint64_t store_write_failures = 0;  // database writes that failed (a full disk)
+  bool store_writable = true;
 };
 
 class Service {
@@ -165,7 +180,10 @@ class Service {
   // if the spec is the same (else kConflict).
   JobView submit(const RequestContext& ctx, JobRequest req, const std::string& idempotency_key,
                  bool* created);
-  JobView cancel(const RequestContext& ctx, int64_t id);
+  // Cancels a job: SIGTERM, then SIGKILL after its checkpoint grace. A job already cancelled
+  // whose processes are still stopping may be cancelled again (answered, not refused);
+  // `force` sends SIGKILL now, for its owner or the admin. kConflict once it has ended.
+  JobView cancel(const RequestContext& ctx, int64_t id, bool force = false);
   // Returns the new tenant's token (shown once).
   std::string create_tenant(const RequestContext& ctx, const std::string& name);
   // A refused mutating request still leaves a trace.
@@ -181,6 +199,8 @@ class Service {
   std::vector<TenantRow> tenants() const;
   std::vector<AuditEntry> audit_log(size_t limit) const;
   ServiceMetrics metrics() const;
+  // Why the service is degraded (its database refuses writes), or nullopt when healthy.
+  std::optional<std::string> degraded() const { return health_.problem(); }
 
   const Cluster& cluster() const { return cluster_; }
   // Runs one poll + cycle now (tests; the scheduler thread does this on its own).
@@ -212,6 +232,16 @@ class Service {
   // SIGTERM to every member now, SIGKILL once its checkpoint grace has passed.
   void ask_to_stop_locked(Job& j, double t);
   void launch_locked(Job& j, std::vector<const JobRow*>& dirty);
+  // Writes rows the scheduler thread changed, with those an earlier failure left unsaved.
+  // Never throws: what happened to processes happened, so memory keeps it, and a row the
+  // database refused is written again on the next try. Returns whether the write succeeded.
+  bool save_rows_locked(const std::vector<const JobRow*>& rows);
+  // Retries the unsaved rows, or, with none, probes whether the database takes writes again.
+  bool retry_writes_locked();
+  // An API call's write: a database failure becomes ServiceError kUnavailable (503).
+  void api_write(const std::function<void()>& write);
+  void note_write_failure(const std::exception& e);
+  void note_write_success();
   // Returns its GPUs to the ledger. Scheduler thread only: the cycle reads the ledger unlocked.
   void release_locked(Job& j);
   double now() const;
@@ -223,9 +253,14 @@ class Service {
   std::unique_ptr<Backend> backend_;
   Policy policy_;
 
+  StoreHealth health_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool dirty_ = true;  // something happened that may change a decision
+  std::set<int64_t> unsaved_;  // jobs whose row in memory is newer than the database's
+  // Refused calls without a token write at most this many audit rows (burst, then per minute).
+  TokenBucket anonymous_audit_{60, 1.0};
+  uint64_t anonymous_suppressed_ = 0;  // since the last anonymous row written
+  bool dirty_ = true;                  // something happened that may change a decision
   ClusterState state_;
   Interner tenants_;
   std::map<std::string, std::string> token_tenant_;  // token sha256 -> tenant
