@@ -22,6 +22,7 @@
 
 #include "cli_util.h"
 #include "model/json_depth.h"
+#include "raw_socket.h"
 #include "service_test_util.h"
 
 namespace tessera {
@@ -33,6 +34,7 @@ using testing::get_job;
 using testing::job_in;
 using testing::json_of;
 using testing::kAdminToken;
+using testing::RawSocket;
 using testing::ServerProcess;
 using testing::submit;
 using testing::TempDir;
@@ -253,6 +255,79 @@ class SmallDisk {
   std::string path_;
   bool mounted_ = false;
 };
+
+// Finding 3: 70 slowloris connections, or 500 idle keep-alive connections, stopped /healthz
+// answering (64 worker threads, each held by a connection; listen backlog 5).
+TEST(ServeHardening, SlowAndIdleConnectionsDoNotStopTheServer) {
+  TempDir dir("slowloris");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token = create_tenant(admin, "team-a");
+  // From five addresses, under the per-client limit: every connection is accepted.
+  std::vector<RawSocket> idle, slow;
+  for (int i = 0; i < 500; ++i) {
+    idle.emplace_back(server.addr(), "127.0.0." + std::to_string(2 + i % 5));
+    ASSERT_TRUE(idle.back().send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  }
+  for (RawSocket& s : idle)
+    ASSERT_EQ(testing::status_of(s.receive(std::chrono::seconds(5), "ok\n")), 200);
+  for (int i = 0; i < 70; ++i) {
+    slow.emplace_back(server.addr(), "127.0.0." + std::to_string(2 + i % 5));
+    ASSERT_TRUE(slow.back().send("GET /healthz HTTP/1.1\r\nX-Slow: "));
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (RawSocket& s : slow) s.send("a");
+    EXPECT_EQ(admin.get("/healthz").status, 200);
+    ApiClient a = server.client(token);
+    EXPECT_EQ(a.get("/v1/jobs").status, 200);
+  }
+  // One client cannot take every place: past its limit it is refused, others are not.
+  std::vector<RawSocket> greedy;
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    greedy.emplace_back(server.addr(), "127.0.0.9");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // refusals are on their way
+  for (RawSocket& s : greedy) {
+    refused += testing::status_of(s.receive(std::chrono::milliseconds(2))) == 429 ? 1 : 0;
+  }
+  EXPECT_EQ(refused, 200 - 128);
+  EXPECT_EQ(admin.get("/healthz").status, 200);
+}
+
+// Finding 4: chunked bodies bypassed the 1 MiB limit (a 300 MiB anonymous body was buffered
+// whole), and 212 MB of request headers were read (RSS 100 -> 820 MB).
+TEST(ServeHardening, ChunkedBodiesAndEndlessHeadersAreRefusedUnread) {
+  TempDir dir("chunked");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token = create_tenant(admin, "team-a");
+  const int64_t before = rss_mib(server.pid());
+  {
+    RawSocket s(server.addr());
+    const std::string chunk(1 << 20, 'x');
+    std::string head = "POST /v1/jobs HTTP/1.1\r\nAuthorization: Bearer " + token +
+                       "\r\nContent-Type: application/yaml\r\nTransfer-Encoding: chunked\r\n\r\n";
+    s.send(head);
+    for (int i = 0; i < 300; ++i) {
+      if (!s.send("100000\r\n" + chunk + "\r\n")) break;  // refused: the server closed
+    }
+    EXPECT_EQ(testing::status_of(s.receive(std::chrono::seconds(2))), 411);
+  }
+  {
+    RawSocket s(server.addr());
+    s.send("GET /healthz HTTP/1.1\r\n");
+    const std::string header = "X-Filler: " + std::string(8000, 'h') + "\r\n";
+    for (int i = 0; i < 25000; ++i) {  // 200 MB
+      if (!s.send(header)) break;
+    }
+    EXPECT_EQ(testing::status_of(s.receive(std::chrono::seconds(2))), 431);
+  }
+  EXPECT_LT(rss_mib(server.pid()) - before, 32);
+  EXPECT_EQ(admin.get("/healthz").status, 200);
+}
 
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.

@@ -15,11 +15,8 @@
 namespace tessera {
 
 ApiServer::ApiServer(Service& service, ApiOptions opt)
-    : service_(service), opt_(opt), http_(std::make_unique<httplib::Server>()) {
-  const int threads = opt_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(opt_.max_body_bytes);
-  http_->set_keep_alive_max_count(1000);
+    : service_(service), opt_(opt), http_(std::make_unique<GuardedHttpServer>(opt.http)) {
+  http_->set_payload_max_length(opt_.http.framing.max_body_bytes);
   // Small JSON answers must not wait for delayed ACKs (Nagle): 40 ms per request otherwise.
   http_->set_tcp_nodelay(true);
   routes();
@@ -38,7 +35,7 @@ void ApiServer::run() {
 }
 
 void ApiServer::stop() {
-  if (http_) http_->stop();
+  if (http_) http_->shutdown();
 }
 
 void ApiServer::routes() {
@@ -84,8 +81,10 @@ void ApiServer::routes() {
     }
     res.set_content("ok\n", "text/plain");
   });
-  http_->Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_prometheus(svc.metrics()), "text/plain; version=0.0.4");
+  GuardedHttpServer& front = *http_;
+  http_->Get("/metrics", [&svc, &front](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_prometheus(svc.metrics()) + render_http_front(front.stats()),
+                    "text/plain; version=0.0.4");
   });
 
   http_->Post("/v1/jobs", guarded(true, [&svc](const httplib::Request& req, httplib::Response& res,

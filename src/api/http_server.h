@@ -3,7 +3,9 @@
 // Every request under /v1 carries `Authorization: Bearer TOKEN`: the admin's token, or a
 // tenant's (a tenant sees and cancels only its own jobs). Errors are JSON
 // {"error": ..., "field": ...} with 400 (bad request, naming the field), 401, 403, 404, 409,
-// 413 (body over the size limit) or 422 (a valid job that can never run on this cluster).
+// 413 (body over the size limit) or 422 (a valid job that can never run on this cluster),
+// 503 (the database refuses writes). Connections and requests are bounded before any handler
+// runs (GuardedHttpServer: 408, 411, 429, 431, 503).
 // Every mutating request, refused ones included, is written to the audit log.
 #pragma once
 
@@ -13,15 +15,13 @@
 
 #include "control/service.h"
 
-namespace httplib {
-class Server;
-}
+#include "api/guarded_http_server.h"
 
 namespace tessera {
 
 struct ApiOptions {
-  size_t max_body_bytes = 1 << 20;
-  int threads = 64;  // a keep-alive connection holds one while open
+  // Connection and request limits; http.framing.max_body_bytes bounds a request body (413).
+  HttpLimits http;
 };
 
 class ApiServer {
@@ -42,7 +42,7 @@ class ApiServer {
   void routes();
   Service& service_;
   ApiOptions opt_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GuardedHttpServer> http_;
 };
 
 }  // namespace tessera

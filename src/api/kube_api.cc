@@ -48,8 +48,11 @@ std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetr
 }
 
 KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
-    : scheduler_(scheduler), http_(std::make_unique<httplib::Server>()) {
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    : scheduler_(scheduler), http_(std::make_unique<GuardedHttpServer>([threads] {
+        HttpLimits l;
+        l.workers = threads;
+        return l;
+      }())) {
   http_->set_tcp_nodelay(true);
   kube::KubeScheduler& s = scheduler_;
   // Errors are JSON, as serve's; anything unexpected is a 500 naming it, never a crash.
@@ -73,8 +76,10 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
     }
     res.set_content(s.leading() ? "ok (leader)\n" : "ok (standby)\n", "text/plain");
   });
-  http_->Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_kube_prometheus(s.metrics(), s.kube_metrics()),
+  GuardedHttpServer& front = *http_;
+  http_->Get("/metrics", [&s, &front](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_kube_prometheus(s.metrics(), s.kube_metrics()) +
+                        render_http_front(front.stats()),
                     "text/plain; version=0.0.4");
   });
   http_->Get("/v1/jobs", guarded([&s](const httplib::Request& req, httplib::Response& res) {
@@ -128,7 +133,7 @@ void KubeApiServer::run() {
 }
 
 void KubeApiServer::stop() {
-  if (http_) http_->stop();
+  if (http_) http_->shutdown();
 }
 
 }  // namespace tessera

@@ -8,11 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "api/guarded_http_server.h"
 #include "control/kube/kube_scheduler.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace tessera {
 
@@ -30,7 +27,7 @@ class KubeApiServer {
 
  private:
   kube::KubeScheduler& scheduler_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GuardedHttpServer> http_;
 };
 
 // /metrics of `tessera kube`: the service's families, then the Kubernetes ones.

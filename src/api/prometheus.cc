@@ -69,4 +69,23 @@ std::string render_prometheus(const ServiceMetrics& m) {
   return o;
 }
 
+std::string render_http_front(const HttpFrontStats& s) {
+  std::string o;
+  o += "# HELP tessera_http_connections Client connections open.\n"
+       "# TYPE tessera_http_connections gauge\n";
+  o += fmt::format("tessera_http_connections {}\n", s.open_connections);
+  o += "# HELP tessera_http_refused_total Connections and requests refused before any handler "
+       "ran, by reason.\n# TYPE tessera_http_refused_total counter\n";
+  o += fmt::format("tessera_http_refused_total{{reason=\"server_busy\"}} {}\n", s.refused_busy);
+  o += fmt::format("tessera_http_refused_total{{reason=\"client_limit\"}} {}\n",
+                   s.refused_per_client);
+  o += fmt::format("tessera_http_refused_total{{reason=\"malformed_or_too_large\"}} {}\n",
+                   s.refused_framing);
+  o += fmt::format("tessera_http_refused_total{{reason=\"too_slow\"}} {}\n", s.timed_out);
+  o += "# HELP tessera_http_idle_closed_total Keep-alive connections closed after idling.\n"
+       "# TYPE tessera_http_idle_closed_total counter\n";
+  o += fmt::format("tessera_http_idle_closed_total {}\n", s.idle_closed);
+  return o;
+}
+
 }  // namespace tessera

@@ -41,7 +41,15 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_flag("--sync-full", a.sync_full,
               "fsync every commit (survives power loss; fewer submissions per second)");
   s->add_option("--nvidia-smi", a.nvidia_smi, "nvidia-smi binary for GPU discovery");
-  s->add_option("--threads", a.threads, "HTTP worker threads")->check(CLI::Range(1, 256));
+  s->add_option("--threads", a.threads,
+                "HTTP worker threads: requests served at once (idle connections hold none)")
+      ->check(CLI::Range(1, 256));
+  s->add_option("--max-connections", a.max_connections,
+                "open connections at most, all clients together (then 503)")
+      ->check(CLI::Range(1, 65536));
+  s->add_option("--max-connections-per-client", a.max_connections_per_client,
+                "open connections at most from one IP address (then 429)")
+      ->check(CLI::Range(1, 65536));
   return s;
 }
 
@@ -87,7 +95,11 @@ int run_serve(const ServeArgs& a) {
               << path << "))\n";
   }
 
-  ApiServer api(service, ApiOptions{1 << 20, a.threads});
+  ApiOptions api_opt;
+  api_opt.http.workers = a.threads;
+  api_opt.http.max_connections = a.max_connections;
+  api_opt.http.max_connections_per_client = a.max_connections_per_client;
+  ApiServer api(service, api_opt);
   const int bound = api.bind(host, port);
   const std::string addr = host + ":" + std::to_string(bound);
   service.start();

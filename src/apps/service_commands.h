@@ -20,9 +20,11 @@ struct ServeArgs {
   std::string addr_file;  // write the bound address here once listening
   bool sync_full = false;
   std::string nvidia_smi = "nvidia-smi";
-  // A keep-alive connection holds a worker thread while it is open, so there should be at
-  // least as many threads as concurrent clients.
-  int threads = 64;
+  // Threads that run handlers. Idle and slow connections hold none (GuardedHttpServer), so
+  // this bounds concurrent requests being served, not clients.
+  int threads = 16;
+  int max_connections = 1024;
+  int max_connections_per_client = 128;
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);

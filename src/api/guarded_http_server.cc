@@ -1,0 +1,504 @@
+#include "api/guarded_http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace tessera {
+
+// One client connection. Owned by exactly one thread at a time: the event thread while it
+// waits for or reads a request, a worker while it serves one (moved between them by
+// unique_ptr), so none of its fields needs a lock.
+struct GuardedHttpServer::Conn {
+  int fd = -1;
+  std::string peer;
+  int peer_port = 0;
+  bool counted = false;  // holds a place in the connection limits (refused ones do not)
+  std::string buf;       // received, not yet served: the start of the next request
+  int requests = 0;      // served on this connection
+  bool reading = false;  // the first byte of a request has arrived
+  bool headers_done = false;
+  bool closing = false;      // refused: draining what the client still sends, then closed
+  bool peer_closed = false;  // the client shut its side: serve what it sent, then close
+  Clock::time_point first_byte{};
+  Clock::time_point deadline{};
+  Conn() = default;
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+  ~Conn() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+namespace {
+
+// httplib's accept loop hands each socket to a task queue; this one runs the hand-off at once
+// (process_and_close_socket only registers the socket), so no thread waits on a connection.
+class InlineTaskQueue final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
+  }
+}
+
+// The API's error shape, sent without blocking: it is small enough for any socket buffer, and
+// a client that does not read it loses nothing it was owed.
+void send_refusal(int fd, int status, const std::string& message) {
+  const std::string body = nlohmann::json{{"error", message}}.dump() + "\n";
+  const std::string head =
+      "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n\r\n";
+  const std::string all = head + body;
+  (void)::send(fd, all.data(), all.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool peer_of(int fd, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return false;
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
+    port = ntohs(a->sin6_port);
+  } else {
+    return false;
+  }
+  ip = buf;
+  return true;
+}
+
+// One buffered request for httplib to parse and route; the response goes to the socket. Reads
+// end with the request, so httplib can never wait on the client.
+class RequestStream final : public httplib::Stream {
+ public:
+  RequestStream(int fd, const std::string& request, const std::string& peer, int peer_port,
+                std::chrono::milliseconds write_timeout)
+      : fd_(fd),
+        request_(request),
+        peer_(peer),
+        peer_port_(peer_port),
+        write_timeout_ms_(static_cast<int>(write_timeout.count())) {}
+
+  bool is_readable() const override { return pos_ < request_.size(); }
+
+  bool is_writable() const override {
+    pollfd p{fd_, POLLOUT, 0};
+    int n = 0;
+    while ((n = ::poll(&p, 1, write_timeout_ms_)) < 0 && errno == EINTR) {
+    }
+    return n > 0 && (p.revents & (POLLERR | POLLHUP)) == 0;
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, request_.size() - pos_);
+    std::memcpy(ptr, request_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  // Writes all of it, waiting up to the write timeout each time the socket is full.
+  ssize_t write(const char* ptr, size_t size) override {
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::send(fd_, ptr + done, size - done, MSG_NOSIGNAL);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && is_writable()) continue;
+      return -1;
+    }
+    return static_cast<ssize_t>(size);
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = peer_;
+    port = peer_port_;
+  }
+
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    ip.clear();
+    port = 0;
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (addr.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+      ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+      port = ntohs(a->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
+      port = ntohs(a->sin6_port);
+    }
+    ip = buf;
+  }
+
+  socket_t socket() const override { return fd_; }
+
+ private:
+  int fd_;
+  const std::string& request_;
+  size_t pos_ = 0;
+  const std::string& peer_;
+  int peer_port_;
+  int write_timeout_ms_;
+};
+
+constexpr auto kTick = std::chrono::milliseconds(100);     // deadline granularity
+constexpr auto kLinger = std::chrono::milliseconds(2000);  // drain time after a refusal
+
+}  // namespace
+
+GuardedHttpServer::GuardedHttpServer(HttpLimits limits) : limits_(limits) {
+  new_task_queue = [] { return new InlineTaskQueue(); };
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) {
+    throw std::runtime_error(std::string("http server: cannot create epoll/eventfd: ") +
+                             std::strerror(errno));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  event_thread_ = std::thread([this] { event_loop(); });
+  for (int i = 0; i < std::max(1, limits_.workers); ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+  }
+}
+
+GuardedHttpServer::~GuardedHttpServer() {
+  shutdown();
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void GuardedHttpServer::shutdown() {
+  std::lock_guard lock(shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  stop();  // httplib's accept loop, if it runs
+  stopping_ = true;
+  wake();
+  work_cv_.notify_all();
+  if (event_thread_.joinable()) event_thread_.join();
+  for (std::thread& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+  // Connections a worker handed back after the event thread ended.
+  std::lock_guard inbox(inbox_mu_);
+  for (auto& c : inbox_) close_conn(std::move(c));
+  inbox_.clear();
+}
+
+bool GuardedHttpServer::listen_after_bind() {
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, limits_.listen_backlog);
+  return httplib::Server::listen_after_bind();
+}
+
+HttpFrontStats GuardedHttpServer::stats() const {
+  std::lock_guard lock(clients_mu_);
+  return stats_;
+}
+
+void GuardedHttpServer::wake() {
+  const uint64_t one = 1;
+  (void)::write(wake_fd_, &one, sizeof(one));
+}
+
+bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
+  auto c = std::make_unique<Conn>();
+  c->fd = sock;
+  if (stopping_ || !peer_of(sock, c->peer, c->peer_port)) return true;  // closes it
+  int status = 0;
+  std::string why;
+  {
+    std::lock_guard lock(clients_mu_);
+    if (stats_.open_connections >= limits_.max_connections) {
+      ++stats_.refused_busy;
+      status = 503;
+      why = "the server has " + std::to_string(limits_.max_connections) +
+            " connections open; retry later";
+    } else if (per_client_[c->peer] >= limits_.max_connections_per_client) {
+      ++stats_.refused_per_client;
+      status = 429;
+      why = "too many connections from " + c->peer + " (at most " +
+            std::to_string(limits_.max_connections_per_client) + ")";
+    } else {
+      ++per_client_[c->peer];
+      ++stats_.open_connections;
+      c->counted = true;
+    }
+    if (!c->counted && per_client_[c->peer] == 0) per_client_.erase(c->peer);
+  }
+  const int flags = ::fcntl(sock, F_GETFL, 0);
+  ::fcntl(sock, F_SETFL, flags | O_NONBLOCK);
+  const auto now = Clock::now();
+  if (status != 0) {
+    send_refusal(sock, status, why);
+    ::shutdown(sock, SHUT_WR);
+    c->closing = true;
+    c->deadline = now + kLinger;
+  } else {
+    c->deadline = now + limits_.header_timeout;  // for the first request's first byte
+  }
+  {
+    std::lock_guard lock(inbox_mu_);
+    inbox_.push_back(std::move(c));
+  }
+  wake();
+  return true;
+}
+
+void GuardedHttpServer::close_conn(std::unique_ptr<Conn> c) {
+  if (!c) return;
+  if (c->counted) {
+    std::lock_guard lock(clients_mu_);
+    --stats_.open_connections;
+    auto it = per_client_.find(c->peer);
+    if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  }
+  // ~Conn closes the socket.
+}
+
+void GuardedHttpServer::hand_back(std::unique_ptr<Conn> c) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    inbox_.push_back(std::move(c));
+  }
+  wake();
+}
+
+bool GuardedHttpServer::read_some(Conn& c) {
+  // Enough to hold the largest request allowed and to see that the next one is too large.
+  const size_t cap = limits_.framing.max_header_bytes + limits_.framing.max_body_bytes + 4096;
+  char tmp[16384];
+  for (;;) {
+    if (!c.closing && c.buf.size() >= cap) return true;  // framing refuses it
+    const ssize_t n = ::recv(c.fd, tmp, sizeof(tmp), 0);
+    if (n > 0) {
+      if (!c.closing) c.buf.append(tmp, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) {  // the client shut its side; a request it sent whole is still served
+      c.peer_closed = true;
+      return !c.closing && !c.buf.empty();
+    }
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+bool GuardedHttpServer::advance(std::unique_ptr<Conn>& c, bool& dispatched) {
+  dispatched = false;
+  if (c->closing) return true;
+  const auto now = Clock::now();
+  if (!c->reading) {
+    c->buf.erase(0, leading_empty_lines(c->buf));
+    if (c->buf.empty()) return true;
+    c->reading = true;
+    c->first_byte = now;
+    c->deadline = now + limits_.header_timeout;
+  }
+  const Framing f = frame_request(c->buf, limits_.framing);
+  if (f.kind == Framing::kRefused) {
+    {
+      std::lock_guard lock(clients_mu_);
+      ++stats_.refused_framing;
+    }
+    send_refusal(c->fd, f.status, f.reason);
+    ::shutdown(c->fd, SHUT_WR);
+    c->closing = true;
+    c->buf.clear();
+    c->deadline = now + kLinger;
+    return true;
+  }
+  if (f.kind == Framing::kIncomplete) {
+    if (f.headers_done && !c->headers_done) {
+      c->headers_done = true;
+      c->deadline = c->first_byte + limits_.request_timeout;
+    }
+    return true;
+  }
+  Work w;
+  w.request = c->buf.substr(0, f.length);
+  c->buf.erase(0, f.length);
+  c->reading = false;
+  c->headers_done = false;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  w.conn = std::move(c);
+  {
+    std::lock_guard lock(work_mu_);
+    work_.push_back(std::move(w));
+  }
+  work_cv_.notify_one();
+  dispatched = true;
+  return true;
+}
+
+void GuardedHttpServer::event_loop() {
+  std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  std::vector<epoll_event> events(128);
+  auto last_scan = Clock::now();
+  auto drop = [&](int fd) {
+    auto it = conns.find(fd);
+    if (it == conns.end()) return;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    close_conn(std::move(it->second));
+    conns.erase(it);
+  };
+  // Frames what a connection holds; it leaves `conns` when dispatched.
+  auto step = [&](int fd) {
+    auto it = conns.find(fd);
+    if (it == conns.end()) return;
+    bool dispatched = false;
+    advance(it->second, dispatched);
+    if (dispatched) {
+      conns.erase(it);
+    } else if (it->second->peer_closed) {
+      drop(fd);  // it will send no more, and what it sent is not a whole request
+    }
+  };
+  while (!stopping_) {
+    std::vector<std::unique_ptr<Conn>> arrived;
+    {
+      std::lock_guard lock(inbox_mu_);
+      arrived.swap(inbox_);
+    }
+    for (auto& c : arrived) {
+      const int fd = c->fd;
+      if (!c->closing && !c->reading) {
+        c->deadline =
+            Clock::now() + (c->requests == 0 ? limits_.header_timeout : limits_.idle_timeout);
+      }
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.fd = fd;
+      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close_conn(std::move(c));
+        continue;
+      }
+      conns[fd] = std::move(c);
+      step(fd);  // a pipelined request may already be buffered
+    }
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               static_cast<int>(kTick.count()));
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[static_cast<size_t>(i)].data.fd;
+      if (fd == wake_fd_) {
+        uint64_t v = 0;
+        (void)::read(wake_fd_, &v, sizeof(v));
+        continue;
+      }
+      auto it = conns.find(fd);
+      if (it == conns.end()) continue;
+      if (!read_some(*it->second)) {
+        drop(fd);
+        continue;
+      }
+      step(fd);
+    }
+    const auto now = Clock::now();
+    if (now - last_scan < kTick) continue;
+    last_scan = now;
+    std::vector<int> expired;
+    for (auto& [fd, c] : conns) {
+      if (now < c->deadline) continue;
+      if (c->closing) {
+        expired.push_back(fd);
+      } else if (c->reading) {
+        {
+          std::lock_guard lock(clients_mu_);
+          ++stats_.timed_out;
+        }
+        send_refusal(fd, 408,
+                     c->headers_done
+                         ? "request body not received within " +
+                               std::to_string(limits_.request_timeout.count() / 1000) + " s"
+                         : "request headers not received within " +
+                               std::to_string(limits_.header_timeout.count() / 1000) + " s");
+        expired.push_back(fd);
+      } else {
+        std::lock_guard lock(clients_mu_);
+        ++stats_.idle_closed;
+        expired.push_back(fd);
+      }
+    }
+    for (int fd : expired) drop(fd);
+  }
+  for (auto& [fd, c] : conns) close_conn(std::move(c));
+}
+
+void GuardedHttpServer::worker_loop() {
+  for (;;) {
+    Work w;
+    {
+      std::unique_lock lock(work_mu_);
+      work_cv_.wait(lock, [&] { return stopping_.load() || !work_.empty(); });
+      if (work_.empty()) return;  // stopping, nothing left
+      w = std::move(work_.front());
+      work_.pop_front();
+    }
+    serve(std::move(w));
+  }
+}
+
+void GuardedHttpServer::serve(Work w) {
+  Conn& c = *w.conn;
+  RequestStream strm(c.fd, w.request, c.peer, c.peer_port, limits_.write_timeout);
+  ++c.requests;
+  const bool close_after =
+      stopping_ || c.peer_closed || c.requests >= limits_.keep_alive_max_requests;
+  bool connection_closed = false;
+  const bool ok = process_request(strm, close_after, connection_closed, nullptr);
+  if (!ok || connection_closed || close_after || stopping_) {
+    close_conn(std::move(w.conn));
+  } else {
+    hand_back(std::move(w.conn));
+  }
+}
+
+}  // namespace tessera

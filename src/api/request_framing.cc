@@ -1,0 +1,130 @@
+#include "api/request_framing.h"
+
+#include <charconv>
+#include <optional>
+
+namespace tessera {
+namespace {
+
+bool is_tchar(char c) {
+  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         kExtra.find(c) != std::string_view::npos;
+}
+
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!is_tchar(c)) return false;
+  }
+  return true;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+Framing refuse(int status, std::string reason) {
+  Framing f;
+  f.kind = Framing::kRefused;
+  f.status = status;
+  f.reason = std::move(reason);
+  return f;
+}
+
+// "METHOD SP request-target SP HTTP/1.x".
+std::optional<Framing> check_request_line(std::string_view line) {
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos ||
+      !is_token(line.substr(0, sp1)) || sp2 == sp1 + 1) {
+    return refuse(400, "malformed request line");
+  }
+  const std::string_view version = line.substr(sp2 + 1);
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+    return refuse(505, "only HTTP/1.1 and HTTP/1.0 are served");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+size_t leading_empty_lines(std::string_view buffered) {
+  size_t n = 0;
+  while (n < buffered.size() && (buffered[n] == '\r' || buffered[n] == '\n')) ++n;
+  return n;
+}
+
+Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
+  std::optional<size_t> content_length;
+  size_t pos = 0;
+  bool first = true;
+  for (;;) {
+    const size_t nl = buffered.find('\n', pos);
+    if (nl == std::string_view::npos) {
+      if (buffered.size() > limits.max_header_bytes) {
+        return refuse(431, "request header section larger than " +
+                               std::to_string(limits.max_header_bytes) + " bytes");
+      }
+      return Framing{};
+    }
+    std::string_view line = buffered.substr(pos, nl - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = nl + 1;
+    if (pos > limits.max_header_bytes) {
+      return refuse(431, "request header section larger than " +
+                             std::to_string(limits.max_header_bytes) + " bytes");
+    }
+    if (first) {
+      if (auto bad = check_request_line(line)) return *bad;
+      first = false;
+      continue;
+    }
+    if (line.empty()) break;  // the end of the header section
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
+      return refuse(400, "malformed header field");
+    }
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "Transfer-Encoding")) {
+      return refuse(411,
+                    "request bodies must carry Content-Length (Transfer-Encoding is not "
+                    "accepted)");
+    }
+    if (iequals(name, "Content-Length")) {
+      size_t n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value.empty() || end != value.data() + value.size() ||
+          ec == std::errc::invalid_argument) {
+        return refuse(400, "Content-Length is not a number");
+      }
+      if (ec == std::errc::result_out_of_range || n > limits.max_body_bytes) {
+        return refuse(
+            413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes");
+      }
+      if (content_length && *content_length != n) {
+        return refuse(400, "conflicting Content-Length fields");
+      }
+      content_length = n;
+    }
+  }
+  Framing f;
+  f.headers_done = true;
+  f.length = pos + content_length.value_or(0);
+  if (buffered.size() >= f.length) f.kind = Framing::kComplete;
+  return f;
+}
+
+}  // namespace tessera
