@@ -376,6 +376,29 @@ TEST_F(LocalBackendTest, GonePidIsDecidedByTheExitFile) {
   EXPECT_NO_THROW(backend.signal({zero}, SIGTERM));
 }
 
+// Issue 14, finding 13: a new database restarted job ids at 1, and new jobs appended to the
+// old jobs' logs in their directories.
+TEST_F(LocalBackendTest, AJobDirectoryOfAnotherDatabaseIsNeverReused) {
+  LocalBackend first(root_, "aaaa");
+  const LaunchSpec s = spec({"sh", "-c", "echo old secret"});
+  const auto h = launch(first, s);
+  ASSERT_TRUE(eventually(
+      [&] { return first.poll(s.job, s.attempt, h)[0].phase != MemberPhase::kRunning; }));
+  LocalBackend second(root_, "bbbb");
+  try {
+    launch(second, s);
+    FAIL() << "launched into another database's job directory";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("another database (id aaaa"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_file(first.log_path(s.job, s.attempt, 0)), "old secret\n");
+  // Its own database's next attempt uses it as before.
+  LaunchSpec next = s;
+  next.attempt = 2;
+  EXPECT_NO_THROW(launch(first, next));
+}
+
 TEST_F(LocalBackendTest, FailedLaunchKillsStartedMembers) {
   LocalBackend backend(root_);
   LaunchSpec s = spec({"sleep", "30"}, 2);

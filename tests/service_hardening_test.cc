@@ -329,6 +329,36 @@ TEST(ServeHardening, ChunkedBodiesAndEndlessHeadersAreRefusedUnread) {
   EXPECT_EQ(admin.get("/healthz").status, 200);
 }
 
+// Finding 13: a truncated (0-byte) database started as a new one, and new jobs took the old
+// job ids and their directories: a tenant read another's old secret output.
+TEST(ServeHardening, ATruncatedDatabaseBesideOldJobsRefusesToStart) {
+  TempDir dir("truncated");
+  {
+    ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+    ASSERT_TRUE(server.up()) << server.log();
+    ApiClient admin = server.client(kAdminToken);
+    ApiClient a = server.client(create_tenant(admin, "team-a"));
+    const int64_t id = submit(a, "name: secret\ncommand: [\"sh\", \"-c\", \"echo s3cret\"]\n");
+    ASSERT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 10));
+    server.kill(SIGTERM);
+  }
+  std::filesystem::resize_file(dir.file("tessera.db"), 0);
+  std::filesystem::remove(dir.file("tessera.db-wal"));
+  std::filesystem::remove(dir.file("tessera.db-shm"));
+  const std::string text =
+      refused_start(dir.str(), "--listen 127.0.0.1:0 --db " + dir.file("tessera.db"));
+  EXPECT_NE(text.find("new, empty database"), std::string::npos) << text;
+  EXPECT_NE(text.find("tessera.db.jobs/jobs holds the files of 1 earlier jobs"), std::string::npos)
+      << text;
+  // Refused again at the next try: the refusal wrote nothing.
+  EXPECT_EQ(std::filesystem::file_size(dir.file("tessera.db")), 0u);
+  refused_start(dir.str(), "--listen 127.0.0.1:0 --db " + dir.file("tessera.db"));
+  // Moved away, the server starts afresh.
+  std::filesystem::rename(dir.file("tessera.db.jobs"), dir.file("old.jobs"));
+  ServerProcess fresh(dir.str(), {"--virtual-gpus", "1"});
+  EXPECT_TRUE(fresh.up()) << fresh.log();
+}
+
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.
 TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {

@@ -133,15 +133,21 @@ INSERT INTO jobs (tenant, name, spec, state, submitted_at)
 PRAGMA user_version = 1;
 )sql");
   }
+  std::string id;
   {
     Store s(path);
-    EXPECT_EQ(s.schema_version(), 2);
+    EXPECT_EQ(s.schema_version(), latest_schema_version());
+    // An upgraded database gets its identity too, and keeps it.
+    id = s.database_id();
+    EXPECT_EQ(id.size(), 32u);
     const auto rows = s.load_jobs();
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].spec.name, "old");
     EXPECT_EQ(rows[0].state, JobState::kSucceeded);
     EXPECT_TRUE(rows[0].idempotency_key.empty());
   }
+  EXPECT_EQ(Store(path).database_id(), id);
+  EXPECT_NE(Store(dir.file("other.db")).database_id(), id);
   {
     Db db(path);
     db.exec("PRAGMA user_version = 99");
@@ -171,10 +177,10 @@ TEST(Store, OneDatabaseIsOpenedByOneStoreAtATime) {
           << what;
       EXPECT_NE(what.find(path), std::string::npos) << what;
     }
-    EXPECT_EQ(first.schema_version(), 2);  // the first is unharmed
+    EXPECT_EQ(first.schema_version(), latest_schema_version());  // the first is unharmed
   }
   Store again(path);  // released with the first
-  EXPECT_EQ(again.schema_version(), 2);
+  EXPECT_EQ(again.schema_version(), latest_schema_version());
 }
 
 TEST(Store, AnUnopenableDatabaseNamesItsPath) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -227,7 +228,7 @@ void kill_and_reap(const std::vector<MemberHandle>& started) {
 
 }  // namespace
 
-LocalBackend::LocalBackend(std::string root) {
+LocalBackend::LocalBackend(std::string root, std::string owner) : owner_(std::move(owner)) {
   if (root.empty()) throw std::runtime_error("local backend: empty root directory");
   std::error_code ec;
   fs::path path = fs::absolute(fs::path(root), ec);
@@ -278,10 +279,22 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   }
 
   const std::string dir = attempt_dir(spec.job, spec.attempt);
+  const std::string owner_file = root_ + "/jobs/" + std::to_string(spec.job) + "/owner";
+  std::string found_owner = read_small_file(owner_file).value_or("");
+  while (!found_owner.empty() && std::isspace(static_cast<unsigned char>(found_owner.back()))) {
+    found_owner.pop_back();
+  }
+  if (!owner_.empty() && !found_owner.empty() && found_owner != owner_) {
+    throw std::runtime_error(
+        "launch " + job + ": its directory " + root_ + "/jobs/" + std::to_string(spec.job) +
+        " belongs to the jobs of another database (id " + found_owner + ", this one is " + owner_ +
+        "); move it away rather than mix its files with a new job's");
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error("launch " + job + ": cannot create " + dir + ": " + ec.message());
+  if (!owner_.empty() && found_owner.empty()) std::ofstream(owner_file) << owner_ << "\n";
 
   // Later assignments replace earlier ones: the server's environment, then the user's, then
   // the variables the gang relies on, which the user must not be able to change.

@@ -28,7 +28,12 @@ class LocalBackend final : public Backend {
   // `root` is created if missing. Throws std::runtime_error naming it when it cannot be.
   // It is kept as an absolute path: members run in their attempt directory, so a relative
   // root would make their exit file path point elsewhere.
-  explicit LocalBackend(std::string root);
+  //
+  // `owner` (the database's identity) is written into each job directory it creates,
+  // ROOT/jobs/<job>/owner, and a launch into a directory another owner made is refused: job
+  // ids restart with a new database, and a reused directory would hand a new job's tenant
+  // the old job's logs. An empty owner checks nothing.
+  explicit LocalBackend(std::string root, std::string owner = "");
 
   // Starts every member of the attempt; environment of member r:
   //   RANK=r, LOCAL_RANK=r, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT,
@@ -79,6 +84,7 @@ class LocalBackend final : public Backend {
   std::string pid_path(uint64_t job, uint32_t attempt, int32_t rank) const;
 
   std::string root_;
+  std::string owner_;
   // Guards reaped_ and makes "waitpid, then record" atomic, so two threads polling the same
   // member cannot see one reap it and the other find neither a child nor a status.
   std::mutex mu_;

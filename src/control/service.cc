@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -195,6 +196,42 @@ double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
   return (t - row.started_at) * static_cast<double>(alloc.gpu_milli()) / 1000.0;
 }
 
+// Whether a database file holds nothing yet: missing, or empty with no write-ahead log (a new
+// WAL database keeps its first commits in DB-wal until a checkpoint).
+bool database_is_new(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return true;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size > 0) return false;
+  const auto wal = fs::file_size(path + "-wal", ec);
+  return ec || wal == 0;
+}
+
+// The store, refusing a new database beside a job directory that already holds jobs: that is
+// a database lost or truncated, and a new one would give its job ids, and so those
+// directories and their logs, to new jobs (issue 14, finding 13).
+std::unique_ptr<Store> open_store(const ServiceOptions& opt, bool local_backend) {
+  namespace fs = std::filesystem;
+  if (local_backend && database_is_new(opt.db_path)) {
+    std::error_code ec;
+    size_t jobs = 0;
+    for (fs::directory_iterator it(fs::path(opt.work_dir) / "jobs", ec), end; !ec && it != end;
+         it.increment(ec)) {
+      ++jobs;
+    }
+    if (jobs > 0) {
+      throw std::runtime_error(
+          opt.db_path + " is a new, empty database, but the job directory " + opt.work_dir +
+          "/jobs holds the files of " + std::to_string(jobs) +
+          " earlier jobs: was the database lost or truncated? Restore it, or move " + opt.work_dir +
+          " away to start afresh (a new database would reuse those job ids and "
+          "directories, and show a new job's tenant an old job's logs)");
+    }
+  }
+  return std::make_unique<Store>(opt.db_path, Store::Options{opt.sync_full});
+}
+
 constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                     0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
@@ -203,8 +240,9 @@ constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.00
 Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     : opt_(std::move(opt)),
       cluster_(build_cluster(opt_, gpu_index_)),
-      store_(std::make_unique<Store>(opt_.db_path, Store::Options{opt_.sync_full})),
-      backend_(backend ? std::move(backend) : std::make_unique<LocalBackend>(opt_.work_dir)),
+      store_(open_store(opt_, /*local_backend=*/!backend)),
+      backend_(backend ? std::move(backend)
+                       : std::make_unique<LocalBackend>(opt_.work_dir, store_->database_id())),
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_) {
   counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -48,6 +48,11 @@ CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ALTER TABLE jobs ADD COLUMN idempotency_key TEXT;
 CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
+)sql",
+    // 3: a random identity, written into every job directory the database's jobs use, so that
+    // a new database (an old one lost or truncated) never reuses another's directories.
+    R"sql(
+INSERT OR IGNORE INTO settings (key, value) VALUES ('database_id', lower(hex(randomblob(16))));
 )sql",
 };
 

@@ -112,6 +112,12 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
   }
 }
 
+std::string Store::database_id() {
+  const std::optional<std::string> id = setting("database_id");
+  if (!id) throw StoreError(path_ + ": no database_id (schema version 3 writes it)");
+  return *id;
+}
+
 Store::~Store() {
   insert_job_.reset();
   update_job_.reset();

@@ -104,6 +104,8 @@ class Store {
   void set_setting(std::string_view key, std::string_view value);
 
   const std::string& path() const { return path_; }
+  // This database's random identity (32 hex digits), made when it was created.
+  std::string database_id();
 
  private:
   void write_audit(const AuditEntry& e);
