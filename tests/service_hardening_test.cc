@@ -24,6 +24,7 @@
 #include "model/json_depth.h"
 #include "raw_socket.h"
 #include "service_test_util.h"
+#include "store/sqlite_db.h"
 
 namespace tessera {
 namespace {
@@ -357,6 +358,91 @@ TEST(ServeHardening, ATruncatedDatabaseBesideOldJobsRefusesToStart) {
   std::filesystem::rename(dir.file("tessera.db.jobs"), dir.file("old.jobs"));
   ServerProcess fresh(dir.str(), {"--virtual-gpus", "1"});
   EXPECT_TRUE(fresh.up()) << fresh.log();
+}
+
+// Finding 11: restarted with fewer GPUs, every job that no longer fit was failed for good; the
+// running one was not stopped, ended with exit 0 while reported `failed`, its GPUs shown free.
+TEST(ServeHardening, ARestartWithFewerGpusKeepsItsJobs) {
+  TempDir dir("fewer");
+  auto server =
+      std::make_unique<ServerProcess>(dir.str(), std::vector<std::string>{"--virtual-gpus", "4"});
+  ASSERT_TRUE(server->up()) << server->log();
+  std::string token;
+  {
+    ApiClient admin = server->client(kAdminToken);
+    token = create_tenant(admin, "team-a");
+  }
+  std::vector<int64_t> running;
+  int64_t big = 0;
+  {
+    ApiClient a = server->client(token);
+    for (int i = 0; i < 4; ++i) {
+      running.push_back(
+          submit(a, "name: r" + std::to_string(i) + "\ncommand: [\"sleep\", \"3\"]\n"));
+    }
+    big = submit(a, "name: big\nresources: {gpus: 4}\ncommand: [\"true\"]\n");
+    ASSERT_TRUE(eventually(
+        [&] {
+          return std::all_of(running.begin(), running.end(),
+                             [&](int64_t id) { return job_in(a, id, "running"); });
+        },
+        10));
+  }
+  server->kill(SIGKILL);
+  server =
+      std::make_unique<ServerProcess>(dir.str(), std::vector<std::string>{"--virtual-gpus", "2"});
+  ASSERT_TRUE(server->up()) << server->log();
+  ApiClient a = server->client(token);
+  int outside = 0;
+  for (int64_t id : running) {
+    const nlohmann::json j = get_job(a, id);
+    EXPECT_EQ(j["state"], "running") << j.dump();
+    outside += j["message"].get<std::string>().find("no longer schedules") != std::string::npos;
+  }
+  EXPECT_EQ(outside, 2);
+  const nlohmann::json b = get_job(a, big);
+  EXPECT_EQ(b["state"], "pending") << b.dump();
+  EXPECT_NE(b["pending_reason"].get<std::string>().find("cannot run on this server as configured"),
+            std::string::npos)
+      << b.dump();
+  // The two GPUs are held by the adopted jobs on them: a new job waits for one.
+  const int64_t next = submit(a, "name: next\ncommand: [\"true\"]\n");
+  EXPECT_TRUE(job_in(a, next, "pending"));
+  EXPECT_EQ(a.post("/v1/jobs", "name: huge\nresources: {gpus: 4}\ncommand: [\"true\"]\n",
+                   "application/yaml")
+                .status,
+            422);
+  // The adopted jobs end as they ended: succeeded.
+  for (int64_t id : running) {
+    EXPECT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 10))
+        << get_job(a, id).dump();
+  }
+  EXPECT_TRUE(eventually([&] { return job_in(a, next, "succeeded"); }, 10));
+  EXPECT_TRUE(job_in(a, big, "pending"));
+}
+
+// Finding 18: a corrupt `allocation` row gave a parse error naming neither the database nor
+// the job.
+TEST(ServeHardening, ACorruptRowIsNamedWithItsDatabaseAndJob) {
+  TempDir dir("corrupt");
+  {
+    ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+    ASSERT_TRUE(server.up()) << server.log();
+    ApiClient admin = server.client(kAdminToken);
+    ApiClient a = server.client(create_tenant(admin, "team-a"));
+    const int64_t id = submit(a, "name: r\ncommand: [\"sleep\", \"5\"]\n");
+    ASSERT_TRUE(eventually([&] { return job_in(a, id, "running"); }, 10));
+    server.kill(SIGKILL);
+  }
+  {
+    Db db(dir.file("tessera.db"));
+    db.exec("UPDATE jobs SET allocation = '{\"gpus_per_member\": [' WHERE id = 1");
+  }
+  const std::string text =
+      refused_start(dir.str(), "--listen 127.0.0.1:0 --db " + dir.file("tessera.db"));
+  EXPECT_NE(text.find(dir.file("tessera.db") + ": job 1: its stored processes or allocation"),
+            std::string::npos)
+      << text;
 }
 
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a

@@ -40,6 +40,10 @@ struct Service::Job {
   std::optional<int32_t> failure_code;
   double queued_since = 0;
   double attained = 0;  // GPU-seconds of earlier runs
+  // Why it cannot run on this cluster as configured now (set at a restart with fewer GPUs, a
+  // GPU type gone, a queue that no longer allows its priority); such a job waits, out of the
+  // cycle, rather than being failed for a change of configuration.
+  std::string unrunnable;
 };
 
 namespace {
@@ -232,6 +236,20 @@ std::unique_ptr<Store> open_store(const ServiceOptions& opt, bool local_backend)
   return std::make_unique<Store>(opt.db_path, Store::Options{opt.sync_full});
 }
 
+// Whether every node and GPU of `a` exists in `c`, each GPU on its member's node.
+bool within_cluster(const Cluster& c, const Allocation& a) {
+  const size_t gpm = static_cast<size_t>(std::max(a.gpus_per_member, 0));
+  if (a.shares.size() != a.member_node.size() * gpm) return false;
+  for (size_t m = 0; m < a.member_node.size(); ++m) {
+    if (a.member_node[m] >= c.nodes().size()) return false;
+    for (size_t k = 0; k < gpm; ++k) {
+      const GpuId g = a.shares[m * gpm + k].gpu;
+      if (g >= c.num_gpus() || c.node_of_gpu(g) != a.member_node[m]) return false;
+    }
+  }
+  return true;
+}
+
 constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                     0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
@@ -332,7 +350,14 @@ void Service::restore_decayed_locked() {
   apply_usage(*tree_, *saved, decayed_);
 }
 
-JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where) {
+JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where,
+                                std::string* unrunnable) {
+  // A problem with this cluster's configuration rather than with the request: refused at
+  // submission, recorded for a job already accepted.
+  auto config_problem = [&](ServiceError::Kind kind, const char* field, const std::string& why) {
+    if (unrunnable == nullptr) throw ServiceError(kind, field, why);
+    if (unrunnable->empty()) *unrunnable = why;
+  };
   JobSpec s;
   s.name = req.name;
   s.tenant = tenant;
@@ -348,8 +373,9 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
     for (const std::string& name : req.gpu_types) {
       auto t = cluster_.gpu_types().find(name);
       if (!t || (cluster_.present_types() & (GpuTypeMask{1} << *t)) == 0) {
-        throw ServiceError(ServiceError::kInfeasible, "resources.gpu_types",
-                           "GPU type '" + name + "' does not exist in this cluster");
+        config_problem(ServiceError::kInfeasible, "resources.gpu_types",
+                       "GPU type '" + name + "' does not exist in this cluster");
+        continue;
       }
       s.allowed_types |= GpuTypeMask{1} << *t;
     }
@@ -364,12 +390,12 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
     s.priority_given = true;
   }
   if (!apply_queue_defaults(q, s)) {
-    throw ServiceError(
+    config_problem(
         ServiceError::kForbidden, "priority_class",
         "queue " + q.path + " does not allow priority class " + std::string(to_string(s.priority)));
   }
   if (auto why = infeasible_reason(cluster_, s)) {
-    throw ServiceError(ServiceError::kInfeasible, "resources", "can never run here: " + *why);
+    config_problem(ServiceError::kInfeasible, "resources", "can never run here: " + *why);
   }
   return s;
 }
@@ -385,22 +411,26 @@ void Service::recover() {
     j->row = std::move(r);
     JobRow& row = j->row;
     const TenantId tid = *tenants_.find(row.tenant);
-    try {
-      j->spec = to_spec_locked(row.spec, tid, "job " + std::to_string(row.id));
-    } catch (const ServiceError& e) {
-      j->spec.name = row.spec.name;
-      j->spec.tenant = tid;
-      if (!is_terminal(row.state)) {  // the cluster changed under it (fewer GPUs configured)
-        row.state = JobState::kFailed;
-        row.finished_at = t;
-        row.message = std::string("after restart: ") + e.what();
-        dirty.push_back(&row);
-      }
-    }
+    // The configuration may have changed under it (fewer GPUs, a queue tree edited): it is
+    // kept, and waits if it cannot run now; a running one is adopted all the same.
+    j->spec = to_spec_locked(row.spec, tid, "job " + std::to_string(row.id), &j->unrunnable);
     if (!row.idempotency_key.empty()) idempotency_[{row.tenant, row.idempotency_key}] = row.id;
     j->queued_since = row.submitted_at;
-    j->members = decode_members(row.processes);
-    Allocation alloc = decode_allocation(row.allocation);
+    Allocation alloc;
+    try {
+      j->members = decode_members(row.processes);
+      alloc = decode_allocation(row.allocation);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(store_->path() + ": job " + std::to_string(row.id) +
+                               ": its stored processes or allocation cannot be read (" + e.what() +
+                               "); repair or remove that row");
+    }
+    if (!alloc.empty() && !within_cluster(cluster_, alloc)) {
+      // It runs on GPUs this server no longer schedules (restarted with fewer): adopted, but
+      // it holds nothing in the ledger, which has no such GPUs.
+      alloc = Allocation{};
+      row.message = "adopted after a restart on GPUs this server no longer schedules";
+    }
     const bool has_processes = !j->members.empty();
     auto requeue = [&](const std::string& why) {
       row.state = JobState::kPending;
@@ -739,6 +769,7 @@ std::vector<PendingJob> Service::pending_snapshot_locked() const {
   std::vector<PendingJob> out;
   out.reserve(pending_.size());
   for (const Job* j : pending_) {
+    if (!j->unrunnable.empty()) continue;  // no decision can start it
     out.push_back(
         PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
   }
@@ -1119,7 +1150,10 @@ void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std
 JobView Service::view_locked(const Job& j) const {
   JobView v;
   v.row = j.row;
-  if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
+  if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
+    v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
+                       "); it waits for a restart with what it needs, or a cancel";
+  } else if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
     std::string ids;
     for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
     v.pending_reason =

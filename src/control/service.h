@@ -218,7 +218,11 @@ class Service {
   void advance_decayed_locked(double t);
   void restore_decayed_locked();
   void recover();
-  JobSpec to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where);
+  // Throws ServiceError when the request cannot run here; with `unrunnable`, problems of this
+  // cluster's configuration (not of the request) are written there instead, the spec built as
+  // well as it can be (a job accepted before the configuration changed).
+  JobSpec to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where,
+                         std::string* unrunnable = nullptr);
   JobView view_locked(const Job& j) const;
   // The job, if `caller` may see it (ServiceError kNotFound / kForbidden otherwise). Jobs are
   // owned through unique_ptr, so a const service still hands out the job for mutation by
