@@ -35,7 +35,7 @@ end
 LUA
 echo "== submissions: POST /v1/jobs, $CONNS connections, ${DURATION}s"
 wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$DIR/submit.lua" "http://$ADDR/v1/jobs"
-JOBS=$(curl -s -H "Authorization: Bearer $TOKEN" "http://$ADDR/metrics" | awk '/^tessera_pending_jobs/ {print $2}')
+JOBS=$(curl -s -H "Authorization: Bearer load-admin" "http://$ADDR/metrics" | awk '/^tessera_pending_jobs/ {print $2}')
 echo "== pending jobs after the run: $JOBS"
 
 cat >"$DIR/list.lua" <<LUA
@@ -45,4 +45,4 @@ echo "== listing: GET /v1/jobs?state=pending&limit=100, $CONNS connections, ${DU
 wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$DIR/list.lua" \
   "http://$ADDR/v1/jobs?state=pending&limit=100"
 echo "== scheduling cycles during the run"
-curl -s "http://$ADDR/metrics" | grep -E '^tessera_cycle_seconds_(sum|count)'
+curl -s -H "Authorization: Bearer load-admin" "http://$ADDR/metrics" | grep -E '^tessera_cycle_seconds_(sum|count)'

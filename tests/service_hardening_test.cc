@@ -445,6 +445,31 @@ TEST(ServeHardening, ACorruptRowIsNamedWithItsDatabaseAndJob) {
       << text;
 }
 
+// Finding 16: any tenant saw every tenant's name and load through /v1/queues, and /metrics
+// needed no token.
+TEST(ServeHardening, ATenantSeesOnlyItsOwnQueueAndMetricsTakeAToken) {
+  TempDir dir("queues");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2", "--metrics-token", "scrape-me"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  ApiClient b = server.client(create_tenant(admin, "secret-project-b"));
+  submit(b, "name: x\ncommand: [\"sleep\", \"2\"]\n");
+  const HttpResult qa = a.get("/v1/queues");
+  ASSERT_EQ(qa.status, 200);
+  EXPECT_EQ(qa.body.find("secret-project-b"), std::string::npos) << qa.body;
+  ASSERT_EQ(json_of(qa)["queues"].size(), 1u) << qa.body;
+  EXPECT_EQ(json_of(qa)["queues"][0]["path"], "team-a") << qa.body;
+  EXPECT_NE(admin.get("/v1/queues").body.find("secret-project-b"), std::string::npos);
+  EXPECT_EQ(server.client("").get("/metrics").status, 401);
+  EXPECT_EQ(a.get("/metrics").status, 403);
+  const HttpResult scraped = server.client("scrape-me").get("/metrics");
+  EXPECT_EQ(scraped.status, 200);
+  EXPECT_NE(scraped.body.find("tessera_queue_depth"), std::string::npos);
+  EXPECT_EQ(server.client("scrape-me").get("/v1/jobs").status, 401);  // metrics only
+  EXPECT_EQ(admin.get("/metrics").status, 200);
+}
+
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.
 TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {

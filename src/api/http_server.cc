@@ -11,6 +11,7 @@
 #include "api/http_util.h"
 #include "api/json_views.h"
 #include "api/prometheus.h"
+#include "control/token.h"
 
 namespace tessera {
 
@@ -82,7 +83,21 @@ void ApiServer::routes() {
     res.set_content("ok\n", "text/plain");
   });
   GuardedHttpServer& front = *http_;
-  http_->Get("/metrics", [&svc, &front](const httplib::Request&, httplib::Response& res) {
+  // Compared by hash, as tenant tokens are, so the comparison's time tells nothing.
+  const std::string metrics_hash = opt_.metrics_token.empty() ? "" : sha256_hex(opt_.metrics_token);
+  http_->Get("/metrics", [&svc, &front, metrics_hash](const httplib::Request& req,
+                                                      httplib::Response& res) {
+    // Tenants' names and loads are not for anyone who can reach the port.
+    const std::string token = bearer(req);
+    const auto caller = svc.authenticate(token);
+    const bool scraper = !metrics_hash.empty() && sha256_hex(token) == metrics_hash;
+    if (!scraper && !(caller && caller->admin)) {
+      send_error(res, caller ? 403 : 401,
+                 caller ? "/metrics takes the admin token or the metrics token"
+                        : "missing or unknown bearer token (the admin token or the metrics "
+                          "token, --metrics-token)");
+      return;
+    }
     res.set_content(render_prometheus(svc.metrics()) + render_http_front(front.stats()),
                     "text/plain; version=0.0.4");
   });

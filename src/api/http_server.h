@@ -1,7 +1,8 @@
 // The HTTP + JSON API of `tessera serve` (docs/openapi.yaml) over a Service.
 //
 // Every request under /v1 carries `Authorization: Bearer TOKEN`: the admin's token, or a
-// tenant's (a tenant sees and cancels only its own jobs). Errors are JSON
+// tenant's (a tenant sees and cancels only its own jobs). /metrics takes the admin token or
+// the metrics token; /healthz takes none. Errors are JSON
 // {"error": ..., "field": ...} with 400 (bad request, naming the field), 401, 403, 404, 409,
 // 413 (body over the size limit) or 422 (a valid job that can never run on this cluster),
 // 503 (the database refuses writes). Connections and requests are bounded before any handler
@@ -22,6 +23,9 @@ namespace tessera {
 struct ApiOptions {
   // Connection and request limits; http.framing.max_body_bytes bounds a request body (413).
   HttpLimits http;
+  // Besides the admin token, this one (if set) may read /metrics and nothing else: what a
+  // Prometheus scrape config holds.
+  std::string metrics_token;
 };
 
 class ApiServer {

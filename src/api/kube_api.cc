@@ -78,9 +78,9 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
   });
   GuardedHttpServer& front = *http_;
   http_->Get("/metrics", [&s, &front](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_kube_prometheus(s.metrics(), s.kube_metrics()) +
-                        render_http_front(front.stats()),
-                    "text/plain; version=0.0.4");
+    res.set_content(
+        render_kube_prometheus(s.metrics(), s.kube_metrics()) + render_http_front(front.stats()),
+        "text/plain; version=0.0.4");
   });
   http_->Get("/v1/jobs", guarded([&s](const httplib::Request& req, httplib::Response& res) {
                const JobFilter f = job_filter(req);

@@ -44,6 +44,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--threads", a.threads,
                 "HTTP worker threads: requests served at once (idle connections hold none)")
       ->check(CLI::Range(1, 256));
+  s->add_option("--metrics-token", a.metrics_token,
+                "a token that reads /metrics and nothing else, for a Prometheus scrape "
+                "(else TESSERA_METRICS_TOKEN; without either only the admin token reads it)");
   s->add_option("--max-connections", a.max_connections,
                 "open connections at most, all clients together (then 503)")
       ->check(CLI::Range(1, 65536));
@@ -96,6 +99,10 @@ int run_serve(const ServeArgs& a) {
   }
 
   ApiOptions api_opt;
+  api_opt.metrics_token = a.metrics_token;
+  if (api_opt.metrics_token.empty()) {
+    if (const char* e = std::getenv("TESSERA_METRICS_TOKEN")) api_opt.metrics_token = e;
+  }
   api_opt.http.workers = a.threads;
   api_opt.http.max_connections = a.max_connections;
   api_opt.http.max_connections_per_client = a.max_connections_per_client;

@@ -24,6 +24,7 @@ struct ServeArgs {
   // this bounds concurrent requests being served, not clients.
   int threads = 16;
   int max_connections = 1024;
+  std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);

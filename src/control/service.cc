@@ -1239,7 +1239,7 @@ LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t t
   return out;
 }
 
-std::vector<QueueView> Service::queues(const Caller&) const {
+std::vector<QueueView> Service::queues(const Caller& caller) const {
   std::lock_guard lock(mu_);
   const std::vector<PendingJob> pending = pending_snapshot_locked();
   std::vector<RunningJob> running;
@@ -1261,7 +1261,16 @@ std::vector<QueueView> Service::queues(const Caller&) const {
   snap.running = running;
   snap.queues = tree_.get();
   snap.decayed_usage = decayed_.view();
-  return queue_views(snap, decayed_, counts);
+  std::vector<QueueView> out = queue_views(snap, decayed_, counts);
+  if (!caller.admin) {
+    // A tenant sees its own queue only: the others' names and loads are theirs.
+    const std::optional<TenantId> t = tenants_.find(caller.tenant);
+    const QueueId leaf = t ? tree_->leaf_of(*t) : kNoId;
+    const std::string mine =
+        leaf == kNoId ? "" : (leaf == kRootQueue ? "/" : tree_->queue(leaf).path);
+    std::erase_if(out, [&](const QueueView& v) { return v.path != mine; });
+  }
+  return out;
 }
 
 std::vector<NodeView> Service::nodes() const {

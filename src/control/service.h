@@ -194,6 +194,7 @@ class Service {
   // The last `tail_bytes` of a member's log (all of it for 0), opened but not read: the caller
   // streams it in pieces. A log the job replaced with a link or a FIFO is kForbidden.
   LogSlice logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const;
+  // Every queue for the admin; a tenant's own leaf queue only for a tenant.
   std::vector<QueueView> queues(const Caller& caller) const;
   std::vector<NodeView> nodes() const;
   std::vector<TenantRow> tenants() const;
