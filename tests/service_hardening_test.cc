@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -468,6 +469,75 @@ TEST(ServeHardening, ATenantSeesOnlyItsOwnQueueAndMetricsTakeAToken) {
   EXPECT_NE(scraped.body.find("tessera_queue_depth"), std::string::npos);
   EXPECT_EQ(server.client("scrape-me").get("/v1/jobs").status, 401);  // metrics only
   EXPECT_EQ(admin.get("/metrics").status, 200);
+}
+
+// A raw request on its own connection (made `Connection: close`); the whole response.
+std::string raw_request(const std::string& addr, std::string request) {
+  request.insert(request.find("\r\n") + 2, "Connection: close\r\n");
+  RawSocket s(addr);
+  s.send(request);
+  return s.receive(std::chrono::seconds(5));
+}
+
+std::string body_of(const std::string& response) {
+  const size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// Finding 17: invalid UTF-8 anywhere gave `500 request refused` and no audit entry, and a YAML
+// string with bad bytes leaked a library's exception text; 413s, 400s and 404s of mutating
+// calls were not audited. Finding 18: 404 instead of 405; a query value holding '=' was cut.
+TEST(ServeHardening, BadBytesAndRefusedCallsGetClearAnswersAndAreAudited) {
+  TempDir dir("utf8");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token = create_tenant(admin, "team-a");
+  ApiClient a = server.client(token);
+  for (const std::string body :
+       {"name: \xff\xfe\ncommand: [\"true\"]\n", "\xffname: x\ncommand: [\"true\"]\n",
+        "{\"name\": \"\xc0\xaf\", \"command\": [\"true\"]}"}) {
+    const HttpResult r = a.post("/v1/jobs", body, "application/yaml");
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("the request body is not valid UTF-8"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("exception"), std::string::npos) << r.body;
+  }
+  const std::string auth = "Authorization: Bearer " + token + "\r\n";
+  for (const std::string target : {"/v1/jobs/%FF", "/v1/jobs?state=%C3%28"}) {
+    const std::string response =
+        raw_request(server.addr(), "GET " + target + " HTTP/1.1\r\n" + auth + "\r\n");
+    EXPECT_EQ(testing::status_of(response), 400) << response;
+    EXPECT_NE(body_of(response).find("not valid UTF-8"), std::string::npos) << response;
+  }
+  // A value holding '=' is the whole value.
+  const HttpResult cut = a.get("/v1/jobs?state=pending%3Dx");
+  EXPECT_NE(cut.body.find("got 'pending=x'"), std::string::npos) << cut.body;
+  const std::string raw =
+      raw_request(server.addr(), "GET /v1/jobs?state=pending=x HTTP/1.1\r\n" + auth + "\r\n");
+  EXPECT_NE(raw.find("got 'pending=x'"), std::string::npos) << raw;
+  // 405 with Allow, not 404.
+  const std::string wrong =
+      raw_request(server.addr(), "GET /v1/jobs/1/cancel HTTP/1.1\r\n" + auth + "\r\n");
+  EXPECT_EQ(testing::status_of(wrong), 405) << wrong;
+  EXPECT_NE(wrong.find("Allow: POST"), std::string::npos) << wrong;
+  // Refused mutating calls, wherever they are refused, are audited: a 404, a 413 refused
+  // from its headers, a request path with bad bytes.
+  EXPECT_EQ(a.post("/v1/no-such-thing", "{}", "application/json").status, 404);
+  const std::string big = raw_request(
+      server.addr(), "POST /v1/jobs HTTP/1.1\r\n" + auth + "Content-Length: 5000000\r\n\r\n");
+  EXPECT_EQ(testing::status_of(big), 413) << big;
+  raw_request(server.addr(),
+              "POST /v1/jobs/%FF/cancel HTTP/1.1\r\n" + auth + "Content-Length: 0\r\n\r\n");
+  const HttpResult audit = admin.get("/v1/audit?limit=100");
+  ASSERT_EQ(audit.status, 200) << audit.body;  // valid JSON though a path held bad bytes
+  std::map<int, int> by_status;
+  const nlohmann::json entries = json_of(audit)["entries"];
+  for (const auto& e : entries) {
+    if (e["actor"] == "team-a") ++by_status[e["status"].get<int>()];
+  }
+  EXPECT_EQ(by_status[400], 4) << audit.body;  // three bodies, one path
+  EXPECT_EQ(by_status[404], 1) << audit.body;
+  EXPECT_EQ(by_status[413], 1) << audit.body;
 }
 
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a

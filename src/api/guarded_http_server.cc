@@ -78,7 +78,9 @@ const char* reason_phrase(int status) {
 // The API's error shape, sent without blocking: it is small enough for any socket buffer, and
 // a client that does not read it loses nothing it was owed.
 void send_refusal(int fd, int status, const std::string& message) {
-  const std::string body = nlohmann::json{{"error", message}}.dump() + "\n";
+  const std::string body = nlohmann::json{{"error", message}}.dump(
+                               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                           "\n";
   const std::string head =
       "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
       "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
@@ -350,6 +352,7 @@ bool GuardedHttpServer::advance(std::unique_ptr<Conn>& c, bool& dispatched) {
       ++stats_.refused_framing;
     }
     send_refusal(c->fd, f.status, f.reason);
+    if (on_refused && !f.method.empty()) on_refused(f);
     ::shutdown(c->fd, SHUT_WR);
     c->closing = true;
     c->buf.clear();

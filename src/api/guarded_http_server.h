@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,11 @@ class GuardedHttpServer : public httplib::Server {
   // threads, letting requests in workers finish. Idempotent; the destructor calls it.
   void shutdown();
   HttpFrontStats stats() const;
+
+  // Called on the event thread for each request refused before any handler ran, once its
+  // request line was read (method, target, Authorization as sent; status). Set it before
+  // listening, and keep it quick: the event thread serves every connection.
+  std::function<void(const Framing& refused)> on_refused;
 
  private:
   struct Conn;

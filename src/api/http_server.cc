@@ -42,19 +42,18 @@ void ApiServer::stop() {
 void ApiServer::routes() {
   using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&)>;
   Service& svc = service_;
-  // Authenticates, runs the handler, maps ServiceError to its status, and writes refused
-  // mutating requests to the audit log (successful ones are audited by the Service itself, in
-  // the same transaction as their change).
-  auto guarded = [&svc](bool mutating, Handler h) {
-    return [&svc, mutating, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
-      RequestContext ctx{Caller{}, req.method, req.path};
+  // Checks the request is valid UTF-8, authenticates, runs the handler, and maps ServiceError
+  // to its status. Refused mutating calls are audited by the error handler below (successful
+  // ones by the Service itself, in the same transaction as their change).
+  auto guarded = [&svc](Handler h) {
+    return [&svc, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
       try {
+        refuse_invalid_utf8(req);
         const auto caller = svc.authenticate(bearer(req));
         if (!caller) {
           throw ServiceError(ServiceError::kUnauthorized, "",
                              "missing or unknown bearer token (Authorization: Bearer TOKEN)");
         }
-        ctx.caller = *caller;
         h(req, res, *caller);
       } catch (const ServiceError& e) {
         send_error(res, status_of(e.kind()), e.what(), e.field());
@@ -63,18 +62,23 @@ void ApiServer::routes() {
       } catch (const std::exception& e) {
         send_error(res, 500, std::string("internal error: ") + e.what());
       }
-      if (mutating && res.status >= 400) {
-        try {
-          svc.audit_refusal(ctx, res.status, "");
-        } catch (const std::exception&) {  // the refusal was answered; a failed audit must not
-        }                                  // turn it into a 500
-      }
     };
+  };
+  // Registers a route and remembers its pattern, so that a path served under other methods
+  // is answered 405 with Allow rather than 404.
+  auto route = [this](const std::string& method, const std::string& pattern,
+                      httplib::Server::Handler h) {
+    routes_.emplace_back(std::regex(pattern), method);
+    if (method == "GET") {
+      http_->Get(pattern, std::move(h));
+    } else {
+      http_->Post(pattern, std::move(h));
+    }
   };
 
   // 503 while the database refuses writes: reads still answer and jobs still run, but
   // nothing new can be recorded, which a probe must see.
-  http_->Get("/healthz", [&svc](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/healthz", [&svc](const httplib::Request&, httplib::Response& res) {
     if (const auto why = svc.degraded()) {
       res.status = 503;
       res.set_content("degraded: " + *why + "\n", "text/plain");
@@ -85,106 +89,105 @@ void ApiServer::routes() {
   GuardedHttpServer& front = *http_;
   // Compared by hash, as tenant tokens are, so the comparison's time tells nothing.
   const std::string metrics_hash = opt_.metrics_token.empty() ? "" : sha256_hex(opt_.metrics_token);
-  http_->Get("/metrics", [&svc, &front, metrics_hash](const httplib::Request& req,
-                                                      httplib::Response& res) {
-    // Tenants' names and loads are not for anyone who can reach the port.
-    const std::string token = bearer(req);
-    const auto caller = svc.authenticate(token);
-    const bool scraper = !metrics_hash.empty() && sha256_hex(token) == metrics_hash;
-    if (!scraper && !(caller && caller->admin)) {
-      send_error(res, caller ? 403 : 401,
-                 caller ? "/metrics takes the admin token or the metrics token"
-                        : "missing or unknown bearer token (the admin token or the metrics "
-                          "token, --metrics-token)");
-      return;
-    }
-    res.set_content(render_prometheus(svc.metrics()) + render_http_front(front.stats()),
-                    "text/plain; version=0.0.4");
-  });
+  route("GET", "/metrics",
+        [&svc, &front, metrics_hash](const httplib::Request& req, httplib::Response& res) {
+          // Tenants' names and loads are not for anyone who can reach the port.
+          const std::string token = bearer(req);
+          const auto caller = svc.authenticate(token);
+          const bool scraper = !metrics_hash.empty() && sha256_hex(token) == metrics_hash;
+          if (!scraper && !(caller && caller->admin)) {
+            send_error(res, caller ? 403 : 401,
+                       caller ? "/metrics takes the admin token or the metrics token"
+                              : "missing or unknown bearer token (the admin token or the metrics "
+                                "token, --metrics-token)");
+            return;
+          }
+          res.set_content(render_prometheus(svc.metrics()) + render_http_front(front.stats()),
+                          "text/plain; version=0.0.4");
+        });
 
-  http_->Post("/v1/jobs", guarded(true, [&svc](const httplib::Request& req, httplib::Response& res,
-                                               const Caller& c) {
-                const std::string type = req.get_header_value("Content-Type");
-                JobRequest jr;
-                if (type.find("json") != std::string::npos) {
-                  const nlohmann::json j = json_body(req);
-                  jr = job_request_from_json(j);
-                } else {
-                  jr = parse_job_request(req.body);  // YAML (or JSON sent without a JSON type)
-                }
-                bool created = false;
-                const JobView v = svc.submit(RequestContext{c, req.method, req.path}, std::move(jr),
-                                             req.get_header_value("Idempotency-Key"), &created);
-                res.status = created ? 201 : 200;
-                res.set_content(to_json(v).dump(), kJson);
-              }));
+  route("POST", "/v1/jobs",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string type = req.get_header_value("Content-Type");
+          JobRequest jr;
+          if (type.find("json") != std::string::npos) {
+            const nlohmann::json j = json_body(req);
+            jr = job_request_from_json(j);
+          } else {
+            jr = parse_job_request(req.body);  // YAML (or JSON sent without a JSON type)
+          }
+          bool created = false;
+          const JobView v = svc.submit(RequestContext{c, req.method, req.path}, std::move(jr),
+                                       req.get_header_value("Idempotency-Key"), &created);
+          res.status = created ? 201 : 200;
+          res.set_content(json_text(to_json(v)), kJson);
+        }));
 
-  http_->Get("/v1/jobs", guarded(false, [&svc](const httplib::Request& req, httplib::Response& res,
-                                               const Caller& c) {
-               const JobFilter f = job_filter(req);
-               const auto jobs = svc.jobs(c, f);
-               nlohmann::json arr = nlohmann::json::array();
-               for (const JobView& v : jobs) arr.push_back(to_json(v));
-               nlohmann::json out{{"jobs", std::move(arr)}};
-               out["next_after"] = jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id)
-                                                          : nlohmann::json(nullptr);
-               res.set_content(out.dump(), kJson);
-             }));
+  route("GET", "/v1/jobs",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const JobFilter f = job_filter(req);
+          const auto jobs = svc.jobs(c, f);
+          nlohmann::json arr = nlohmann::json::array();
+          for (const JobView& v : jobs) arr.push_back(to_json(v));
+          nlohmann::json out{{"jobs", std::move(arr)}};
+          out["next_after"] =
+              jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id) : nlohmann::json(nullptr);
+          res.set_content(json_text(out), kJson);
+        }));
 
-  http_->Get(R"(/v1/jobs/([^/]+))", guarded(false, [&svc](const httplib::Request& req,
-                                                          httplib::Response& res, const Caller& c) {
-               res.set_content(to_json(svc.job(c, path_id(req))).dump(), kJson);
-             }));
+  route("GET", R"(/v1/jobs/([^/]+))",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          res.set_content(json_text(to_json(svc.job(c, path_id(req)))), kJson);
+        }));
 
-  http_->Post(
-      R"(/v1/jobs/([^/]+)/cancel)",
-      guarded(true, [&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-        const JobView v = svc.cancel(RequestContext{c, req.method, req.path}, path_id(req),
-                                     bool_param(req, "force"));
-        res.set_content(to_json(v).dump(), kJson);
-      }));
+  route("POST", R"(/v1/jobs/([^/]+)/cancel)",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const JobView v = svc.cancel(RequestContext{c, req.method, req.path}, path_id(req),
+                                       bool_param(req, "force"));
+          res.set_content(json_text(to_json(v)), kJson);
+        }));
 
-  http_->Get(
-      R"(/v1/jobs/([^/]+)/logs)",
-      guarded(false, [&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-        const auto rank = static_cast<int32_t>(int_param(req, "rank", 0, 0, 100000));
-        const int64_t tail = int_param(req, "tail_bytes", 65536, 0, int64_t{1} << 30);
-        // Streamed in pieces from the open file: a log of any size costs one buffer.
-        auto slice = std::make_shared<const LogSlice>(svc.logs(c, path_id(req), rank, tail));
-        res.set_content_provider(static_cast<size_t>(slice->length), "text/plain",
-                                 [slice](size_t offset, size_t length, httplib::DataSink& sink) {
-                                   std::array<char, 64 * 1024> buf{};
-                                   const size_t got = slice->file.read_at(
-                                       slice->offset + static_cast<int64_t>(offset), buf.data(),
-                                       std::min(length, buf.size()));
-                                   // A log cannot shrink under a reader unless someone truncated
-                                   // it: end the response (the client sees fewer bytes than
-                                   // promised) rather than spin.
-                                   return got > 0 && sink.write(buf.data(), got);
-                                 });
-      }));
+  route("GET", R"(/v1/jobs/([^/]+)/logs)",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const auto rank = static_cast<int32_t>(int_param(req, "rank", 0, 0, 100000));
+          const int64_t tail = int_param(req, "tail_bytes", 65536, 0, int64_t{1} << 30);
+          // Streamed in pieces from the open file: a log of any size costs one buffer.
+          auto slice = std::make_shared<const LogSlice>(svc.logs(c, path_id(req), rank, tail));
+          res.set_content_provider(static_cast<size_t>(slice->length), "text/plain",
+                                   [slice](size_t offset, size_t length, httplib::DataSink& sink) {
+                                     std::array<char, 64 * 1024> buf{};
+                                     const size_t got = slice->file.read_at(
+                                         slice->offset + static_cast<int64_t>(offset), buf.data(),
+                                         std::min(length, buf.size()));
+                                     // A log cannot shrink under a reader unless someone truncated
+                                     // it: end the response (the client sees fewer bytes than
+                                     // promised) rather than spin.
+                                     return got > 0 && sink.write(buf.data(), got);
+                                   });
+        }));
 
-  http_->Get("/v1/queues", guarded(false, [&svc](const httplib::Request&, httplib::Response& res,
-                                                 const Caller& c) {
-               nlohmann::json arr = nlohmann::json::array();
-               for (const QueueView& q : svc.queues(c)) arr.push_back(to_json(q));
-               res.set_content(nlohmann::json{{"queues", arr}}.dump(), kJson);
-             }));
+  route("GET", "/v1/queues",
+        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller& c) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (const QueueView& q : svc.queues(c)) arr.push_back(to_json(q));
+          res.set_content(json_text(nlohmann::json{{"queues", arr}}), kJson);
+        }));
 
-  http_->Get("/v1/nodes",
-             guarded(false, [&svc](const httplib::Request&, httplib::Response& res, const Caller&) {
-               nlohmann::json arr = nlohmann::json::array();
-               for (const NodeView& n : svc.nodes()) arr.push_back(to_json(n));
-               res.set_content(nlohmann::json{{"nodes", arr}}.dump(), kJson);
-             }));
+  route("GET", "/v1/nodes",
+        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller&) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (const NodeView& n : svc.nodes()) arr.push_back(to_json(n));
+          res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
+        }));
 
   auto admin_only = [](const Caller& c) {
     if (!c.admin) throw ServiceError(ServiceError::kForbidden, "", "admin token required");
   };
 
-  http_->Post(
-      "/v1/tenants", guarded(true, [&svc, admin_only](const httplib::Request& req,
-                                                      httplib::Response& res, const Caller& c) {
+  route(
+      "POST", "/v1/tenants",
+      guarded([&svc, admin_only](const httplib::Request& req, httplib::Response& res,
+                                 const Caller& c) {
         admin_only(c);
         const nlohmann::json j = json_body(req);
         if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
@@ -193,37 +196,76 @@ void ApiServer::routes() {
         const std::string name = j["name"].get<std::string>();
         const std::string token = svc.create_tenant(RequestContext{c, req.method, req.path}, name);
         res.status = 201;
-        res.set_content(nlohmann::json{{"name", name}, {"token", token}}.dump(), kJson);
+        res.set_content(json_text(nlohmann::json{{"name", name}, {"token", token}}), kJson);
       }));
 
-  http_->Get("/v1/tenants",
-             guarded(false, [&svc, admin_only](const httplib::Request&, httplib::Response& res,
-                                               const Caller& c) {
-               admin_only(c);
-               nlohmann::json arr = nlohmann::json::array();
-               for (const TenantRow& t : svc.tenants()) {
-                 arr.push_back({{"name", t.name}, {"created_at", t.created_at}});
-               }
-               res.set_content(nlohmann::json{{"tenants", arr}}.dump(), kJson);
-             }));
+  route(
+      "GET", "/v1/tenants",
+      guarded([&svc, admin_only](const httplib::Request&, httplib::Response& res, const Caller& c) {
+        admin_only(c);
+        nlohmann::json arr = nlohmann::json::array();
+        for (const TenantRow& t : svc.tenants()) {
+          arr.push_back({{"name", t.name}, {"created_at", t.created_at}});
+        }
+        res.set_content(json_text(nlohmann::json{{"tenants", arr}}), kJson);
+      }));
 
-  http_->Get("/v1/audit",
-             guarded(false, [&svc, admin_only](const httplib::Request& req, httplib::Response& res,
-                                               const Caller& c) {
-               admin_only(c);
-               const auto limit = static_cast<size_t>(int_param(req, "limit", 100, 1, 10000));
-               nlohmann::json arr = nlohmann::json::array();
-               for (const AuditEntry& e : svc.audit_log(limit)) arr.push_back(to_json(e));
-               res.set_content(nlohmann::json{{"entries", arr}}.dump(), kJson);
-             }));
+  route("GET", "/v1/audit",
+        guarded([&svc, admin_only](const httplib::Request& req, httplib::Response& res,
+                                   const Caller& c) {
+          admin_only(c);
+          const auto limit = static_cast<size_t>(int_param(req, "limit", 100, 1, 10000));
+          nlohmann::json arr = nlohmann::json::array();
+          for (const AuditEntry& e : svc.audit_log(limit)) arr.push_back(to_json(e));
+          res.set_content(json_text(nlohmann::json{{"entries", arr}}), kJson);
+        }));
 
-  // Bodies over the limit: httplib answers 413 itself; give it the API's error shape.
-  http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  // Requests the front end refused (too large, chunked, malformed) are audited as well.
+  http_->on_refused = [&svc](const Framing& f) {
+    if (f.method != "POST" && f.method != "PUT" && f.method != "PATCH" && f.method != "DELETE") {
+      return;
+    }
+    std::string token = f.authorization;
+    if (token.rfind("Bearer ", 0) == 0) token = token.substr(7);
+    const std::optional<Caller> caller = svc.authenticate(token);
+    try {
+      svc.audit_refusal(RequestContext{caller.value_or(Caller{}), f.method,
+                                       f.target.substr(0, f.target.find('?'))},
+                        f.status, "");
+    } catch (const std::exception&) {  // best effort, as below
+    }
+  };
+
+  // Errors httplib answers itself (no route, a request it cannot parse) get the API's shape;
+  // every refused call that would have changed something is audited, whoever made it.
+  http_->set_error_handler([this, &svc](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) {
+      std::string allow;
+      for (const auto& [pattern, method] : routes_) {
+        if (method != req.method && std::regex_match(req.path, pattern) &&
+            allow.find(method) == std::string::npos) {
+          allow += (allow.empty() ? "" : ", ") + method;
+        }
+      }
+      if (!allow.empty()) {
+        res.set_header("Allow", allow);
+        send_error(res, 405, req.method + " is not served here; " + allow + " is");
+      }
+    }
     if (res.body.empty()) {
       const char* what = res.status == 413   ? "request body too large"
                          : res.status == 404 ? "no such endpoint"
                                              : "request refused";
       send_error(res, res.status, what);
+    }
+    if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+        req.method == "DELETE") {
+      const std::optional<Caller> caller = svc.authenticate(bearer(req));
+      try {
+        svc.audit_refusal(RequestContext{caller.value_or(Caller{}), req.method, req.path},
+                          res.status, "");
+      } catch (const std::exception&) {  // the refusal was answered; a failed audit must not
+      }                                  // turn it into a 500
     }
   });
 }

@@ -12,7 +12,10 @@
 
 #include <cstddef>
 #include <memory>
+#include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "control/service.h"
 
@@ -47,6 +50,7 @@ class ApiServer {
   Service& service_;
   ApiOptions opt_;
   std::unique_ptr<GuardedHttpServer> http_;
+  std::vector<std::pair<std::regex, std::string>> routes_;  // pattern, method
 };
 
 }  // namespace tessera

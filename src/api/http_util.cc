@@ -5,16 +5,84 @@
 #include <charconv>
 
 #include "model/json_depth.h"
+#include "model/utf8.h"
 #include "store/job_request.h"
 
 namespace tessera {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// application/x-www-form-urlencoded decoding: %XX and '+' for a space; a '%' not followed by
+// two hex digits is kept as it is.
+std::string form_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
+               hex_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> query_param(const httplib::Request& req, std::string_view name) {
+  const size_t q = req.target.find('?');
+  if (q == std::string::npos) return std::nullopt;
+  std::string_view query(req.target);
+  query.remove_prefix(q + 1);
+  std::optional<std::string> found;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+    // The first '=' ends the name: a value may hold more of them.
+    const size_t eq = pair.find('=');
+    if (form_decode(pair.substr(0, eq)) != name) continue;
+    found = eq == std::string_view::npos ? "" : form_decode(pair.substr(eq + 1));
+  }
+  return found;
+}
+
+void refuse_invalid_utf8(const httplib::Request& req) {
+  auto check = [](std::string_view text, const std::string& field, const std::string& what) {
+    if (const std::optional<size_t> at = invalid_utf8_at(text)) {
+      throw ServiceError(ServiceError::kInvalid, field,
+                         what + " is not valid UTF-8 (byte " + std::to_string(*at) + ")");
+    }
+  };
+  check(req.path, "", "the request path");
+  const size_t q = req.target.find('?');
+  if (q != std::string::npos) {
+    check(form_decode(std::string_view(req.target).substr(q + 1)), "", "the query string");
+  }
+  check(req.body, "", "the request body");
+}
+
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 void send_error(httplib::Response& res, int status, const std::string& message,
                 const std::string& field) {
   nlohmann::json j{{"error", message}};
   if (!field.empty()) j["field"] = field;
   res.status = status;
-  res.set_content(j.dump(), kJson);
+  res.set_content(json_text(j), kJson);
 }
 
 int status_of(ServiceError::Kind k) {
@@ -46,8 +114,9 @@ std::string bearer(const httplib::Request& req) {
 
 int64_t int_param(const httplib::Request& req, const char* name, int64_t def, int64_t lo,
                   int64_t hi) {
-  if (!req.has_param(name)) return def;
-  const std::string v = req.get_param_value(name);
+  const std::optional<std::string> given = query_param(req, name);
+  if (!given) return def;
+  const std::string& v = *given;
   int64_t out = 0;
   const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi) {
@@ -59,8 +128,9 @@ int64_t int_param(const httplib::Request& req, const char* name, int64_t def, in
 }
 
 bool bool_param(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name)) return false;
-  const std::string v = req.get_param_value(name);
+  const std::optional<std::string> given = query_param(req, name);
+  if (!given) return false;
+  const std::string& v = *given;
   if (v == "true" || v == "1" || v.empty()) return true;  // "?force" alone means true
   if (v == "false" || v == "0") return false;
   throw ServiceError(ServiceError::kInvalid, name,
@@ -112,9 +182,9 @@ int bind_server(httplib::Server& http, const std::string& host, int port) {
 
 JobFilter job_filter(const httplib::Request& req) {
   JobFilter f;
-  if (req.has_param("state")) {
+  if (const std::optional<std::string> given = query_param(req, "state")) {
     JobState s;
-    const std::string v = req.get_param_value("state");
+    const std::string& v = *given;
     if (!parse_job_state(v, s)) {
       throw ServiceError(ServiceError::kInvalid, "state",
                          "state must be pending, running, succeeded, failed, cancelled or "
@@ -123,7 +193,7 @@ JobFilter job_filter(const httplib::Request& req) {
     }
     f.state = s;
   }
-  f.tenant = req.get_param_value("tenant");
+  f.tenant = query_param(req, "tenant").value_or("");
   f.limit = static_cast<size_t>(int_param(req, "limit", 500, 1, 10000));
   f.after = int_param(req, "after", 0, 0, INT64_MAX);
   return f;

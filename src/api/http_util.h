@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -19,12 +21,22 @@ namespace tessera {
 
 inline constexpr const char* kJson = "application/json";
 
+// JSON text of a response. Ill-formed UTF-8 (which no input that passes validation holds,
+// but an error message may quote) becomes U+FFFD instead of an exception.
+std::string json_text(const nlohmann::json& j);
 // {"error": message, "field": field} with the status.
 void send_error(httplib::Response& res, int status, const std::string& message,
                 const std::string& field = "");
 int status_of(ServiceError::Kind k);
 // The token of "Authorization: Bearer TOKEN", or "".
 std::string bearer(const httplib::Request& req);
+// A query parameter, decoded, or nullopt when absent (the last one if repeated). Read from
+// the raw request target, so a value may hold '=' (httplib's own parser keeps only the
+// part after the last '=').
+std::optional<std::string> query_param(const httplib::Request& req, std::string_view name);
+// Throws ServiceError (400) naming the first part of the request (path, query, body) that
+// is not valid UTF-8: every API answer is JSON, which must be.
+void refuse_invalid_utf8(const httplib::Request& req);
 // An integer query parameter in [lo, hi]; `def` when absent. Throws ServiceError naming it.
 int64_t int_param(const httplib::Request& req, const char* name, int64_t def, int64_t lo,
                   int64_t hi);

@@ -90,7 +90,7 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
                nlohmann::json out{{"jobs", std::move(arr)}};
                out["next_after"] = jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id)
                                                           : nlohmann::json(nullptr);
-               res.set_content(out.dump(), kJson);
+               res.set_content(json_text(out), kJson);
              }));
   http_->Get(R"(/v1/jobs/([^/]+))",
              guarded([&s](const httplib::Request& req, httplib::Response& res) {
@@ -100,17 +100,17 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
                  throw ServiceError(ServiceError::kNotFound, "",
                                     "job " + std::to_string(id) + " not found");
                }
-               res.set_content(to_json(*v).dump(), kJson);
+               res.set_content(json_text(to_json(*v)), kJson);
              }));
   http_->Get("/v1/queues", guarded([&s](const httplib::Request&, httplib::Response& res) {
                nlohmann::json arr = nlohmann::json::array();
                for (const QueueView& q : s.queues()) arr.push_back(to_json(q));
-               res.set_content(nlohmann::json{{"queues", arr}}.dump(), kJson);
+               res.set_content(json_text(nlohmann::json{{"queues", arr}}), kJson);
              }));
   http_->Get("/v1/nodes", guarded([&s](const httplib::Request&, httplib::Response& res) {
                nlohmann::json arr = nlohmann::json::array();
                for (const NodeView& n : s.nodes()) arr.push_back(to_json(n));
-               res.set_content(nlohmann::json{{"nodes", arr}}.dump(), kJson);
+               res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
              }));
   // Mutations belong to Kubernetes here: say so rather than 404.
   http_->Post(".*", [](const httplib::Request& req, httplib::Response& res) {

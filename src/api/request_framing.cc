@@ -66,7 +66,14 @@ size_t leading_empty_lines(std::string_view buffered) {
   return n;
 }
 
-Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
+namespace {
+
+// What the audit of a refused request needs from what was read of it.
+struct Seen {
+  std::string_view method, target, authorization;
+};
+
+Framing frame(std::string_view buffered, const FramingLimits& limits, Seen& seen) {
   std::optional<size_t> content_length;
   size_t pos = 0;
   bool first = true;
@@ -88,6 +95,10 @@ Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
     }
     if (first) {
       if (auto bad = check_request_line(line)) return *bad;
+      const size_t sp1 = line.find(' ');
+      const size_t sp2 = line.find(' ', sp1 + 1);
+      seen.method = line.substr(0, sp1);
+      seen.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
       first = false;
       continue;
     }
@@ -98,6 +109,7 @@ Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
     }
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "Authorization")) seen.authorization = value;
     if (iequals(name, "Transfer-Encoding")) {
       return refuse(411,
                     "request bodies must carry Content-Length (Transfer-Encoding is not "
@@ -124,6 +136,19 @@ Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
   f.headers_done = true;
   f.length = pos + content_length.value_or(0);
   if (buffered.size() >= f.length) f.kind = Framing::kComplete;
+  return f;
+}
+
+}  // namespace
+
+Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
+  Seen seen;
+  Framing f = frame(buffered, limits, seen);
+  if (f.kind == Framing::kRefused) {
+    f.method = seen.method;
+    f.target = seen.target;
+    f.authorization = seen.authorization;
+  }
   return f;
 }
 

@@ -31,6 +31,8 @@ struct Framing {
   bool headers_done = false;
   int status = 0;      // kRefused: 400, 411, 413, 431 or 505
   std::string reason;  // kRefused
+  // kRefused, as far as they were read (else empty): for the audit of the refused request.
+  std::string method, target, authorization;
 };
 
 // `buffered` starts at the first byte of a request (empty lines before it already skipped).

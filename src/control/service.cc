@@ -25,6 +25,7 @@
 #include "engine/fair_share.h"
 #include "engine/snapshot.h"
 #include "model/input_error.h"
+#include "model/utf8.h"
 
 namespace tessera {
 
@@ -1124,9 +1125,14 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
 
 void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target) {
   const double t = now();
-  AuditEntry e{0,          t,        ctx.caller.actor().empty() ? "anonymous" : ctx.caller.actor(),
-               ctx.method, ctx.path, status,
-               target};
+  // A refused request's path may be anything a client sent: kept, made valid UTF-8.
+  AuditEntry e{0,
+               t,
+               ctx.caller.actor().empty() ? "anonymous" : ctx.caller.actor(),
+               to_valid_utf8(ctx.method),
+               to_valid_utf8(ctx.path),
+               status,
+               to_valid_utf8(target)};
   if (ctx.caller.actor().empty()) {
     // Anyone can send refused calls without a token, and each would be a row: a budget keeps
     // what they can write bounded; the rest are counted and the count is written with the
