@@ -15,7 +15,8 @@ command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 
 DIR=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -rf "$DIR"' EXIT
 "$BIN" serve --listen 127.0.0.1:0 --addr-file "$DIR/addr" --db "$DIR/tessera.db" \
-  --virtual-gpus 1 --admin-token load-admin ${TESSERA_SERVE_FLAGS:-} 2>"$DIR/serve.log" &
+  --virtual-gpus 1 --admin-token load-admin --max-pending-per-tenant 100000000 \
+  --max-submissions-per-second 0 ${TESSERA_SERVE_FLAGS:-} 2>"$DIR/serve.log" &
 SERVER=$!
 for _ in $(seq 100); do [ -s "$DIR/addr" ] && break; sleep 0.05; done
 ADDR=$(cat "$DIR/addr")

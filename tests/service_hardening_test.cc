@@ -540,6 +540,69 @@ TEST(ServeHardening, BadBytesAndRefusedCallsGetClearAnswersAndAreAudited) {
   EXPECT_EQ(by_status[413], 1) << audit.body;
 }
 
+// Finding 8: no per-tenant limits: 50,000 pending jobs were accepted, and a 100,000-member
+// CPU gang was accepted and launched at once.
+TEST(ServeHardening, ATenantsJobsAreLimited) {
+  TempDir dir("limits");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "8", "--max-pending-per-tenant", "3",
+                                   "--max-gang-size", "4", "--max-processes-per-tenant", "3"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  ApiClient b = server.client(create_tenant(admin, "team-b"));
+  auto post = [](ApiClient& c, const std::string& yaml) {
+    return c.post("/v1/jobs", yaml, "application/yaml");
+  };
+  // Gang size.
+  HttpResult r = post(a, "name: huge\ngang: {min: 5, max: 5}\ncommand: [\"true\"]\n");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("gang.max"), std::string::npos) << r.body;
+  // Processes: a 2-member gang runs; a second would take team-a to 4 > 3, so it waits, named.
+  const int64_t first =
+      submit(a, "name: g1\ngang: {min: 2, max: 2}\ncommand: [\"sleep\", \"5\"]\n");
+  const int64_t second = submit(a, "name: g2\ngang: {min: 2, max: 2}\ncommand: [\"true\"]\n");
+  ASSERT_TRUE(eventually([&] { return job_in(a, first, "running"); }, 10));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return get_job(a, second)
+                   .value("pending_reason", nlohmann::json(""))
+                   .dump()
+                   .find("--max-processes-per-tenant") != std::string::npos;
+      },
+      10))
+      << get_job(a, second).dump();
+  // Another tenant is not held by team-a's processes.
+  const int64_t other = submit(b, "name: b\ngang: {min: 2, max: 2}\ncommand: [\"true\"]\n");
+  EXPECT_TRUE(eventually([&] { return job_in(b, other, "succeeded"); }, 10));
+  // Waiting jobs: team-a has 1 waiting; two more fit, the next is refused.
+  submit(a, "name: w1\ncommand: [\"true\"]\ngang: {min: 3, max: 3}\n");
+  submit(a, "name: w2\ncommand: [\"true\"]\ngang: {min: 3, max: 3}\n");
+  r = post(a, "name: w3\ncommand: [\"true\"]\n");
+  EXPECT_EQ(r.status, 429) << r.body;
+  EXPECT_NE(r.body.find("--max-pending-per-tenant"), std::string::npos) << r.body;
+}
+
+TEST(ServeHardening, ATenantsSubmissionRateIsLimitedButNotTheAdmins) {
+  TempDir dir("rate");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1", "--max-submissions-per-second", "0.5",
+                                   "--submission-burst", "3"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  for (int i = 0; i < 3; ++i) submit(a, "name: j" + std::to_string(i) + "\ncommand: [\"true\"]\n");
+  const HttpResult r = a.post("/v1/jobs", "name: more\ncommand: [\"true\"]\n", "application/yaml");
+  EXPECT_EQ(r.status, 429) << r.body;
+  EXPECT_NE(r.body.find("--max-submissions-per-second"), std::string::npos) << r.body;
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(admin
+                  .post("/v1/jobs",
+                        "name: op" + std::to_string(i) + "\ntenant: team-a\ncommand: [\"true\"]\n",
+                        "application/yaml")
+                  .status,
+              201);
+  }
+}
+
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.
 TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {

@@ -99,6 +99,8 @@ int status_of(ServiceError::Kind k) {
       return 409;
     case ServiceError::kInfeasible:
       return 422;
+    case ServiceError::kTooMany:
+      return 429;
     case ServiceError::kUnavailable:
       return 503;
   }

@@ -44,6 +44,22 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--threads", a.threads,
                 "HTTP worker threads: requests served at once (idle connections hold none)")
       ->check(CLI::Range(1, 256));
+  s->add_option("--max-pending-per-tenant", a.limits.max_pending_jobs,
+                "waiting jobs one tenant may have; a submission beyond is refused (429)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  s->add_option("--max-gang-size", a.limits.max_gang_members,
+                "members one job may have; a bigger gang is refused (400)")
+      ->check(CLI::Range(1, 1000000));
+  s->add_option("--max-processes-per-tenant", a.limits.max_running_members,
+                "members one tenant's running jobs may have together; more wait")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  s->add_option("--max-submissions-per-second", a.limits.submissions_per_second,
+                "submissions a second per tenant, sustained (0: no limit; the admin is not "
+                "metered)")
+      ->check(CLI::Range(0.0, 1e9));
+  s->add_option("--submission-burst", a.limits.submission_burst,
+                "submissions a tenant may make at once before the rate applies")
+      ->check(CLI::Range(1.0, 1e9));
   s->add_option("--metrics-token", a.metrics_token,
                 "a token that reads /metrics and nothing else, for a Prometheus scrape "
                 "(else TESSERA_METRICS_TOKEN; without either only the admin token reads it)");
@@ -75,6 +91,7 @@ int run_serve(const ServeArgs& a) {
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.sync_full = a.sync_full;
+  opt.limits = a.limits;
   Service service(opt);
 
   std::string admin = a.admin_token;

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "control/tenant_limits.h"
+
 namespace tessera {
 
 struct ServeArgs {
@@ -23,6 +25,7 @@ struct ServeArgs {
   // Threads that run handlers. Idle and slow connections hold none (GuardedHttpServer), so
   // this bounds concurrent requests being served, not clients.
   int threads = 16;
+  TenantLimits limits;
   int max_connections = 1024;
   std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -263,7 +264,8 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       backend_(backend ? std::move(backend)
                        : std::make_unique<LocalBackend>(opt_.work_dir, store_->database_id())),
       policy_(make_policy(opt_.policy, opt_.seed)),
-      state_(cluster_) {
+      state_(cluster_),
+      pending_([](const Job* j) { return j->spec.tenant; }) {
   counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));
   counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
   std::lock_guard lock(mu_);
@@ -766,6 +768,54 @@ void Service::api_write(const std::function<void()>& write) {
   note_write_success();
 }
 
+void Service::check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t,
+                                  double now_s) {
+  const TenantLimits& lim = opt_.limits;
+  if (req.max_members > lim.max_gang_members) {
+    throw ServiceError(ServiceError::kInvalid, "gang.max",
+                       "a gang of " + std::to_string(req.max_members) +
+                           " members is more than this server runs as one job (" +
+                           std::to_string(lim.max_gang_members) + ", --max-gang-size)");
+  }
+  if (pending_.count(t) >= lim.max_pending_jobs) {
+    throw ServiceError(ServiceError::kTooMany, "",
+                       "tenant " + req.tenant + " has " + std::to_string(pending_.count(t)) +
+                           " jobs waiting, the most this server queues for one tenant (" +
+                           std::to_string(lim.max_pending_jobs) +
+                           ", --max-pending-per-tenant); submit more as they start");
+  }
+  // The admin is the operator, not a tenant racing others: only tenants' tokens are metered.
+  if (!caller.admin && lim.submissions_per_second > 0) {
+    if (t >= submissions_.size()) {
+      submissions_.resize(t + 1, TokenBucket(lim.submission_burst, lim.submissions_per_second));
+    }
+    if (!submissions_[t].take(now_s)) {
+      throw ServiceError(ServiceError::kTooMany, "",
+                         "tenant " + req.tenant + " submits faster than " +
+                             fmt::format("{:g}", lim.submissions_per_second) +
+                             " jobs a second (--max-submissions-per-second); retry later");
+    }
+  }
+}
+
+void Service::hold_for_process_limits_locked(std::vector<PendingJob>& pending) {
+  // Processes each tenant runs now: members of jobs that run or are about to.
+  std::vector<int64_t> running(tenants_.size(), 0);
+  for (const auto& [id, jp] : active_) {
+    const auto members =
+        std::max<int64_t>(jp->alloc.members(), static_cast<int64_t>(jp->members.size()));
+    if (jp->spec.tenant < running.size()) running[jp->spec.tenant] += members;
+  }
+  process_held_.clear();
+  std::erase_if(pending, [&](const PendingJob& p) {
+    const TenantId t = p.spec->tenant;
+    const int64_t would = (t < running.size() ? running[t] : 0) + p.spec->max_members;
+    if (would <= opt_.limits.max_running_members) return false;
+    process_held_.insert(static_cast<int64_t>(p.id));
+    return true;
+  });
+}
+
 std::vector<PendingJob> Service::pending_snapshot_locked() const {
   std::vector<PendingJob> out;
   out.reserve(pending_.size());
@@ -791,6 +841,7 @@ void Service::run_cycle() {
     snap.now = now();
     snap.cycle = ++cycle_no_;
     pending = pending_snapshot_locked();
+    hold_for_process_limits_locked(pending);
     for (const auto& [id, jp] : active_) {
       const Job& j = *jp;
       if (j.row.state != JobState::kRunning || j.alloc.empty() || j.stopping) continue;
@@ -921,7 +972,7 @@ void Service::run_cycle() {
   counters_.starts += started.size();
   counters_.preemptions += preempted;
   if (!started.empty()) {
-    std::erase_if(pending_, [&](const Job* p) { return started.count(p->row.id) != 0; });
+    pending_.erase_if([&](const Job* p) { return started.count(p->row.id) != 0; });
   }
   for (Job* v : requeued) {
     v->queued_since = t;
@@ -1010,9 +1061,11 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
                   req.checkpoint_grace_seconds, opt_.max_checkpoint_grace_seconds);
     throw ServiceError(ServiceError::kInvalid, "checkpoint_grace", msg);
   }
-  auto j = std::make_unique<Job>();
-  j->spec = to_spec_locked(req, *tenants_.find(req.tenant), "submitted job");
+  const TenantId tid = *tenants_.find(req.tenant);
   const double t = now();
+  check_limits_locked(ctx.caller, req, tid, t);
+  auto j = std::make_unique<Job>();
+  j->spec = to_spec_locked(req, tid, "submitted job");
   j->row.tenant = req.tenant;
   j->row.spec = std::move(req);
   j->row.submitted_at = t;
@@ -1077,7 +1130,7 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
   api_write([&] { store_->update_job(next, &audit); });
   const JobState was = j.row.state;
   j.row = std::move(next);
-  if (was == JobState::kPending) std::erase(pending_, &j);
+  if (was == JobState::kPending) pending_.erase(&j);
   if (j.members.empty()) {
     // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
     // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
@@ -1159,6 +1212,10 @@ JobView Service::view_locked(const Job& j) const {
   if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
     v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
                        "); it waits for a restart with what it needs, or a cancel";
+  } else if (j.row.state == JobState::kPending && process_held_.count(j.row.id) != 0) {
+    v.pending_reason = "waits for tenant " + j.row.tenant + "'s running jobs: it would take the " +
+                       "tenant past " + std::to_string(opt_.limits.max_running_members) +
+                       " processes (--max-processes-per-tenant)";
   } else if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
     std::string ids;
     for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);

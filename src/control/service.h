@@ -28,6 +28,7 @@
 
 #include "backend/backend.h"
 #include "control/store_health.h"
+#include "control/tenant_limits.h"
 #include "control/views.h"
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
@@ -58,6 +59,7 @@ struct ServiceOptions {
   double cycle_interval_seconds = 1.0;  // a cycle at least this often (besides events)
   double poll_interval_seconds = 0.05;  // how often processes are checked
   bool sync_full = false;               // Store::Options::sync_full
+  TenantLimits limits;
   // Unix seconds now; empty = the system clock (tests inject their own).
   std::function<double()> clock;
 };
@@ -91,6 +93,7 @@ class ServiceError : public std::runtime_error {
     kNotFound,
     kConflict,
     kInfeasible,
+    kTooMany,  // a tenant's limit (pending jobs, submission rate): 429, retry later
     kUnavailable
   };
   ServiceError(Kind kind, std::string field, const std::string& message)
@@ -214,6 +217,11 @@ class Service {
   // queue tree has no leaf for it, with nothing changed.
   void add_tenant_locked(const std::string& name, const std::string& field);
   std::vector<PendingJob> pending_snapshot_locked() const;
+  // Refuses a submission past the tenant's limits (gang size, waiting jobs, rate).
+  void check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t, double now_s);
+  // Takes out of `pending` the jobs that would take their tenant past its process limit, and
+  // remembers them for their pending_reason.
+  void hold_for_process_limits_locked(std::vector<PendingJob>& pending);
   // Where each member of `a` sits, by host GPU index.
   std::vector<MemberPlacement> placement_locked(const Allocation& a) const;
   void advance_decayed_locked(double t);
@@ -274,7 +282,9 @@ class Service {
   std::shared_ptr<const QueueTree> tree_;  // bound to tenants_; replaced, never mutated
   bool flat_tree_ = true;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;  // every job; entries are never erased
-  std::vector<Job*> pending_;                     // waiting for a cycle, in arrival order
+  TenantQueue<Job> pending_;                      // waiting for a cycle, in arrival order
+  std::vector<TokenBucket> submissions_;          // by tenant: the submission rate limit
+  std::set<int64_t> process_held_;  // waiting for their tenant's processes to end (last cycle)
   // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
   // cycles walk, so their cost does not grow with the jobs ever submitted.
   std::map<int64_t, Job*> active_;
