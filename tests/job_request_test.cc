@@ -1,4 +1,5 @@
 #include "store/job_request.h"
+#include "store/strict_json.h"
 
 #include <gtest/gtest.h>
 
@@ -344,6 +345,30 @@ env: {X: 1}
   EXPECT_EQ(r.mem_mib, 1536);
   EXPECT_EQ(r.cpu_milli, 1500);
   EXPECT_EQ(job_request_from_json(to_json(r)), r);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Issue 14, finding 18: duplicate JSON keys were accepted (the last won) while YAML refused
+// them, a second YAML document was dropped, and `gpus: 1e-400` (JSON) read as 0 GPUs.
+TEST(JobRequestStrict, DuplicateKeysExtraDocumentsAndUnderflowAreRefused) {
+  EXPECT_TRUE(YamlFails(R"({"name": "a", "name": "b", "command": ["true"]})", "name", "twice"));
+  EXPECT_TRUE(FailsOn([] { parse_json_strict(R"({"a": {"b": 1, "b": 2}})"); }, "b", "twice"));
+  // The same key in two objects is fine.
+  EXPECT_NO_THROW(parse_json_strict(R"({"a": {"k": 1}, "b": {"k": 2}})"));
+  EXPECT_TRUE(YamlFails(R"({"name": "a", "command": ["true"], "resources": {"gpus": 1e-400}})",
+                        "", "1e-400 is out of range"));
+  EXPECT_TRUE(YamlFails(R"({"name": "a", "command": ["true"], "x": 1e999})", "", "out of range"));
+  EXPECT_NO_THROW(parse_json_strict(R"({"a": 0.0, "b": -1.5e-300, "c": "1e-400"})"));
+  EXPECT_TRUE(YamlFails("resources: {gpus: 1e-400}\nname: a\ncommand: [\"true\"]\n",
+                        "resources.gpus"));
+  EXPECT_TRUE(YamlFails(yaml_with("---\nname: second\ncommand: [\"rm\"]\n"), "",
+                        "2 YAML documents"));
+  EXPECT_NO_THROW(parse_job_request("---\n" + yaml_with("")));
 }
 
 }  // namespace

@@ -603,6 +603,37 @@ TEST(ServeHardening, ATenantsSubmissionRateIsLimitedButNotTheAdmins) {
   }
 }
 
+// Finding 18: after a crash, `finished_at` of a job that ended while the server was down was
+// the restart time, not the time it ended.
+TEST(ServeHardening, AJobThatEndedWhileTheServerWasDownKeepsItsEndTime) {
+  TempDir dir("finished");
+  auto server =
+      std::make_unique<ServerProcess>(dir.str(), std::vector<std::string>{"--virtual-gpus", "1"});
+  ASSERT_TRUE(server->up()) << server->log();
+  std::string token;
+  {
+    ApiClient admin = server->client(kAdminToken);
+    token = create_tenant(admin, "team-a");
+  }
+  int64_t id = 0;
+  {
+    ApiClient a = server->client(token);
+    id = submit(a, "name: quick\ncommand: [\"sleep\", \"0.5\"]\n");
+    ASSERT_TRUE(eventually([&] { return job_in(a, id, "running"); }, 10));
+  }
+  server->kill(SIGKILL);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  server =
+      std::make_unique<ServerProcess>(dir.str(), std::vector<std::string>{"--virtual-gpus", "1"});
+  ASSERT_TRUE(server->up()) << server->log();
+  ApiClient a = server->client(token);
+  ASSERT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 10));
+  const nlohmann::json j = get_job(a, id);
+  const double ran = j["finished_at"].get<double>() - j["started_at"].get<double>();
+  EXPECT_GE(ran, 0.4) << j.dump();
+  EXPECT_LT(ran, 1.5) << j.dump();  // it ended 2 s before the restart learned of it
+}
+
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.
 TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {
@@ -648,7 +679,13 @@ TEST(ServeHardening, AFullDiskDegradesTheServerWhichKeepsItsJobsAndRecovers) {
   ApiClient a = tenant();
   const int64_t long_job = submit(a, "name: long\ncommand: [\"sleep\", \"60\"]\n");
   const int64_t short_job = submit(a, "name: short\ncommand: [\"sleep\", \"2\"]\n");
+  // Finding 18: a job that could not write its log failed with an empty log and no reason.
+  const int64_t writer = submit(a, R"(name: writer
+resources: {gpus: 0}
+command: ["sh", "-c", "sleep 1; echo output-after-the-disk-filled || exit 7"]
+)");
   ASSERT_TRUE(eventually([&] { return job_in(a, short_job, "running"); }, 10));
+  ASSERT_TRUE(eventually([&] { return job_in(a, writer, "running"); }, 10));
   ASSERT_TRUE(job_in(a, long_job, "running"));
 
   disk.fill();
@@ -665,6 +702,9 @@ TEST(ServeHardening, AFullDiskDegradesTheServerWhichKeepsItsJobsAndRecovers) {
   EXPECT_NE(admin.get("/metrics").body.find("tessera_store_writable 0"), std::string::npos);
   // A job ends while nothing can be written: the server stays up and knows it ended.
   ASSERT_TRUE(eventually([&] { return job_in(a, short_job, "succeeded"); }, 10)) << server->log();
+  ASSERT_TRUE(eventually([&] { return job_in(a, writer, "failed"); }, 10));
+  EXPECT_NE(get_job(a, writer)["message"].get<std::string>().find("is full"), std::string::npos)
+      << get_job(a, writer).dump();
   EXPECT_EQ(admin.get("/healthz").status, 503);
 
   // A restart with the disk still full comes up, degraded, and adopts the running job.

@@ -7,6 +7,7 @@
 #include "model/json_depth.h"
 #include "model/utf8.h"
 #include "store/job_request.h"
+#include "store/strict_json.h"
 
 namespace tessera {
 
@@ -140,15 +141,7 @@ bool bool_param(const httplib::Request& req, const char* name) {
 }
 
 nlohmann::json json_body(const httplib::Request& req) {
-  if (json_nesting_exceeds(req.body)) {
-    throw FieldError("", "body nests arrays/objects more than " + std::to_string(kMaxJsonDepth) +
-                             " levels deep");
-  }
-  try {
-    return nlohmann::json::parse(req.body);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FieldError("", std::string("body is not valid JSON: ") + e.what());
-  }
+  return parse_json_strict(req.body);
 }
 
 int64_t path_id(const httplib::Request& req) {

@@ -52,6 +52,9 @@ struct MemberStatus {
   int32_t rank = 0;
   MemberPhase phase = MemberPhase::kRunning;
   int32_t exit_code = -1;  // kExited only
+  // kExited: when it ended (Unix seconds), if known; -1 otherwise. A member that ended while
+  // the server was down ended before the server learns of it.
+  double ended_at = -1;
 };
 
 // Implementations are safe to call from several threads.
@@ -72,6 +75,9 @@ class Backend {
   // Member `rank`'s output so far, opened for reading (empty if it has none). Throws
   // LogFileError when what stands in its place is not a log the server will read.
   virtual LogFile open_log(uint64_t job, uint32_t attempt, int32_t rank) const = 0;
+  // Why an attempt's output may be missing (its log's disk is full), or "": said with the
+  // reason a job failed, since a job that cannot write its output often fails for it.
+  virtual std::string output_problem(uint64_t /*job*/, uint32_t /*attempt*/) const { return ""; }
 };
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -261,6 +262,15 @@ LogFile LocalBackend::open_log(uint64_t job, uint32_t attempt, int32_t rank) con
                                      "rank-" + std::to_string(rank) + ".log"});
 }
 
+std::string LocalBackend::output_problem(uint64_t job, uint32_t attempt) const {
+  const std::string dir = attempt_dir(job, attempt);
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return "";
+  const auto free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (free_bytes >= 64 * 1024) return "";
+  return "the disk under its logs (" + dir + ") is full, so its output may be cut short";
+}
+
 std::string LocalBackend::exit_path(uint64_t job, uint32_t attempt, int32_t rank) const {
   return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".exit";
 }
@@ -399,9 +409,16 @@ MemberStatus LocalBackend::poll_member(uint64_t job, uint32_t attempt, const Mem
   // A member that is gone: its exit file is complete (the shell wrote it before exiting).
   auto ended = [&](std::optional<int> wait_status) {
     MemberStatus s{h.rank, MemberPhase::kLost, -1};
-    if (const std::optional<int32_t> code = read_int_file(exit_path(job, attempt, h.rank))) {
+    const std::string exit_file = exit_path(job, attempt, h.rank);
+    if (const std::optional<int32_t> code = read_int_file(exit_file)) {
       s.phase = MemberPhase::kExited;
       s.exit_code = *code;
+      // The shell wrote the file as it ended: its time is the member's end.
+      struct stat st {};
+      if (::stat(exit_file.c_str(), &st) == 0) {
+        s.ended_at =
+            static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
+      }
     } else if (wait_status && WIFEXITED(*wait_status)) {
       // The shell ended normally but could not write the file (disk full, say).
       s.phase = MemberPhase::kExited;

@@ -69,6 +69,8 @@ class LocalBackend final : public Backend {
   std::string log_path(uint64_t job, uint32_t attempt, int32_t rank) const;
   // The log at log_path, opened without following links (see LogFile).
   LogFile open_log(uint64_t job, uint32_t attempt, int32_t rank) const override;
+  // "the disk under its logs (DIR) is full" when less than 64 KiB is free there.
+  std::string output_problem(uint64_t job, uint32_t attempt) const override;
   const std::string& root() const { return root_; }
 
  private:

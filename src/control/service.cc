@@ -596,12 +596,19 @@ void Service::poll_processes() {
       }
       continue;
     }
-    // Every member is gone.
+    // Every member is gone. It ended when the last one did, if the backend knows (members
+    // that ended while the server was down ended before this restart).
+    double ended = t;
+    if (std::all_of(st.begin(), st.end(), [](const MemberStatus& m) { return m.ended_at >= 0; })) {
+      ended = 0;
+      for (const MemberStatus& m : st) ended = std::max(ended, m.ended_at);
+      ended = std::clamp(ended, j.row.started_at, t);
+    }
     j.members.clear();
     j.stopping = false;
     j.kill_at = -1;
     j.row.processes.clear();
-    j.attained += run_gpu_seconds(j.row, j.alloc, t);
+    j.attained += run_gpu_seconds(j.row, j.alloc, ended);
     switch (j.row.state) {
       case JobState::kRunning: {
         std::optional<int32_t> code;
@@ -620,17 +627,20 @@ void Service::poll_processes() {
           j.row.state = JobState::kFailed;
           j.row.exit_code = code;
           j.row.message = why;
+          const std::string output = backend_->output_problem(
+              static_cast<uint64_t>(j.row.id), static_cast<uint32_t>(j.row.attempts));
+          if (!output.empty()) j.row.message += "; " + output;
         }
-        j.row.finished_at = t;
+        j.row.finished_at = ended;
         ++counters_.completions;
         break;
       }
       case JobState::kCancelled:
-        j.row.finished_at = t;
+        j.row.finished_at = ended;
         break;
       case JobState::kPreempted:
         j.row.state = JobState::kPending;
-        j.queued_since = t;
+        j.queued_since = ended;
         pending_.push_back(&j);
         break;
       default:

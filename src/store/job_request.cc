@@ -17,6 +17,7 @@
 #include "model/job.h"
 #include "model/json_depth.h"
 #include "model/yaml_util.h"
+#include "store/strict_json.h"
 
 namespace tessera {
 
@@ -448,20 +449,17 @@ JobRequest parse_job_request(std::string_view text) {
                              std::to_string(kMaxJsonDepth) + " levels deep");
   }
   if (first < text.size() && text[first] == '{') {
-    json j;
-    try {
-      j = json::parse(text);
-    } catch (const json::parse_error& e) {
-      // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ...".
-      std::string what = e.what();
-      if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-      throw FieldError("", "invalid JSON (byte " + std::to_string(e.byte) + "): " + what);
-    }
-    return Reader(false).read(j);
+    return Reader(false).read(parse_json_strict(text));
   }
   json j;
   try {
-    const YAML::Node root = YAML::Load(std::string(text));
+    // One job per request: a second document would otherwise be dropped without a word.
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      throw FieldError("", "the spec holds " + std::to_string(docs.size()) +
+                               " YAML documents; submit one job per request");
+    }
+    const YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
     j = YamlToJson().convert(root);
   } catch (const YAML::Exception& e) {
     // The mark is 0-based; e.msg leaves out the "yaml-cpp: error at line ..." prefix.
