@@ -369,6 +369,8 @@ TEST(JobRequestStrict, DuplicateKeysExtraDocumentsAndUnderflowAreRefused) {
   EXPECT_TRUE(YamlFails(yaml_with("---\nname: second\ncommand: [\"rm\"]\n"), "",
                         "2 YAML documents"));
   EXPECT_NO_THROW(parse_job_request("---\n" + yaml_with("")));
+  // Found by fuzzing: yaml-cpp's LoadAll loops for ever on this (a hung worker per request).
+  EXPECT_TRUE(YamlFails(", a", ""));
 }
 
 }  // namespace

@@ -75,19 +75,55 @@ const char* reason_phrase(int status) {
   }
 }
 
-// The API's error shape, sent without blocking: it is small enough for any socket buffer, and
-// a client that does not read it loses nothing it was owed.
-void send_refusal(int fd, int status, const std::string& message) {
+// A refusal in the API's error shape, with Connection: close.
+std::string refusal_response(int status, const std::string& message) {
   const std::string body = nlohmann::json{{"error", message}}.dump(
                                -1, ' ', false, nlohmann::json::error_handler_t::replace) +
                            "\n";
-  const std::string head =
-      "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
-      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\nConnection: close\r\n\r\n";
-  const std::string all = head + body;
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// Sent without blocking: it is small enough for any socket buffer, and a client that does not
+// read it loses nothing it was owed.
+void send_refusal(int fd, int status, const std::string& message) {
+  const std::string all = refusal_response(status, message);
   (void)::send(fd, all.data(), all.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
+
+// A request held in memory, its response collected in memory (GuardedHttpServer::respond).
+class MemoryStream final : public httplib::Stream {
+ public:
+  explicit MemoryStream(std::string_view request) : request_(request) {}
+  bool is_readable() const override { return pos_ < request_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, request_.size() - pos_);
+    std::memcpy(ptr, request_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 0;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 0;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  std::string& out() { return out_; }
+
+ private:
+  std::string_view request_;
+  size_t pos_ = 0;
+  std::string out_;
+};
 
 bool peer_of(int fd, std::string& ip, int& port) {
   sockaddr_storage addr{};
@@ -234,6 +270,17 @@ void GuardedHttpServer::shutdown() {
   std::lock_guard inbox(inbox_mu_);
   for (auto& c : inbox_) close_conn(std::move(c));
   inbox_.clear();
+}
+
+std::string GuardedHttpServer::respond(std::string_view raw) {
+  raw.remove_prefix(leading_empty_lines(raw));
+  const Framing f = frame_request(raw, limits_.framing);
+  if (f.kind == Framing::kRefused) return refusal_response(f.status, f.reason);
+  if (f.kind == Framing::kIncomplete) return "";
+  MemoryStream strm(raw.substr(0, f.length));
+  bool connection_closed = false;
+  process_request(strm, true, connection_closed, nullptr);
+  return std::move(strm.out());
 }
 
 bool GuardedHttpServer::listen_after_bind() {

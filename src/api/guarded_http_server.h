@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -77,6 +78,11 @@ class GuardedHttpServer : public httplib::Server {
   // threads, letting requests in workers finish. Idempotent; the destructor calls it.
   void shutdown();
   HttpFrontStats stats() const;
+
+  // The response to `raw`, the bytes a client sends, framed and served as on a connection but
+  // without one (fuzzing, tests): the front end's refusal, the handlers' response to the first
+  // request, or "" when `raw` is not a whole request yet.
+  std::string respond(std::string_view raw);
 
   // Called on the event thread for each request refused before any handler ran, once its
   // request line was read (method, target, Authorization as sent; status). Set it before

@@ -35,6 +35,10 @@ void ApiServer::run() {
   http_->listen_after_bind();
 }
 
+std::string ApiServer::respond(std::string_view raw) {
+  return http_->respond(raw);
+}
+
 void ApiServer::stop() {
   if (http_) http_->shutdown();
 }

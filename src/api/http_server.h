@@ -14,6 +14,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,8 @@ class ApiServer {
   // Serves until stop() (blocks).
   void run();
   void stop();
+  // The response to a request's raw bytes, without a connection (GuardedHttpServer::respond).
+  std::string respond(std::string_view raw);
 
  private:
   void routes();

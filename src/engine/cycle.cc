@@ -189,7 +189,10 @@ class Cycle {
       std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2, spreads.end());
       hetero_median_ = spreads[spreads.size() / 2];
     }
-    const auto [lo, hi] = speed_range(job);
+    // Plain variables, not a structured binding: the lambda below captures them, which
+    // clang before 16 does not allow of bindings.
+    const auto range = speed_range(job);
+    const double lo = range.first, hi = range.second;
     const double spread = lo > 0 ? hi / lo : 1.0;
     if (spread <= 1.0 + 1e-9) return 0;
     const bool fast = spread >= hetero_median_;

@@ -239,7 +239,7 @@ Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
 Cluster parse_cluster_yaml(std::string_view text, const std::string& origin) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    docs = load_yaml_documents(text);
   } catch (const YAML::Exception& e) {
     const size_t line = e.mark.is_null() ? 0 : static_cast<size_t>(e.mark.line) + 1;
     throw InputError(input_error_message(origin, line, "", "YAML: " + e.msg));

@@ -14,6 +14,42 @@ constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 }  // namespace
 
+std::vector<YAML::Node> load_yaml_documents(std::string_view text) {
+  std::vector<YAML::Node> docs;
+  auto is_marker = [](std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.substr(0, 3) != "---" && line.substr(0, 3) != "...") return false;
+    return line.size() == 3 || line[3] == ' ' || line[3] == '\t';
+  };
+  size_t start = 0;       // of the current document's text
+  size_t start_line = 0;  // its first line, 0-based
+  size_t line_no = 0;
+  auto flush = [&](size_t end) {
+    if (end <= start) return;
+    // Blank lines in front keep the marks' line numbers those of the whole stream.
+    std::string piece(start_line, '\n');
+    piece.append(text.substr(start, end - start));
+    YAML::Node n = YAML::Load(piece);
+    if (!n.IsNull()) docs.push_back(std::move(n));
+  };
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t nl = text.find('\n', pos);
+    const size_t end = nl == std::string_view::npos ? text.size() : nl;
+    const std::string_view line = text.substr(pos, end - pos);
+    if (is_marker(line)) {
+      flush(pos);
+      // "---" begins the next document (and may carry its content); "..." only ends one.
+      start = line[0] == '-' ? pos : end;
+      start_line = line_no;
+    }
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+    ++line_no;
+  }
+  flush(text.size());
+  return docs;
+}
+
 size_t line_of(const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
   return m.is_null() ? 0 : static_cast<size_t>(m.line) + 1;

@@ -8,10 +8,18 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tessera {
 
 // 1-based line of a node, or 0 when yaml-cpp knows none.
+// The documents of a YAML stream, each loaded with YAML::Load; empty ones are left out. The
+// stream is split at its document markers ("---" or "..." at the start of a line, alone or
+// before a space; YAML forbids them inside content), because yaml-cpp 0.7's LoadAll loops
+// forever on some malformed input (", a": found by fuzzing) while Load reads the first
+// document only. Line numbers in the nodes' marks are those of the whole stream.
+std::vector<YAML::Node> load_yaml_documents(std::string_view text);
+
 size_t line_of(const YAML::Node& n);
 
 [[noreturn]] void yaml_fail(const std::string& origin, const YAML::Node& n,

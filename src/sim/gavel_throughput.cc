@@ -49,7 +49,7 @@ GavelThroughputs GavelThroughputs::parse(std::string_view json_text, const std::
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number
     throw InputError(input_error_message(origin, 0, "", std::string("invalid JSON: ") + e.what()));
   }
   if (!doc.is_object()) throw InputError(input_error_message(origin, 0, "", "expected an object"));

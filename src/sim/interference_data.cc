@@ -339,7 +339,7 @@ void parse_gavel_pairs(const std::string& json_text, const std::string& origin,
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number
     throw InputError(input_error_message(origin, 0, "", std::string("invalid JSON: ") + e.what()));
   }
   if (!doc.is_object() || !doc.contains("v100") || !doc.at("v100").is_object()) {

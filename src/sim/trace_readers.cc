@@ -426,7 +426,7 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
     json obj;
     try {
       obj = json::parse(t);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range (a number)
       throw InputError(input_error_message(origin, ln, "", std::string("bad JSON: ") + e.what()));
     }
     if (!obj.is_object()) {

@@ -454,7 +454,7 @@ JobRequest parse_job_request(std::string_view text) {
   json j;
   try {
     // One job per request: a second document would otherwise be dropped without a word.
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    const std::vector<YAML::Node> docs = load_yaml_documents(text);
     if (docs.size() > 1) {
       throw FieldError("", "the spec holds " + std::to_string(docs.size()) +
                                " YAML documents; submit one job per request");

@@ -80,6 +80,10 @@ nlohmann::json parse_json_strict(std::string_view text) {
     std::string what = e.what();
     if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     throw FieldError("", "invalid JSON (byte " + std::to_string(e.byte) + "): " + what);
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number the scan missed
+    std::string what = e.what();
+    if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    throw FieldError("", "invalid JSON: " + what);
   }
 }
 
