@@ -160,7 +160,8 @@ TEST_F(LocalBackendTest, GangMembersGetRankWorldGpusAndPort) {
         << log;
     // The member runs in the attempt directory.
     EXPECT_NE(log.find(dir + "\n"), std::string::npos) << log;
-    EXPECT_EQ(read_file(dir + "/rank-" + r_s + ".exit"), "0\n");
+    // The shell wrote its status over the placeholder's start: the first line is the status.
+    EXPECT_EQ(read_file(dir + "/rank-" + r_s + ".exit").substr(0, 2), "0\n");
   }
 }
 
@@ -198,11 +199,14 @@ TEST_F(LocalBackendTest, ExitCodePropagates) {
 
 TEST_F(LocalBackendTest, StatusOfAChildThatCouldNotWriteItsFileIsRemembered) {
   LocalBackend backend(root_);
-  const LaunchSpec s = spec({"sh", "-c", "exit 8"});
-  // A non-empty directory where the exit file goes: the shell cannot write it, so only
-  // waitpid knows the status, and only the first poll can learn it from waitpid.
-  fs::create_directories(backend.attempt_dir(s.job, s.attempt) + "/rank-0.exit/keep");
+  const LaunchSpec s = spec({"sh", "-c", "sleep 0.3; exit 8"});
   const std::vector<MemberHandle> handles = launch(backend, s);
+  // A non-empty directory where the exit file was: the status the shell writes (to the file
+  // it was handed, now nameless) cannot be read, so only waitpid knows it, and only the first
+  // poll can learn it from waitpid.
+  const std::string exit_file = backend.attempt_dir(s.job, s.attempt) + "/rank-0.exit";
+  fs::remove(exit_file);
+  fs::create_directories(exit_file + "/keep");
   const std::vector<MemberStatus> st = wait_done(backend, s, handles);
   EXPECT_EQ(st[0].phase, MemberPhase::kExited);
   EXPECT_EQ(st[0].exit_code, 8);

@@ -144,7 +144,9 @@ TEST(ServeHardening, ALogAJobReplacedIsRefusedAndNeverBlocksTheServer) {
   std::ofstream(secret) << "the-other-tenants-secret\n";
   std::filesystem::create_directories(dir.file("decoy"));
   std::ofstream(dir.file("decoy/rank-0.log")) << "the-other-tenants-secret\n";
-  ServerProcess server(dir.str(), {"--virtual-gpus", "4"});
+  // Jobs of the server's own uid, which can reach their logs: the reader must defend itself.
+  // (Run as their tenant's uid, the jobs could not even try: see the sandbox test.)
+  ServerProcess server(dir.str(), {"--virtual-gpus", "4", "--job-user", "server"});
   ASSERT_TRUE(server.up()) << server.log();
   ApiClient admin = server.client(kAdminToken);
   const std::string token = create_tenant(admin, "team-a");
@@ -634,6 +636,87 @@ TEST(ServeHardening, AJobThatEndedWhileTheServerWasDownKeepsItsEndTime) {
   EXPECT_LT(ran, 1.5) << j.dump();  // it ended 2 s before the restart learned of it
 }
 
+// Finding 14: jobs ran as the server's user with its environment: a job read the admin token
+// from the server's command line, another tenant's logs and secret environment from the
+// database's files, and killed another tenant's job. A server running as root runs each
+// tenant's jobs under a uid of the tenant's own, with an environment of its own.
+TEST(ServeHardening, ATenantsJobCannotReachTheServerOrAnotherTenant) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching uids needs root";
+  TempDir dir("sandbox");
+  ::chmod(dir.str().c_str(), 0755);  // as a data directory usually is: others may pass
+  ::setenv("TESSERA_TEST_SECRET", "env-secret-of-the-server", 1);
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2"});
+  ::unsetenv("TESSERA_TEST_SECRET");
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  ApiClient b = server.client(create_tenant(admin, "team-b"));
+  auto post = [](ApiClient& c, const std::string& name, const std::string& script) {
+    const nlohmann::json spec{{"name", name},
+                              {"command", {"sh", "-c", script}},
+                              {"env", {{"MY_SECRET", "b-secret-env"}}}};
+    const HttpResult r = c.post("/v1/jobs", spec.dump(), "application/json");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json_of(r).value("id", int64_t{-1});
+  };
+  const int64_t victim = post(b, "victim", "id -u; echo b-secret-output; sleep 20");
+  ASSERT_TRUE(eventually(
+      [&] {
+        return b.get("/v1/jobs/" + std::to_string(victim) + "/logs").body.find("b-secret-output") !=
+               std::string::npos;
+      },
+      10));
+  const std::string attempt = dir.file("tessera.db.jobs/jobs/" + std::to_string(victim) + "/1");
+  std::ifstream pid_in(attempt + "/rank-0.pid");
+  int victim_pid = 0;
+  pid_in >> victim_pid;
+  ASSERT_GT(victim_pid, 1);
+  const std::string db = dir.file("tessera.db");
+  const std::string script =
+      "id -u; "
+      "cat " +
+      db + " " + db +
+      "-wal >/dev/null 2>&1 && echo READ-DB || echo no-db; "
+      "grep -q b-secret " +
+      attempt +
+      "/rank-0.log 2>/dev/null && echo READ-LOG || echo no-log; "
+      "tr '\\0' ' ' < /proc/" +
+      std::to_string(server.pid()) +
+      "/cmdline | "
+      "grep -q " +
+      kAdminToken +
+      " && echo READ-CMDLINE || echo no-cmdline; "
+      "env | grep -q -e env-secret -e " +
+      kAdminToken +
+      " && echo READ-ENV || echo no-env; "
+      "kill -0 " +
+      std::to_string(victim_pid) +
+      " 2>/dev/null && echo CAN-SIGNAL || echo no-signal; "
+      "echo attack-done";
+  const int64_t attacker = post(a, "attacker", script);
+  std::string out;
+  ASSERT_TRUE(eventually(
+      [&] {
+        out = a.get("/v1/jobs/" + std::to_string(attacker) + "/logs").body;
+        return out.find("attack-done") != std::string::npos;
+      },
+      10))
+      << out << server.log();
+  for (const char* denied : {"no-db", "no-log", "no-cmdline", "no-env", "no-signal"}) {
+    EXPECT_NE(out.find(denied), std::string::npos) << denied << " missing from:\n" << out;
+  }
+  // Each tenant has its uid, neither root nor the other's.
+  const std::string victim_log = b.get("/v1/jobs/" + std::to_string(victim) + "/logs").body;
+  const long uid_a = std::stol(out), uid_b = std::stol(victim_log);
+  EXPECT_GE(uid_a, 900000000) << out;
+  EXPECT_GE(uid_b, 900000000) << victim_log;
+  EXPECT_NE(uid_a, uid_b);
+  // The victim still runs, and its own environment reached it.
+  EXPECT_TRUE(job_in(b, victim, "running"));
+  EXPECT_EQ(a.post("/v1/jobs/" + std::to_string(victim) + "/cancel", "", "application/json").status,
+            403);  // another tenant's
+}
+
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.
 TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {
@@ -643,10 +726,14 @@ TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {
   ApiClient admin = server.client(kAdminToken);
   ApiClient a = server.client(create_tenant(admin, "team-a"));
   const int64_t id = submit(a, R"(name: stubborn
-command: ["sh", "-c", "trap '' TERM; touch ready; while true; do sleep 0.1; done"]
+command: ["sh", "-c", "trap '' TERM; echo ready; while true; do sleep 0.1; done"]
 )");
-  const std::string ready = dir.file("tessera.db.jobs/jobs/" + std::to_string(id) + "/1/ready");
-  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ready); }, 10));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return a.get("/v1/jobs/" + std::to_string(id) + "/logs").body.find("ready") !=
+               std::string::npos;
+      },
+      10));
   const int64_t next = submit(a, "name: next\ncommand: [\"true\"]\n");
   const std::string cancel = "/v1/jobs/" + std::to_string(id) + "/cancel";
   ASSERT_EQ(a.post(cancel, "", "application/json").status, 200);

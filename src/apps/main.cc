@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstring>
+#include <string_view>
 #include <exception>
 
 #include "apps/advise_command.h"
@@ -14,6 +16,30 @@
 #include "apps/kube_emulator_command.h"
 #include "apps/predict_command.h"
 #include "apps/service_commands.h"
+
+namespace {
+
+// Overwrites the values of secret flags in argv once they are parsed: /proc/PID/cmdline shows
+// argv's memory to every user of the host, jobs included (issue 14, finding 14: a job read the
+// admin token from the server's command line). The flags still work; ps shows "xxxx".
+void scrub_secret_args(int argc, char** argv) {
+  constexpr std::string_view kSecret[] = {"--admin-token", "--metrics-token", "--token"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    for (const std::string_view flag : kSecret) {
+      char* value = nullptr;
+      if (arg == flag && i + 1 < argc) {
+        value = argv[i + 1];
+      } else if (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
+                 arg[flag.size()] == '=') {
+        value = argv[i] + flag.size() + 1;
+      }
+      if (value != nullptr) std::memset(value, 'x', std::strlen(value));
+    }
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a multi-tenant scheduler for GPU clusters"};
@@ -45,6 +71,7 @@ int main(int argc, char** argv) {
   tessera::ClientArgs client;
   const tessera::ClientCommands client_cmds = tessera::add_client_commands(app, client);
   CLI11_PARSE(app, argc, argv);
+  scrub_secret_args(argc, argv);
   try {
     if (*serve_cmd) return tessera::run_serve(serve);
     if (*kube_cmd) return tessera::run_kube(kube);

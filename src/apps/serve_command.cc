@@ -1,5 +1,6 @@
 // tessera serve: the scheduler service on this host (control/ + api/ + the local backend).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -44,6 +45,17 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--threads", a.threads,
                 "HTTP worker threads: requests served at once (idle connections hold none)")
       ->check(CLI::Range(1, 256));
+  s->add_option("--job-user", a.job_user,
+                 "whose uid jobs run as: tenant (each tenant its own, from --tenant-uid-base; "
+                 "needs root, the default as root) or server (the server's own, the default "
+                 "otherwise)")
+      ->check(CLI::IsMember({"tenant", "server"}));
+  s->add_option("--tenant-uid-base", a.tenant_uid_base,
+                "the first uid (and gid) given to a tenant's jobs; the next tenant gets the next")
+      ->check(CLI::Range(int64_t{1000}, int64_t{2000000000}));
+  s->add_option("--pass-env", a.pass_env,
+                "a variable of the server's environment that jobs see too (repeatable); they "
+                "see only PATH, locale, TZ and TMPDIR otherwise");
   s->add_option("--max-pending-per-tenant", a.limits.max_pending_jobs,
                 "waiting jobs one tenant may have; a submission beyond is refused (429)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
@@ -92,6 +104,18 @@ int run_serve(const ServeArgs& a) {
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.sync_full = a.sync_full;
   opt.limits = a.limits;
+  const bool root = ::geteuid() == 0;
+  if (a.job_user == "tenant" && !root) {
+    throw std::runtime_error(
+        "--job-user tenant needs root (to switch uids); this server runs as uid " +
+        std::to_string(::geteuid()) + ", so its jobs run as that uid (--job-user server)");
+  }
+  opt.tenant_uids = a.job_user == "tenant" || (a.job_user.empty() && root);
+  opt.tenant_uid_base = a.tenant_uid_base;
+  opt.pass_env = a.pass_env;
+  // Everything the server creates (the database and its journal, the lock, the admin token
+  // file, logs) is its own to read: a job, or another user of the host, must not.
+  ::umask(077);
   Service service(opt);
 
   std::string admin = a.admin_token;

@@ -26,6 +26,9 @@ struct ServeArgs {
   // this bounds concurrent requests being served, not clients.
   int threads = 16;
   TenantLimits limits;
+  std::string job_user;  // "tenant", "server"; empty: tenant when root, else server
+  int64_t tenant_uid_base = 900000000;
+  std::vector<std::string> pass_env;
   int max_connections = 1024;
   std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;

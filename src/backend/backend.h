@@ -30,6 +30,10 @@ struct LaunchSpec {
   std::vector<std::pair<std::string, std::string>> env;  // added to the server's environment
   std::vector<MemberLaunch> members;                     // WORLD_SIZE = members.size()
   int32_t master_port = 0;                               // MASTER_PORT for the gang
+  // The uid and gid its processes run as (the tenant's own, for a server running as root);
+  // -1: the server's.
+  int64_t run_as_uid = -1;
+  int64_t run_as_gid = -1;
 };
 
 // What identifies a started member process across server restarts: its pid and its start

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -36,9 +38,32 @@ constexpr const char* kShell = "/bin/sh";
 // command that cannot be found makes sh print its name and set 127.
 // The pid file, written first, lets a server that crashed between starting a member and
 // recording its pid find it again (LocalBackend::discover).
+// The pid and exit files are opened by the server and handed over as descriptors 3 and 4, which
+// the command itself does not get: it cannot write or replace them, and with its own uid it
+// cannot reach them by name either.
 constexpr const char* kWrapper =
-    "trap : TERM; echo $$ > \"$TESSERA_PID_FILE\"; \"$@\"; s=$?; "
-    "echo $s > \"$TESSERA_EXIT_FILE\"; exit $s";
+    "trap : TERM; echo $$ >&3; \"$@\" 3>&- 4>&-; s=$?; echo $s >&4; exit $s";
+constexpr const char* kSetpriv = "/usr/bin/setpriv";
+
+// The part of the server's environment a job sees: an allowlist, not the whole of it. The
+// server's may hold secrets (TESSERA_ADMIN_TOKEN, a cloud credential), and a job is a tenant's
+// code (issue 14, finding 14). Locale and time zone pass, PATH passes (or a default), and the
+// names the operator lists (--pass-env: CUDA_HOME, LD_LIBRARY_PATH, a proxy).
+std::map<std::string, std::string> job_environment(const std::vector<std::string>& pass) {
+  std::map<std::string, std::string> out;
+  out["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    const std::string name(entry.substr(0, eq));
+    const bool allowed = name == "PATH" || name == "LANG" || name == "LANGUAGE" || name == "TZ" ||
+                         name == "TMPDIR" || name.rfind("LC_", 0) == 0 ||
+                         std::find(pass.begin(), pass.end(), name) != pass.end();
+    if (allowed) out[name] = std::string(entry.substr(eq + 1));
+  }
+  return out;
+}
 
 // Written where a pid or exit status will go; not a number, so it reads as none yet.
 constexpr const char* kPlaceholder = "not yet written by the member's shell\n";
@@ -91,8 +116,10 @@ std::optional<ProcStat> read_proc_stat(int64_t pid) {
 // The integer a member's shell wrote (its exit status or its pid), if the file exists and
 // holds exactly one.
 std::optional<int32_t> read_int_file(const std::string& path) {
-  const std::optional<std::string> text = read_small_file(path);
+  std::optional<std::string> text = read_small_file(path);
   if (!text) return std::nullopt;
+  // The first line: a member's shell writes its number over the placeholder's start.
+  text->resize(std::min(text->size(), text->find('\n')));
   const size_t begin = text->find_first_not_of(" \t\r\n");
   if (begin == std::string::npos) return std::nullopt;
   const size_t end = text->find_last_not_of(" \t\r\n") + 1;
@@ -158,7 +185,8 @@ class SpawnAttr {
 // does nothing that can fail for reasons of our own.
 struct PreparedMember {
   int32_t rank = 0;
-  std::string log;
+  std::string log, pid_file, exit_file;
+  std::string program;  // what posix_spawn runs: the shell, or setpriv in front of it
   std::vector<std::string> argv;
   std::vector<std::string> envp;
 };
@@ -200,18 +228,24 @@ int spawn_member(PreparedMember& m, const std::string& dir, pid_t& pid, std::str
                                       fa.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0))) != 0 ||
       (e = step("open log",
                 posix_spawn_file_actions_addopen(fa.get(), STDOUT_FILENO, m.log.c_str(),
-                                                 O_WRONLY | O_CREAT | O_APPEND, 0644))) != 0 ||
+                                                 O_WRONLY | O_CREAT | O_APPEND, 0600))) != 0 ||
       (e = step("dup2 stderr",
                 posix_spawn_file_actions_adddup2(fa.get(), STDOUT_FILENO, STDERR_FILENO))) != 0 ||
+      (e = step("open pid file", posix_spawn_file_actions_addopen(fa.get(), 3, m.pid_file.c_str(),
+                                                                  O_WRONLY | O_CREAT, 0600))) !=
+          0 ||
+      (e = step("open exit file",
+                posix_spawn_file_actions_addopen(fa.get(), 4, m.exit_file.c_str(),
+                                                 O_WRONLY | O_CREAT, 0600))) != 0 ||
       (e = step("chdir", posix_spawn_file_actions_addchdir_np(fa.get(), dir.c_str()))) != 0 ||
       // The server's own descriptors (its database, its listening socket) must not leak
       // into jobs, which could otherwise keep the port busy after the server is gone.
-      (e = step("closefrom", posix_spawn_file_actions_addclosefrom_np(fa.get(), 3))) != 0) {
+      (e = step("closefrom", posix_spawn_file_actions_addclosefrom_np(fa.get(), 5))) != 0) {
     return e;
   }
   std::vector<char*> argv = c_array(m.argv);
   std::vector<char*> envp = c_array(m.envp);
-  e = posix_spawn(&pid, kShell, fa.get(), attr.get(), argv.data(), envp.data());
+  e = posix_spawn(&pid, m.program.c_str(), fa.get(), attr.get(), argv.data(), envp.data());
   if (e != 0) what = "posix_spawn";
   return e;
 }
@@ -229,7 +263,8 @@ void kill_and_reap(const std::vector<MemberHandle>& started) {
 
 }  // namespace
 
-LocalBackend::LocalBackend(std::string root, std::string owner) : owner_(std::move(owner)) {
+LocalBackend::LocalBackend(std::string root, std::string owner, std::vector<std::string> pass_env)
+    : owner_(std::move(owner)), pass_env_(std::move(pass_env)) {
   if (root.empty()) throw std::runtime_error("local backend: empty root directory");
   std::error_code ec;
   fs::path path = fs::absolute(fs::path(root), ec);
@@ -305,16 +340,33 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   if (ec)
     throw std::runtime_error("launch " + job + ": cannot create " + dir + ": " + ec.message());
   if (!owner_.empty() && found_owner.empty()) std::ofstream(owner_file) << owner_ << "\n";
-
-  // Later assignments replace earlier ones: the server's environment, then the user's, then
-  // the variables the gang relies on, which the user must not be able to change.
-  std::map<std::string, std::string> base;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string entry(*e);
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    base[entry.substr(0, eq)] = entry.substr(eq + 1);
+  // A job of its own uid works in a directory of its own, below the attempt directory that
+  // holds its logs, pid and exit files: those are the server's (0600 in a directory the job
+  // may only pass through), so the job can neither read another's nor replace its own.
+  const bool own_uid = spec.run_as_uid >= 0;
+  std::string work = dir;
+  if (own_uid) {
+    if (::geteuid() != 0) {
+      throw std::runtime_error("launch " + job + ": cannot run as uid " +
+                               std::to_string(spec.run_as_uid) + ": the server is not root");
+    }
+    work = dir + "/work";
+    fs::create_directories(work, ec);
+    if (ec ||
+        ::chown(work.c_str(), static_cast<uid_t>(spec.run_as_uid),
+                static_cast<gid_t>(spec.run_as_gid)) != 0 ||
+        ::chmod(work.c_str(), 0700) != 0 || ::chmod(dir.c_str(), 0711) != 0) {
+      throw std::runtime_error("launch " + job + ": cannot prepare " + work + " for uid " +
+                               std::to_string(spec.run_as_uid) + ": " +
+                               (ec ? ec.message() : std::string(std::strerror(errno))));
+    }
   }
+
+  // Later assignments replace earlier ones: what the job may see of the server's environment,
+  // then the user's, then the variables the gang relies on, which the user must not be able
+  // to change.
+  std::map<std::string, std::string> base = job_environment(pass_env_);
+  base["HOME"] = work;
   for (const auto& [name, value] : spec.env) base[name] = value;
   base["WORLD_SIZE"] = std::to_string(spec.members.size());
   base["MASTER_ADDR"] = "127.0.0.1";
@@ -323,7 +375,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   base["TESSERA_JOB_NAME"] = spec.name;
   base["TESSERA_TENANT"] = spec.tenant;
   base["TESSERA_ATTEMPT"] = std::to_string(spec.attempt);
-  base["TESSERA_WORKDIR"] = dir;
+  base["TESSERA_WORKDIR"] = work;
 
   std::vector<PreparedMember> prepared;
   prepared.reserve(spec.members.size());
@@ -335,13 +387,20 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     // A fractional member must not inherit a fraction from the server's or user's environment.
     env.erase("TESSERA_GPU_FRACTION");
     if (m.gpu_milli < 1000) env["TESSERA_GPU_FRACTION"] = format_fraction(m.gpu_milli);
-    env["TESSERA_EXIT_FILE"] = exit_path(spec.job, spec.attempt, m.rank);
-    env["TESSERA_PID_FILE"] = pid_path(spec.job, spec.attempt, m.rank);
-
     PreparedMember p;
     p.rank = m.rank;
     p.log = log_path(spec.job, spec.attempt, m.rank);
-    p.argv = {kShell, "-c", kWrapper, "sh"};
+    p.pid_file = pid_path(spec.job, spec.attempt, m.rank);
+    p.exit_file = exit_path(spec.job, spec.attempt, m.rank);
+    p.program = kShell;
+    if (own_uid) {
+      // setpriv drops to the tenant's uid and gid, with no supplementary groups, and execs the
+      // shell: the pid stays the one posix_spawn returns.
+      p.program = kSetpriv;
+      p.argv = {kSetpriv, "--reuid=" + std::to_string(spec.run_as_uid),
+                "--regid=" + std::to_string(spec.run_as_gid), "--clear-groups", "--"};
+    }
+    p.argv.insert(p.argv.end(), {kShell, "-c", kWrapper, "sh"});
     p.argv.insert(p.argv.end(), spec.command.begin(), spec.command.end());
     p.envp.reserve(env.size());
     for (const auto& [name, value] : env) p.envp.push_back(name + "=" + value);
@@ -367,11 +426,11 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   for (PreparedMember& p : prepared) {
     pid_t pid = 0;
     std::string what;
-    const int e = spawn_member(p, dir, pid, what);
+    const int e = spawn_member(p, work, pid, what);
     if (e != 0) {
       kill_and_reap(started);
       throw std::runtime_error("launch " + job + ": cannot start rank " + std::to_string(p.rank) +
-                               " (" + what + " of /bin/sh with log " + p.log + " in " + dir +
+                               " (" + what + " of " + p.program + " with log " + p.log + " in " + work +
                                "): " + strerror(e));
     }
     // Our unreaped child cannot vanish from /proc, so this fails only on a broken /proc.

@@ -33,9 +33,14 @@ class LocalBackend final : public Backend {
   // ROOT/jobs/<job>/owner, and a launch into a directory another owner made is refused: job
   // ids restart with a new database, and a reused directory would hand a new job's tenant
   // the old job's logs. An empty owner checks nothing.
-  explicit LocalBackend(std::string root, std::string owner = "");
+  //
+  // A job sees an allowlist of the server's environment (PATH, locale, TZ, TMPDIR) plus the
+  // names in `pass_env`, never the rest (tokens, credentials).
+  explicit LocalBackend(std::string root, std::string owner = "",
+                        std::vector<std::string> pass_env = {});
 
-  // Starts every member of the attempt; environment of member r:
+  // Starts every member of the attempt; environment of member r (after the allowlist of the
+  // server's, and HOME, the attempt directory):
   //   RANK=r, LOCAL_RANK=r, WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT,
   //   CUDA_VISIBLE_DEVICES (comma-separated gpu_indices; empty string when none),
   //   TESSERA_GPU_FRACTION (e.g. "0.5", only when gpu_milli < 1000),
@@ -87,6 +92,7 @@ class LocalBackend final : public Backend {
 
   std::string root_;
   std::string owner_;
+  std::vector<std::string> pass_env_;
   // Guards reaped_ and makes "waitpid, then record" atomic, so two threads polling the same
   // member cannot see one reap it and the other find neither a child nor a status.
   std::mutex mu_;

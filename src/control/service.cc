@@ -262,7 +262,8 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       cluster_(build_cluster(opt_, gpu_index_)),
       store_(open_store(opt_, /*local_backend=*/!backend)),
       backend_(backend ? std::move(backend)
-                       : std::make_unique<LocalBackend>(opt_.work_dir, store_->database_id())),
+                       : std::make_unique<LocalBackend>(opt_.work_dir, store_->database_id(),
+                                                        opt_.pass_env)),
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
@@ -279,6 +280,14 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     token_tenant_[t.token_sha256] = t.name;
   }
   admin_hash_ = store_->setting("admin_token_sha256").value_or("");
+  if (const auto uids = store_->setting("tenant_uids")) {
+    const auto j = nlohmann::json::parse(*uids, nullptr, false);
+    if (j.is_object()) {
+      for (const auto& [name, uid] : j.items()) {
+        if (uid.is_number_integer()) tenant_uids_[name] = uid.get<int64_t>();
+      }
+    }
+  }
   recover();
   restore_decayed_locked();
 }
@@ -671,6 +680,19 @@ void Service::ask_to_stop_locked(Job& j, double t) {
   backend_->signal(j.members, SIGTERM);
 }
 
+int64_t Service::uid_for_tenant_locked(const std::string& tenant) {
+  if (auto it = tenant_uids_.find(tenant); it != tenant_uids_.end()) return it->second;
+  int64_t next = opt_.tenant_uid_base;
+  for (const auto& [name, uid] : tenant_uids_) next = std::max(next, uid + 1);
+  std::map<std::string, int64_t> with = tenant_uids_;
+  with[tenant] = next;
+  // Stored before any process runs as it: the same tenant keeps its uid across restarts, and
+  // no two tenants ever share one.
+  store_->set_setting("tenant_uids", nlohmann::json(with).dump());
+  tenant_uids_ = std::move(with);
+  return next;
+}
+
 void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
   LaunchSpec ls;
   ls.job = static_cast<uint64_t>(j.row.id);
@@ -684,6 +706,8 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
     ls.members.push_back(MemberLaunch{p.rank, p.gpus, p.gpu_milli});
   }
   try {
+    // Never as the server's uid by mistake: a tenant whose uid cannot be stored does not start.
+    if (opt_.tenant_uids) ls.run_as_uid = ls.run_as_gid = uid_for_tenant_locked(j.row.tenant);
     j.members = backend_->launch(ls);
     j.row.processes = encode_members(j.members);
   } catch (const std::exception& e) {

@@ -60,6 +60,11 @@ struct ServiceOptions {
   double poll_interval_seconds = 0.05;  // how often processes are checked
   bool sync_full = false;               // Store::Options::sync_full
   TenantLimits limits;
+  // Whose uid jobs run as: their tenant's own (a server running as root: each tenant gets a
+  // uid from tenant_uid_base up, kept in the database) or the server's.
+  bool tenant_uids = false;
+  int64_t tenant_uid_base = 900000000;
+  std::vector<std::string> pass_env;  // server environment variables jobs also see
   // Unix seconds now; empty = the system clock (tests inject their own).
   std::function<double()> clock;
 };
@@ -255,6 +260,8 @@ class Service {
   void api_write(const std::function<void()>& write);
   void note_write_failure(const std::exception& e);
   void note_write_success();
+  // The uid (and gid) a tenant's jobs run as; a new tenant gets the next one, stored first.
+  int64_t uid_for_tenant_locked(const std::string& tenant);
   // Returns its GPUs to the ledger. Scheduler thread only: the cycle reads the ledger unlocked.
   void release_locked(Job& j);
   double now() const;
@@ -273,6 +280,7 @@ class Service {
   // Refused calls without a token write at most this many audit rows (burst, then per minute).
   TokenBucket anonymous_audit_{60, 1.0};
   uint64_t anonymous_suppressed_ = 0;  // since the last anonymous row written
+  std::map<std::string, int64_t> tenant_uids_;  // as stored in the setting "tenant_uids"
   bool dirty_ = true;                  // something happened that may change a decision
   ClusterState state_;
   Interner tenants_;

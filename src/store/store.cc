@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -92,6 +93,11 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
   try {
     db_ = std::make_unique<Db>(path);
     db_->exec("PRAGMA journal_mode=WAL");
+    // The database holds tenants' job specs (their environments: secrets) and token hashes:
+    // its owner's alone, also when an older server created it readable by others.
+    for (const std::string& f : {path, path + "-wal", path + "-shm", lock_path}) {
+      ::chmod(f.c_str(), S_IRUSR | S_IWUSR);
+    }
     db_->exec(opt.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
     db_->exec("PRAGMA foreign_keys=ON");
     migrate(*db_);
