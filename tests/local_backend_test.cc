@@ -383,12 +383,16 @@ TEST_F(LocalBackendTest, GonePidIsDecidedByTheExitFile) {
 // Issue 14, finding 13: a new database restarted job ids at 1, and new jobs appended to the
 // old jobs' logs in their directories.
 TEST_F(LocalBackendTest, AJobDirectoryOfAnotherDatabaseIsNeverReused) {
-  LocalBackend first(root_, "aaaa");
+  LocalBackendOptions a;
+  a.owner = "aaaa";
+  LocalBackend first(root_, a);
   const LaunchSpec s = spec({"sh", "-c", "echo old secret"});
   const auto h = launch(first, s);
   ASSERT_TRUE(eventually(
       [&] { return first.poll(s.job, s.attempt, h)[0].phase != MemberPhase::kRunning; }));
-  LocalBackend second(root_, "bbbb");
+  LocalBackendOptions b;
+  b.owner = "bbbb";
+  LocalBackend second(root_, b);
   try {
     launch(second, s);
     FAIL() << "launched into another database's job directory";
@@ -526,6 +530,85 @@ TEST_F(LocalBackendTest, DiscoverFindsMembersWhoseHandlesWereNeverRecorded) {
   }
   // An attempt that never started has no members.
   EXPECT_TRUE(backend.discover(s.job, s.attempt + 1, 2).empty());
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A member in a cgroup of its own (issue 14): its memory request is its limit, its processes
+// are counted, and the group goes when the member does.
+class CgroupBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cgroups_ = Cgroups::detect("/sys/fs/cgroup", "tessera-test-" + std::to_string(::getpid()));
+    if (!cgroups_.available()) GTEST_SKIP() << cgroups_.describe();
+    root_ = (fs::temp_directory_path() / ("tessera-cgroup-" + std::to_string(::getpid()))).string();
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+    for (const std::string& d : cgroups_.dirs("x")) ::rmdir(fs::path(d).parent_path().c_str());
+  }
+  LaunchSpec spec(std::vector<std::string> command, int64_t mem_mib) {
+    LaunchSpec s;
+    s.job = 7;
+    s.attempt = 1;
+    s.name = "confined";
+    s.tenant = "lab";
+    s.command = std::move(command);
+    s.members.push_back(MemberLaunch{0, {}, 1000, mem_mib, 2000});
+    return s;
+  }
+  MemberStatus wait_end(LocalBackend& b, const LaunchSpec& s, const std::vector<MemberHandle>& h) {
+    for (int i = 0; i < 600; ++i) {
+      const auto st = b.poll(s.job, s.attempt, h);
+      if (st[0].phase != MemberPhase::kRunning) return st[0];
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return MemberStatus{};
+  }
+  Cgroups cgroups_;
+  std::string root_;
+};
+
+TEST_F(CgroupBackendTest, AMemberIsConfinedToItsRequestAndItsGroupGoesWithIt) {
+  LocalBackendOptions opt;
+  opt.cgroups = cgroups_;
+  opt.pids_per_member = 64;
+  LocalBackend backend(root_, opt);
+  // Its own group, with its limits, from its first instruction on.
+  LaunchSpec s = spec({"sh", "-c", "cat /proc/self/cgroup; sleep 0.5"}, 64);
+  auto h = backend.launch(s);
+  const std::string group = cgroups_.dirs("7-1-r0")[0];
+  ASSERT_TRUE(fs::exists(group));
+  const MemberStatus done = wait_end(backend, s, h);
+  EXPECT_EQ(done.exit_code, 0);
+  const std::string log = read_file(backend.log_path(7, 1, 0));
+  EXPECT_NE(log.find("7-1-r0"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(group)) << "the group outlived its member";
+  // 64 MiB asked for, 400 MiB taken: the kernel kills it (SIGKILL: 128 + 9).
+  s = spec({"python3", "-c", "x = bytearray(400 * 1024 * 1024); print('allocated')"}, 64);
+  s.attempt = 2;
+  h = backend.launch(s);
+  const MemberStatus oom = wait_end(backend, s, h);
+  EXPECT_EQ(oom.exit_code, 137) << read_file(backend.log_path(7, 2, 0));
+  // 64 processes at most: a loop that starts 200 cannot.
+  s = spec({"sh", "-c", "for i in $(seq 200); do sleep 2 & done 2>/dev/null; echo forked; wait"},
+           64);
+  s.attempt = 3;
+  h = backend.launch(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::vector<std::string> dirs = cgroups_.dirs("7-3-r0");
+  std::ifstream pids((dirs.size() > 1 ? dirs[1] : dirs[0]) + "/pids.current");
+  int64_t current = 0;
+  pids >> current;
+  EXPECT_GT(current, 0);
+  EXPECT_LE(current, 64);
+  wait_end(backend, s, h);
 }
 
 }  // namespace

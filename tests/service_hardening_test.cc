@@ -37,23 +37,10 @@ using testing::job_in;
 using testing::json_of;
 using testing::kAdminToken;
 using testing::RawSocket;
+using testing::rss_mib;
 using testing::ServerProcess;
 using testing::submit;
 using testing::TempDir;
-
-// Resident memory of a process, in MiB (VmRSS of /proc/PID/status).
-int64_t rss_mib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  int64_t kib = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> kib;
-      break;
-    }
-  }
-  return kib / 1024;
-}
 
 TEST(JsonDepth, CountsBracketsOutsideStringsOnly) {
   EXPECT_FALSE(json_nesting_exceeds(R"({"a": [1, {"b": []}]})", 4));
@@ -692,6 +679,7 @@ TEST(ServeHardening, ATenantsJobCannotReachTheServerOrAnotherTenant) {
       "kill -0 " +
       std::to_string(victim_pid) +
       " 2>/dev/null && echo CAN-SIGNAL || echo no-signal; "
+      "echo mine > \"$HOME/file\" && echo HOME-OK; "
       "echo attack-done";
   const int64_t attacker = post(a, "attacker", script);
   std::string out;
@@ -702,6 +690,8 @@ TEST(ServeHardening, ATenantsJobCannotReachTheServerOrAnotherTenant) {
       },
       10))
       << out << server.log();
+  // Its own directory, by name, is its to write.
+  EXPECT_NE(out.find("HOME-OK"), std::string::npos) << out;
   for (const char* denied : {"no-db", "no-log", "no-cmdline", "no-env", "no-signal"}) {
     EXPECT_NE(out.find(denied), std::string::npos) << denied << " missing from:\n" << out;
   }
@@ -711,8 +701,13 @@ TEST(ServeHardening, ATenantsJobCannotReachTheServerOrAnotherTenant) {
   EXPECT_GE(uid_a, 900000000) << out;
   EXPECT_GE(uid_b, 900000000) << victim_log;
   EXPECT_NE(uid_a, uid_b);
-  // The victim still runs, and its own environment reached it.
+  // The victim still runs, and, where the host has cgroups, in a group of its own.
   EXPECT_TRUE(job_in(b, victim, "running"));
+  if (server.log().find("cgroups: cgroup v") != std::string::npos) {
+    std::ifstream groups("/proc/" + std::to_string(victim_pid) + "/cgroup");
+    const std::string text((std::istreambuf_iterator<char>(groups)), {});
+    EXPECT_NE(text.find("tessera/" + std::to_string(victim) + "-1-r0"), std::string::npos) << text;
+  }
   EXPECT_EQ(a.post("/v1/jobs/" + std::to_string(victim) + "/cancel", "", "application/json").status,
             403);  // another tenant's
 }

@@ -28,21 +28,9 @@ namespace {
 
 using testing::json_of;
 using testing::kAdminToken;
+using testing::rss_mib;
 using testing::ServerProcess;
 using testing::TempDir;
-
-int64_t rss_mib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  int64_t kib = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> kib;
-      break;
-    }
-  }
-  return kib / 1024;
-}
 
 size_t open_fds(pid_t pid) {
   size_t n = 0;

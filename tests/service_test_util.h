@@ -63,6 +63,20 @@ inline bool process_gone(int64_t pid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
 }
 
+// Resident memory of a process, in MiB (VmRSS of /proc/PID/status).
+inline int64_t rss_mib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  int64_t kib = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> kib;
+      break;
+    }
+  }
+  return kib / 1024;
+}
+
 inline const char* kAdminToken = "admin-secret-for-tests";
 
 // `tessera serve --listen 127.0.0.1:0 --db DIR/tessera.db --admin-token ... EXTRA`; the server's

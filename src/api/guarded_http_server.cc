@@ -125,10 +125,8 @@ class MemoryStream final : public httplib::Stream {
   std::string out_;
 };
 
-bool peer_of(int fd, std::string& ip, int& port) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return false;
+// "1.2.3.4" / "::1" and the port of an IPv4 or IPv6 address; false for other families.
+bool ip_and_port(const sockaddr_storage& addr, std::string& ip, int& port) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (addr.ss_family == AF_INET) {
     const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
@@ -143,6 +141,13 @@ bool peer_of(int fd, std::string& ip, int& port) {
   }
   ip = buf;
   return true;
+}
+
+bool peer_of(int fd, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return false;
+  return ip_and_port(addr, ip, port);
 }
 
 // One buffered request for httplib to parse and route; the response goes to the socket. Reads
@@ -200,18 +205,9 @@ class RequestStream final : public httplib::Stream {
     socklen_t len = sizeof(addr);
     ip.clear();
     port = 0;
-    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (addr.ss_family == AF_INET) {
-      const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-      ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
-      port = ntohs(a->sin_port);
-    } else if (addr.ss_family == AF_INET6) {
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
-      ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf));
-      port = ntohs(a->sin6_port);
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip_and_port(addr, ip, port);
     }
-    ip = buf;
   }
 
   socket_t socket() const override { return fd_; }

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -46,13 +47,21 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "HTTP worker threads: requests served at once (idle connections hold none)")
       ->check(CLI::Range(1, 256));
   s->add_option("--job-user", a.job_user,
-                 "whose uid jobs run as: tenant (each tenant its own, from --tenant-uid-base; "
-                 "needs root, the default as root) or server (the server's own, the default "
-                 "otherwise)")
+                "whose uid jobs run as: tenant (each tenant its own, from --tenant-uid-base; "
+                "needs root, the default as root) or server (the server's own, the default "
+                "otherwise)")
       ->check(CLI::IsMember({"tenant", "server"}));
   s->add_option("--tenant-uid-base", a.tenant_uid_base,
                 "the first uid (and gid) given to a tenant's jobs; the next tenant gets the next")
       ->check(CLI::Range(int64_t{1000}, int64_t{2000000000}));
+  s->add_option("--cgroups", a.cgroups,
+                "a cgroup per job member limiting its memory to its request, its processes to "
+                "--pids-per-member and weighting its CPU: auto (when the host allows it: root, "
+                "cgroup v2 or v1), on (refuse to start without), off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  s->add_option("--pids-per-member", a.pids_per_member,
+                "processes (and threads) one job member may have at once, with cgroups")
+      ->check(CLI::Range(int64_t{16}, int64_t{4194304}));
   s->add_option("--pass-env", a.pass_env,
                 "a variable of the server's environment that jobs see too (repeatable); they "
                 "see only PATH, locale, TZ and TMPDIR otherwise");
@@ -111,8 +120,35 @@ int run_serve(const ServeArgs& a) {
         std::to_string(::geteuid()) + ", so its jobs run as that uid (--job-user server)");
   }
   opt.tenant_uids = a.job_user == "tenant" || (a.job_user.empty() && root);
+  if (opt.tenant_uids) {
+    // A job of another uid must pass through every directory above its own (for $HOME and
+    // TESSERA_WORKDIR by name); /root, say, lets nobody through.
+    std::error_code ec;
+    for (std::filesystem::path p = std::filesystem::absolute(opt.work_dir, ec).parent_path();
+         !ec && !p.empty(); p = p.parent_path()) {
+      struct stat st {};
+      if (::stat(p.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+        std::cerr << "tessera serve: warning: jobs run as their tenant's uid but cannot pass "
+                     "through "
+                  << p.string()
+                  << " (no x for others): their HOME and TESSERA_WORKDIR will not resolve; "
+                     "put --work-dir elsewhere (e.g. under /srv or /var/lib)\n";
+        break;
+      }
+      if (p == p.root_path()) break;
+    }
+  }
   opt.tenant_uid_base = a.tenant_uid_base;
   opt.pass_env = a.pass_env;
+  opt.pids_per_member = a.pids_per_member;
+  std::string confinement = "off (--cgroups off)";
+  if (a.cgroups != "off") {
+    opt.cgroups = Cgroups::detect();
+    confinement = opt.cgroups.describe();
+    if (a.cgroups == "on" && !opt.cgroups.available()) {
+      throw std::runtime_error("--cgroups on, but " + confinement);
+    }
+  }
   // Everything the server creates (the database and its journal, the lock, the admin token
   // file, logs) is its own to read: a job, or another user of the host, must not.
   ::umask(077);
@@ -161,7 +197,9 @@ int run_serve(const ServeArgs& a) {
   const auto& c = service.cluster();
   std::cerr << "tessera serve: listening on http://" << addr << " with " << c.num_gpus()
             << " GPUs (" << c.gpu_types().at(c.node(0).gpu_type).name << "), database " << a.db
-            << ", jobs in " << opt.work_dir << "\n";
+            << ", jobs in " << opt.work_dir << " (as "
+            << (opt.tenant_uids ? "their tenant's uid" : "the server's uid")
+            << "; cgroups: " << confinement << ")\n";
   api.run();
   service.stop();
   std::cerr << "tessera serve: stopped (running jobs keep running and are adopted on restart)\n";

@@ -29,6 +29,8 @@ struct ServeArgs {
   std::string job_user;  // "tenant", "server"; empty: tenant when root, else server
   int64_t tenant_uid_base = 900000000;
   std::vector<std::string> pass_env;
+  std::string cgroups = "auto";  // auto, on, off
+  int64_t pids_per_member = 4096;
   int max_connections = 1024;
   std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;

@@ -18,6 +18,8 @@ struct MemberLaunch {
   int32_t rank = 0;
   std::vector<int32_t> gpu_indices;  // host GPU indices -> CUDA_VISIBLE_DEVICES ("" when none)
   int32_t gpu_milli = 1000;          // share of each GPU; < 1000 -> TESSERA_GPU_FRACTION
+  int64_t mem_mib = 0;               // its memory request: the limit of its cgroup (0: none)
+  int64_t cpu_milli = 0;             // its CPU request: its cgroup's CPU weight (0: default)
 };
 
 // One attempt of a gang: everything the backend needs to start its members.

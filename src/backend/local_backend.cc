@@ -41,8 +41,11 @@ constexpr const char* kShell = "/bin/sh";
 // The pid and exit files are opened by the server and handed over as descriptors 3 and 4, which
 // the command itself does not get: it cannot write or replace them, and with its own uid it
 // cannot reach them by name either.
+// The shell first waits on descriptor 5 until the server has put it into its cgroup (a pipe
+// the server writes, or closes, once it has), so that nothing the command starts escapes it.
 constexpr const char* kWrapper =
-    "trap : TERM; echo $$ >&3; \"$@\" 3>&- 4>&-; s=$?; echo $s >&4; exit $s";
+    "trap : TERM; read _ <&5; exec 5<&-; echo $$ >&3; \"$@\" 3>&- 4>&-; s=$?; echo $s >&4; "
+    "exit $s";
 constexpr const char* kSetpriv = "/usr/bin/setpriv";
 
 // The part of the server's environment a job sees: an allowlist, not the whole of it. The
@@ -63,6 +66,11 @@ std::map<std::string, std::string> job_environment(const std::vector<std::string
     if (allowed) out[name] = std::string(entry.substr(eq + 1));
   }
   return out;
+}
+
+// The cgroup of one member of one attempt.
+std::string cgroup_name(uint64_t job, uint32_t attempt, int32_t rank) {
+  return std::to_string(job) + "-" + std::to_string(attempt) + "-r" + std::to_string(rank);
 }
 
 // Written where a pid or exit status will go; not a number, so it reads as none yet.
@@ -202,7 +210,9 @@ std::vector<char*> c_array(std::vector<std::string>& strings) {
 }
 
 // Returns an errno value (0 on success) and sets `pid`; `what` names the step that failed.
-int spawn_member(PreparedMember& m, const std::string& dir, pid_t& pid, std::string& what) {
+// `gate` is the read end of the pipe the member's shell waits on (descriptor 5).
+int spawn_member(PreparedMember& m, const std::string& dir, int gate, pid_t& pid,
+                 std::string& what) {
   FileActions fa;
   SpawnAttr attr;
   auto step = [&what](const char* name, int e) {
@@ -224,6 +234,8 @@ int spawn_member(PreparedMember& m, const std::string& dir, pid_t& pid, std::str
           0 ||
       (e = step("posix_spawnattr_setsigdefault",
                 posix_spawnattr_setsigdefault(attr.get(), &all))) != 0 ||
+      // First, before the opens below can reuse the descriptor the gate has in this process.
+      (e = step("dup2 gate", posix_spawn_file_actions_adddup2(fa.get(), gate, 5))) != 0 ||
       (e = step("open /dev/null", posix_spawn_file_actions_addopen(
                                       fa.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0))) != 0 ||
       (e = step("open log",
@@ -234,13 +246,13 @@ int spawn_member(PreparedMember& m, const std::string& dir, pid_t& pid, std::str
       (e = step("open pid file", posix_spawn_file_actions_addopen(fa.get(), 3, m.pid_file.c_str(),
                                                                   O_WRONLY | O_CREAT, 0600))) !=
           0 ||
-      (e = step("open exit file",
-                posix_spawn_file_actions_addopen(fa.get(), 4, m.exit_file.c_str(),
-                                                 O_WRONLY | O_CREAT, 0600))) != 0 ||
+      (e = step("open exit file", posix_spawn_file_actions_addopen(fa.get(), 4, m.exit_file.c_str(),
+                                                                   O_WRONLY | O_CREAT, 0600))) !=
+          0 ||
       (e = step("chdir", posix_spawn_file_actions_addchdir_np(fa.get(), dir.c_str()))) != 0 ||
       // The server's own descriptors (its database, its listening socket) must not leak
       // into jobs, which could otherwise keep the port busy after the server is gone.
-      (e = step("closefrom", posix_spawn_file_actions_addclosefrom_np(fa.get(), 5))) != 0) {
+      (e = step("closefrom", posix_spawn_file_actions_addclosefrom_np(fa.get(), 6))) != 0) {
     return e;
   }
   std::vector<char*> argv = c_array(m.argv);
@@ -263,8 +275,7 @@ void kill_and_reap(const std::vector<MemberHandle>& started) {
 
 }  // namespace
 
-LocalBackend::LocalBackend(std::string root, std::string owner, std::vector<std::string> pass_env)
-    : owner_(std::move(owner)), pass_env_(std::move(pass_env)) {
+LocalBackend::LocalBackend(std::string root, LocalBackendOptions opt) : opt_(std::move(opt)) {
   if (root.empty()) throw std::runtime_error("local backend: empty root directory");
   std::error_code ec;
   fs::path path = fs::absolute(fs::path(root), ec);
@@ -310,6 +321,16 @@ std::string LocalBackend::exit_path(uint64_t job, uint32_t attempt, int32_t rank
   return attempt_dir(job, attempt) + "/rank-" + std::to_string(rank) + ".exit";
 }
 
+bool LocalBackend::passable_to(const std::string& dir) const {
+  // From the root down to `dir`: others may pass through (x), not list (no r), the server's
+  // files inside staying 0600.
+  for (fs::path p = dir; p.string().size() >= root_.size(); p = p.parent_path()) {
+    if (::chmod(p.c_str(), 0711) != 0) return false;
+    if (p.string() == root_) break;
+  }
+  return true;
+}
+
 std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   const std::string job =
       "job " + std::to_string(spec.job) + " attempt " + std::to_string(spec.attempt);
@@ -329,17 +350,17 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   while (!found_owner.empty() && std::isspace(static_cast<unsigned char>(found_owner.back()))) {
     found_owner.pop_back();
   }
-  if (!owner_.empty() && !found_owner.empty() && found_owner != owner_) {
+  if (!opt_.owner.empty() && !found_owner.empty() && found_owner != opt_.owner) {
     throw std::runtime_error(
         "launch " + job + ": its directory " + root_ + "/jobs/" + std::to_string(spec.job) +
-        " belongs to the jobs of another database (id " + found_owner + ", this one is " + owner_ +
-        "); move it away rather than mix its files with a new job's");
+        " belongs to the jobs of another database (id " + found_owner + ", this one is " +
+        opt_.owner + "); move it away rather than mix its files with a new job's");
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error("launch " + job + ": cannot create " + dir + ": " + ec.message());
-  if (!owner_.empty() && found_owner.empty()) std::ofstream(owner_file) << owner_ << "\n";
+  if (!opt_.owner.empty() && found_owner.empty()) std::ofstream(owner_file) << opt_.owner << "\n";
   // A job of its own uid works in a directory of its own, below the attempt directory that
   // holds its logs, pid and exit files: those are the server's (0600 in a directory the job
   // may only pass through), so the job can neither read another's nor replace its own.
@@ -355,7 +376,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     if (ec ||
         ::chown(work.c_str(), static_cast<uid_t>(spec.run_as_uid),
                 static_cast<gid_t>(spec.run_as_gid)) != 0 ||
-        ::chmod(work.c_str(), 0700) != 0 || ::chmod(dir.c_str(), 0711) != 0) {
+        ::chmod(work.c_str(), 0700) != 0 || !passable_to(dir)) {
       throw std::runtime_error("launch " + job + ": cannot prepare " + work + " for uid " +
                                std::to_string(spec.run_as_uid) + ": " +
                                (ec ? ec.message() : std::string(std::strerror(errno))));
@@ -365,7 +386,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   // Later assignments replace earlier ones: what the job may see of the server's environment,
   // then the user's, then the variables the gang relies on, which the user must not be able
   // to change.
-  std::map<std::string, std::string> base = job_environment(pass_env_);
+  std::map<std::string, std::string> base = job_environment(opt_.pass_env);
   base["HOME"] = work;
   for (const auto& [name, value] : spec.env) base[name] = value;
   base["WORLD_SIZE"] = std::to_string(spec.members.size());
@@ -423,23 +444,48 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
 
   std::vector<MemberHandle> started;
   started.reserve(prepared.size());
-  for (PreparedMember& p : prepared) {
+  // Stops what started and removes the members' cgroups, then says why.
+  auto fail = [&](const std::string& why) {
+    kill_and_reap(started);
+    for (const MemberLaunch& m : spec.members)
+      opt_.cgroups.remove(cgroup_name(spec.job, spec.attempt, m.rank));
+    throw std::runtime_error("launch " + job + ": " + why);
+  };
+  for (size_t k = 0; k < prepared.size(); ++k) {
+    PreparedMember& p = prepared[k];
+    const MemberLaunch& m = spec.members[k];
+    const std::string group = cgroup_name(spec.job, spec.attempt, m.rank);
+    try {
+      opt_.cgroups.create(group,
+                          CgroupLimits{m.mem_mib * 1024 * 1024, opt_.pids_per_member, m.cpu_milli});
+    } catch (const std::exception& e) {
+      fail(std::string("rank ") + std::to_string(p.rank) + ": " + e.what());
+    }
+    int gate[2];
+    if (::pipe2(gate, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
     pid_t pid = 0;
     std::string what;
-    const int e = spawn_member(p, work, pid, what);
+    const int e = spawn_member(p, work, gate[0], pid, what);
+    ::close(gate[0]);
     if (e != 0) {
-      kill_and_reap(started);
-      throw std::runtime_error("launch " + job + ": cannot start rank " + std::to_string(p.rank) +
-                               " (" + what + " of " + p.program + " with log " + p.log + " in " + work +
-                               "): " + strerror(e));
+      ::close(gate[1]);
+      fail("cannot start rank " + std::to_string(p.rank) + " (" + what + " of " + p.program +
+           " with log " + p.log + " in " + work + "): " + strerror(e));
     }
     // Our unreaped child cannot vanish from /proc, so this fails only on a broken /proc.
     const std::optional<ProcStat> st = read_proc_stat(pid);
     started.push_back(MemberHandle{p.rank, pid, st ? st->start_ticks : 0});
+    std::string cgroup_error;
+    try {
+      opt_.cgroups.add(group, pid);
+    } catch (const std::exception& ex) {
+      cgroup_error = ex.what();
+    }
+    // Opens the gate (closing it does too: the shell reads end of file).
+    ::close(gate[1]);
+    if (!cgroup_error.empty()) fail("rank " + std::to_string(p.rank) + ": " + cgroup_error);
     if (!st) {
-      kill_and_reap(started);
-      throw std::runtime_error("launch " + job + ": cannot read /proc/" + std::to_string(pid) +
-                               "/stat for rank " + std::to_string(p.rank));
+      fail("cannot read /proc/" + std::to_string(pid) + "/stat for rank " + std::to_string(p.rank));
     }
   }
   return started;
@@ -467,6 +513,7 @@ std::vector<MemberHandle> LocalBackend::discover(uint64_t job, uint32_t attempt,
 MemberStatus LocalBackend::poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h) {
   // A member that is gone: its exit file is complete (the shell wrote it before exiting).
   auto ended = [&](std::optional<int> wait_status) {
+    opt_.cgroups.remove(cgroup_name(job, attempt, h.rank));  // empty now; best effort
     MemberStatus s{h.rank, MemberPhase::kLost, -1};
     const std::string exit_file = exit_path(job, attempt, h.rank);
     if (const std::optional<int32_t> code = read_int_file(exit_file)) {

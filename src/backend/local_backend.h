@@ -20,24 +20,29 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cgroups.h"
 
 namespace tessera {
+
+struct LocalBackendOptions {
+  // The database's identity, written into each job directory it creates; a launch into a
+  // directory another owner made is refused (job ids restart with a new database, and a
+  // reused directory would hand a new job's tenant the old job's logs). Empty: no check.
+  std::string owner;
+  // Server environment variables jobs see besides PATH, locale, TZ and TMPDIR.
+  std::vector<std::string> pass_env;
+  // A cgroup per member (Cgroups::detect), limiting its memory to its request, its processes
+  // to `pids_per_member` and weighting its CPU by its request. Not available: no confinement.
+  Cgroups cgroups;
+  int64_t pids_per_member = 4096;
+};
 
 class LocalBackend final : public Backend {
  public:
   // `root` is created if missing. Throws std::runtime_error naming it when it cannot be.
   // It is kept as an absolute path: members run in their attempt directory, so a relative
   // root would make their exit file path point elsewhere.
-  //
-  // `owner` (the database's identity) is written into each job directory it creates,
-  // ROOT/jobs/<job>/owner, and a launch into a directory another owner made is refused: job
-  // ids restart with a new database, and a reused directory would hand a new job's tenant
-  // the old job's logs. An empty owner checks nothing.
-  //
-  // A job sees an allowlist of the server's environment (PATH, locale, TZ, TMPDIR) plus the
-  // names in `pass_env`, never the rest (tokens, credentials).
-  explicit LocalBackend(std::string root, std::string owner = "",
-                        std::vector<std::string> pass_env = {});
+  explicit LocalBackend(std::string root, LocalBackendOptions opt = {});
 
   // Starts every member of the attempt; environment of member r (after the allowlist of the
   // server's, and HOME, the attempt directory):
@@ -86,13 +91,14 @@ class LocalBackend final : public Backend {
     int wait_status = 0;
   };
 
+  // Makes `dir` and every directory between it and the root 0711, for a job of another uid.
+  bool passable_to(const std::string& dir) const;
   MemberStatus poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h);
   std::string exit_path(uint64_t job, uint32_t attempt, int32_t rank) const;
   std::string pid_path(uint64_t job, uint32_t attempt, int32_t rank) const;
 
   std::string root_;
-  std::string owner_;
-  std::vector<std::string> pass_env_;
+  LocalBackendOptions opt_;
   // Guards reaped_ and makes "waitpid, then record" atomic, so two threads polling the same
   // member cannot see one reap it and the other find neither a child nor a status.
   std::mutex mu_;

@@ -261,9 +261,11 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     : opt_(std::move(opt)),
       cluster_(build_cluster(opt_, gpu_index_)),
       store_(open_store(opt_, /*local_backend=*/!backend)),
-      backend_(backend ? std::move(backend)
-                       : std::make_unique<LocalBackend>(opt_.work_dir, store_->database_id(),
-                                                        opt_.pass_env)),
+      backend_(backend
+                   ? std::move(backend)
+                   : std::make_unique<LocalBackend>(
+                         opt_.work_dir, LocalBackendOptions{store_->database_id(), opt_.pass_env,
+                                                            opt_.cgroups, opt_.pids_per_member})),
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
@@ -703,7 +705,8 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
   ls.env = j.row.spec.env;
   ls.master_port = free_port();
   for (const MemberPlacement& p : placement_locked(j.alloc)) {
-    ls.members.push_back(MemberLaunch{p.rank, p.gpus, p.gpu_milli});
+    ls.members.push_back(
+        MemberLaunch{p.rank, p.gpus, p.gpu_milli, j.spec.demand.mem_mib, j.spec.demand.cpu_milli});
   }
   try {
     // Never as the server's uid by mistake: a tenant whose uid cannot be stored does not start.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cgroups.h"
 #include "control/store_health.h"
 #include "control/tenant_limits.h"
 #include "control/views.h"
@@ -65,6 +66,8 @@ struct ServiceOptions {
   bool tenant_uids = false;
   int64_t tenant_uid_base = 900000000;
   std::vector<std::string> pass_env;  // server environment variables jobs also see
+  Cgroups cgroups;                    // confinement of each member (none unless detected)
+  int64_t pids_per_member = 4096;
   // Unix seconds now; empty = the system clock (tests inject their own).
   std::function<double()> clock;
 };
@@ -279,9 +282,9 @@ class Service {
   std::set<int64_t> unsaved_;  // jobs whose row in memory is newer than the database's
   // Refused calls without a token write at most this many audit rows (burst, then per minute).
   TokenBucket anonymous_audit_{60, 1.0};
-  uint64_t anonymous_suppressed_ = 0;  // since the last anonymous row written
+  uint64_t anonymous_suppressed_ = 0;           // since the last anonymous row written
   std::map<std::string, int64_t> tenant_uids_;  // as stored in the setting "tenant_uids"
-  bool dirty_ = true;                  // something happened that may change a decision
+  bool dirty_ = true;                           // something happened that may change a decision
   ClusterState state_;
   Interner tenants_;
   std::map<std::string, std::string> token_tenant_;  // token sha256 -> tenant
