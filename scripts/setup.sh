@@ -5,7 +5,7 @@ PKGS=(g++ cmake ninja-build pkg-config python3
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
       libsqlite3-dev libssl-dev libcpp-httplib-dev libsimdjson-dev
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev openssl)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -712,6 +712,54 @@ TEST(ServeHardening, ATenantsJobCannotReachTheServerOrAnotherTenant) {
             403);  // another tenant's
 }
 
+// TLS (issue 14): the API over HTTPS with a certificate pair; clients verify it (TESSERA_CA),
+// and one that cannot verify it, or speaks plain HTTP, gets nothing.
+TEST(ServeHardening, TheApiServesHttpsThatClientsVerify) {
+  TempDir dir("tls");
+  const std::string cert = dir.file("cert.pem"), key = dir.file("key.pem");
+  const std::string gen =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(gen.c_str()), 0) << "needs the openssl command (scripts/setup.sh)";
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1", "--tls-cert", cert, "--tls-key", key});
+  ASSERT_TRUE(server.up()) << server.log();
+  EXPECT_NE(server.log().find("listening on https://"), std::string::npos) << server.log();
+  ClientOptions o;
+  o.addr = "https://" + server.addr();
+  o.token = kAdminToken;
+  o.ca_file = cert;
+  o.attempts = 1;
+  ApiClient admin(o);
+  EXPECT_EQ(admin.get("/healthz").status, 200);
+  const HttpResult t =
+      admin.post("/v1/tenants", nlohmann::json{{"name", "team-a"}}.dump(), "application/json");
+  ASSERT_EQ(t.status, 201) << t.body << t.error;
+  ClientOptions tenant = o;
+  tenant.token = json_of(t)["token"];
+  ApiClient a(tenant);
+  const HttpResult job =
+      a.post("/v1/jobs", "name: x\ncommand: [\"echo\", \"over-tls\"]\n", "application/yaml");
+  ASSERT_EQ(job.status, 201) << job.body;
+  const int64_t id = json_of(job)["id"];
+  ASSERT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 10));
+  EXPECT_NE(a.get("/v1/jobs/" + std::to_string(id) + "/logs").body.find("over-tls"),
+            std::string::npos);
+  // Without the CA the certificate cannot be verified: no answer.
+  ClientOptions untrusting = o;
+  untrusting.ca_file = "";
+  EXPECT_EQ(ApiClient(untrusting).get("/healthz").status, 0);
+  // Plain HTTP to the TLS port: no answer either, and the server goes on.
+  ClientOptions plain = o;
+  plain.addr = server.addr();
+  EXPECT_NE(ApiClient(plain).get("/healthz").status, 200);
+  EXPECT_EQ(admin.get("/healthz").status, 200);
+  // The CLI, with TESSERA_CA.
+  const std::string cli = "TESSERA_CA=" + cert + " " + TESSERA_BINARY + " jobs --addr https://" +
+                          server.addr() + " --token " + kAdminToken + " >/dev/null 2>&1";
+  EXPECT_EQ(std::system(cli.c_str()), 0);
+}
+
 // Finding 6: a cancelled job that ignores SIGTERM kept its GPUs for its whole grace, and a
 // second cancel got 409. A second cancel is answered, and `force` kills it now.
 TEST(ServeHardening, AForcedCancelKillsAJobThatIgnoresSigterm) {

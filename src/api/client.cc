@@ -20,6 +20,7 @@ ClientOptions client_options_from_env(std::string addr, std::string token) {
   }
   o.addr = std::move(addr);
   o.token = std::move(token);
+  if (const char* ca = std::getenv("TESSERA_CA"); ca != nullptr) o.ca_file = ca;
   return o;
 }
 
@@ -34,6 +35,10 @@ ApiClient::ApiClient(ClientOptions opt) : opt_(std::move(opt)) {
   http_->set_keep_alive(true);
   http_->set_tcp_nodelay(true);
   if (!opt_.token.empty()) http_->set_bearer_token_auth(opt_.token);
+  // A server's certificate is always verified: an https:// address without a trusted CA fails
+  // rather than talk to whoever answers.
+  if (!opt_.ca_file.empty()) http_->set_ca_cert_path(opt_.ca_file);
+  http_->enable_server_certificate_verification(true);
 }
 
 ApiClient::~ApiClient() = default;

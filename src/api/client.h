@@ -19,9 +19,12 @@ struct ClientOptions {
   std::string token;
   double timeout_seconds = 30;
   int attempts = 5;  // tries for a request that cannot reach the server
+  // https://: the CA certificate (PEM) the server's certificate must chain to; empty: the
+  // system's. TESSERA_CA when the flag leaves it empty.
+  std::string ca_file;
 };
 
-// Reads TESSERA_ADDR and TESSERA_TOKEN where the flags left them empty.
+// Reads TESSERA_ADDR, TESSERA_TOKEN and TESSERA_CA where the flags left them empty.
 ClientOptions client_options_from_env(std::string addr, std::string token);
 
 struct HttpResult {

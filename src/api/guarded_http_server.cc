@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -31,6 +33,8 @@ struct GuardedHttpServer::Conn {
   bool reading = false;  // the first byte of a request has arrived
   bool headers_done = false;
   bool closing = false;      // refused: draining what the client still sends, then closed
+  SSL* ssl = nullptr;        // TLS: the session (freed before the socket is closed)
+  bool handshaking = false;  // TLS: the handshake is not done yet
   bool peer_closed = false;  // the client shut its side: serve what it sent, then close
   Clock::time_point first_byte{};
   Clock::time_point deadline{};
@@ -38,6 +42,7 @@ struct GuardedHttpServer::Conn {
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
   ~Conn() {
+    if (ssl != nullptr) SSL_free(ssl);
     if (fd >= 0) ::close(fd);
   }
 };
@@ -154,9 +159,10 @@ bool peer_of(int fd, std::string& ip, int& port) {
 // end with the request, so httplib can never wait on the client.
 class RequestStream final : public httplib::Stream {
  public:
-  RequestStream(int fd, const std::string& request, const std::string& peer, int peer_port,
-                std::chrono::milliseconds write_timeout)
+  RequestStream(int fd, SSL* ssl, const std::string& request, const std::string& peer,
+                int peer_port, std::chrono::milliseconds write_timeout)
       : fd_(fd),
+        ssl_(ssl),
         request_(request),
         peer_(peer),
         peer_port_(peer_port),
@@ -181,6 +187,7 @@ class RequestStream final : public httplib::Stream {
 
   // Writes all of it, waiting up to the write timeout each time the socket is full.
   ssize_t write(const char* ptr, size_t size) override {
+    if (ssl_ != nullptr) return write_tls(ptr, size);
     size_t done = 0;
     while (done < size) {
       const ssize_t n = ::send(fd_, ptr + done, size - done, MSG_NOSIGNAL);
@@ -213,7 +220,34 @@ class RequestStream final : public httplib::Stream {
   socket_t socket() const override { return fd_; }
 
  private:
+  bool wait_for(short events) const {
+    pollfd p{fd_, events, 0};
+    int n = 0;
+    while ((n = ::poll(&p, 1, write_timeout_ms_)) < 0 && errno == EINTR) {
+    }
+    return n > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) == 0;
+  }
+  ssize_t write_tls(const char* ptr, size_t size) {
+    size_t done = 0;
+    while (done < size) {
+      const int n =
+          SSL_write(ssl_, ptr + done, static_cast<int>(std::min<size_t>(size - done, 1 << 20)));
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      const int err = SSL_get_error(ssl_, n);
+      if ((err == SSL_ERROR_WANT_WRITE && wait_for(POLLOUT)) ||
+          (err == SSL_ERROR_WANT_READ && wait_for(POLLIN))) {
+        continue;
+      }
+      return -1;
+    }
+    return static_cast<ssize_t>(size);
+  }
+
   int fd_;
+  SSL* ssl_;
   const std::string& request_;
   size_t pos_ = 0;
   const std::string& peer_;
@@ -226,7 +260,42 @@ constexpr auto kLinger = std::chrono::milliseconds(2000);  // drain time after a
 
 }  // namespace
 
-GuardedHttpServer::GuardedHttpServer(HttpLimits limits) : limits_(limits) {
+namespace {
+
+std::string openssl_error() {
+  const unsigned long e = ERR_get_error();
+  if (e == 0) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return buf;
+}
+
+std::shared_ptr<SSL_CTX> make_tls_context(const TlsConfig& tls) {
+  if (!tls.enabled()) return nullptr;
+  if (tls.key_file.empty()) throw std::runtime_error("TLS: a certificate without a key file");
+  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (!ctx) throw std::runtime_error("TLS: " + openssl_error());
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.cert_file.c_str()) != 1) {
+    throw std::runtime_error("TLS: cannot use the certificate " + tls.cert_file + ": " +
+                             openssl_error());
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    throw std::runtime_error("TLS: cannot use the key " + tls.key_file + ": " + openssl_error());
+  }
+  if (SSL_CTX_check_private_key(ctx.get()) != 1) {
+    throw std::runtime_error("TLS: the key " + tls.key_file + " does not match the certificate " +
+                             tls.cert_file);
+  }
+  // Writes wait in RequestStream (with its timeout), so a partial write is retried there.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  return ctx;
+}
+
+}  // namespace
+
+GuardedHttpServer::GuardedHttpServer(HttpLimits limits, TlsConfig tls)
+    : limits_(limits), tls_(make_tls_context(tls)) {
   new_task_queue = [] { return new InlineTaskQueue(); };
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -323,12 +392,23 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
   ::fcntl(sock, F_SETFL, flags | O_NONBLOCK);
   const auto now = Clock::now();
   if (status != 0) {
+    if (tls_) return true;  // no HTTP before a handshake: closed (by ~Conn)
     send_refusal(sock, status, why);
     ::shutdown(sock, SHUT_WR);
     c->closing = true;
     c->deadline = now + kLinger;
   } else {
-    c->deadline = now + limits_.header_timeout;  // for the first request's first byte
+    // The handshake, then the first request's header section, within the header timeout.
+    c->deadline = now + limits_.header_timeout;
+    if (tls_) {
+      c->ssl = SSL_new(tls_.get());
+      if (c->ssl == nullptr || SSL_set_fd(c->ssl, sock) != 1) {
+        close_conn(std::move(c));
+        return true;
+      }
+      SSL_set_accept_state(c->ssl);
+      c->handshaking = true;
+    }
   }
   {
     std::lock_guard lock(inbox_mu_);
@@ -361,6 +441,24 @@ bool GuardedHttpServer::read_some(Conn& c) {
   // Enough to hold the largest request allowed and to see that the next one is too large.
   const size_t cap = limits_.framing.max_header_bytes + limits_.framing.max_body_bytes + 4096;
   char tmp[16384];
+  if (c.ssl != nullptr && !c.closing) {
+    for (;;) {
+      if (c.buf.size() >= cap) return true;
+      const int n = SSL_read(c.ssl, tmp, sizeof(tmp));
+      if (n > 0) {
+        c.buf.append(tmp, static_cast<size_t>(n));
+        continue;
+      }
+      const int err = SSL_get_error(c.ssl, n);
+      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return true;
+      ERR_clear_error();
+      if (err == SSL_ERROR_ZERO_RETURN || err == SSL_ERROR_SYSCALL) {
+        c.peer_closed = true;
+        return !c.buf.empty();
+      }
+      return false;
+    }
+  }
   for (;;) {
     if (!c.closing && c.buf.size() >= cap) return true;  // framing refuses it
     const ssize_t n = ::recv(c.fd, tmp, sizeof(tmp), 0);
@@ -374,6 +472,41 @@ bool GuardedHttpServer::read_some(Conn& c) {
     }
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+void GuardedHttpServer::arm(int fd, bool writable) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | (writable ? EPOLLOUT : 0u);
+  ev.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+}
+
+bool GuardedHttpServer::handshake(Conn& c) {
+  const int r = SSL_do_handshake(c.ssl);
+  if (r == 1) {
+    c.handshaking = false;
+    arm(c.fd, false);
+    return true;
+  }
+  const int err = SSL_get_error(c.ssl, r);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    arm(c.fd, err == SSL_ERROR_WANT_WRITE);
+    return true;
+  }
+  ERR_clear_error();  // not TLS (plain HTTP to a TLS port), or a failed handshake
+  return false;
+}
+
+void GuardedHttpServer::refuse(Conn& c, int status, const std::string& message) {
+  if (c.ssl == nullptr) {
+    send_refusal(c.fd, status, message);
+  } else if (!c.handshaking) {
+    // Best effort, as in plain text: a short answer fits the socket buffer.
+    const std::string all = refusal_response(status, message);
+    (void)SSL_write(c.ssl, all.data(), static_cast<int>(all.size()));
+    (void)SSL_shutdown(c.ssl);
+    ERR_clear_error();
   }
 }
 
@@ -394,7 +527,7 @@ bool GuardedHttpServer::advance(std::unique_ptr<Conn>& c, bool& dispatched) {
       std::lock_guard lock(clients_mu_);
       ++stats_.refused_framing;
     }
-    send_refusal(c->fd, f.status, f.reason);
+    refuse(*c, f.status, f.reason);
     if (on_refused && !f.method.empty()) on_refused(f);
     ::shutdown(c->fd, SHUT_WR);
     c->closing = true;
@@ -481,7 +614,15 @@ void GuardedHttpServer::event_loop() {
       }
       auto it = conns.find(fd);
       if (it == conns.end()) continue;
-      if (!read_some(*it->second)) {
+      Conn& c = *it->second;
+      if (c.handshaking) {
+        if (!handshake(c)) {
+          drop(fd);
+          continue;
+        }
+        if (c.handshaking) continue;  // more of it to come
+      }
+      if (!read_some(c)) {
         drop(fd);
         continue;
       }
@@ -500,12 +641,11 @@ void GuardedHttpServer::event_loop() {
           std::lock_guard lock(clients_mu_);
           ++stats_.timed_out;
         }
-        send_refusal(fd, 408,
-                     c->headers_done
-                         ? "request body not received within " +
-                               std::to_string(limits_.request_timeout.count() / 1000) + " s"
-                         : "request headers not received within " +
-                               std::to_string(limits_.header_timeout.count() / 1000) + " s");
+        refuse(*c, 408,
+               c->headers_done ? "request body not received within " +
+                                     std::to_string(limits_.request_timeout.count() / 1000) + " s"
+                               : "request headers not received within " +
+                                     std::to_string(limits_.header_timeout.count() / 1000) + " s");
         expired.push_back(fd);
       } else {
         std::lock_guard lock(clients_mu_);
@@ -534,7 +674,7 @@ void GuardedHttpServer::worker_loop() {
 
 void GuardedHttpServer::serve(Work w) {
   Conn& c = *w.conn;
-  RequestStream strm(c.fd, w.request, c.peer, c.peer_port, limits_.write_timeout);
+  RequestStream strm(c.fd, c.ssl, w.request, c.peer, c.peer_port, limits_.write_timeout);
   ++c.requests;
   const bool close_after =
       stopping_ || c.peer_closed || c.requests >= limits_.keep_alive_max_requests;

@@ -37,6 +37,8 @@
 
 #include "api/request_framing.h"
 
+struct ssl_ctx_st;
+
 namespace tessera {
 
 struct HttpLimits {
@@ -52,6 +54,14 @@ struct HttpLimits {
   FramingLimits framing;
 };
 
+// TLS for every connection (both files PEM): the certificate chain and its private key. Empty:
+// plain HTTP.
+struct TlsConfig {
+  std::string cert_file;
+  std::string key_file;
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 // What the front end refused or dropped, for /metrics.
 struct HttpFrontStats {
   int64_t open_connections = 0;
@@ -64,7 +74,8 @@ struct HttpFrontStats {
 
 class GuardedHttpServer : public httplib::Server {
  public:
-  explicit GuardedHttpServer(HttpLimits limits = {});
+  // Throws std::runtime_error naming the file when the TLS certificate or key cannot be used.
+  explicit GuardedHttpServer(HttpLimits limits = {}, TlsConfig tls = {});
   ~GuardedHttpServer() override;
   GuardedHttpServer(const GuardedHttpServer&) = delete;
   GuardedHttpServer& operator=(const GuardedHttpServer&) = delete;
@@ -104,6 +115,11 @@ class GuardedHttpServer : public httplib::Server {
   void worker_loop();
   // Reads what `c` has sent; false when it is to be closed.
   bool read_some(Conn& c);
+  // Advances a TLS handshake: false when the connection is to be closed.
+  bool handshake(Conn& c);
+  // Waits for readable only, or also for writable (a TLS handshake that must write).
+  void arm(int fd, bool writable);
+  void refuse(Conn& c, int status, const std::string& message);
   // Frames what `c` buffered: dispatches a complete request, refuses a bad one, or waits.
   // Returns false when `c` is to be closed (refused), true otherwise; `dispatched` tells
   // whether it went to a worker.
@@ -114,6 +130,7 @@ class GuardedHttpServer : public httplib::Server {
   void wake();
 
   HttpLimits limits_;
+  std::shared_ptr<ssl_ctx_st> tls_;  // SSL_CTX; null without TLS
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: the inbox has connections, or shutdown
   std::atomic<bool> stopping_{false};

@@ -16,7 +16,7 @@
 namespace tessera {
 
 ApiServer::ApiServer(Service& service, ApiOptions opt)
-    : service_(service), opt_(opt), http_(std::make_unique<GuardedHttpServer>(opt.http)) {
+    : service_(service), opt_(opt), http_(std::make_unique<GuardedHttpServer>(opt.http, opt.tls)) {
   http_->set_payload_max_length(opt_.http.framing.max_body_bytes);
   // Small JSON answers must not wait for delayed ACKs (Nagle): 40 ms per request otherwise.
   http_->set_tcp_nodelay(true);

@@ -30,6 +30,7 @@ struct ApiOptions {
   // Besides the admin token, this one (if set) may read /metrics and nothing else: what a
   // Prometheus scrape config holds.
   std::string metrics_token;
+  TlsConfig tls;  // HTTPS when set
 };
 
 class ApiServer {

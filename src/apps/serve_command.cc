@@ -81,6 +81,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--submission-burst", a.limits.submission_burst,
                 "submissions a tenant may make at once before the rate applies")
       ->check(CLI::Range(1.0, 1e9));
+  s->add_option("--tls-cert", a.tls_cert,
+                "serve HTTPS with this certificate chain (PEM); clients verify it with "
+                "TESSERA_CA")
+      ->check(CLI::ExistingFile);
+  s->add_option("--tls-key", a.tls_key, "the private key of --tls-cert (PEM)")
+      ->check(CLI::ExistingFile);
   s->add_option("--metrics-token", a.metrics_token,
                 "a token that reads /metrics and nothing else, for a Prometheus scrape "
                 "(else TESSERA_METRICS_TOKEN; without either only the admin token reads it)");
@@ -175,7 +181,11 @@ int run_serve(const ServeArgs& a) {
               << path << "))\n";
   }
 
+  if (a.tls_cert.empty() != a.tls_key.empty()) {
+    throw std::runtime_error("--tls-cert and --tls-key go together");
+  }
   ApiOptions api_opt;
+  api_opt.tls = TlsConfig{a.tls_cert, a.tls_key};
   api_opt.metrics_token = a.metrics_token;
   if (api_opt.metrics_token.empty()) {
     if (const char* e = std::getenv("TESSERA_METRICS_TOKEN")) api_opt.metrics_token = e;
@@ -195,9 +205,10 @@ int run_serve(const ServeArgs& a) {
   signals.detach();  // the process exits after run() returns; a blocked sigwait needs no join
   write_addr_file(a.addr_file, addr);
   const auto& c = service.cluster();
-  std::cerr << "tessera serve: listening on http://" << addr << " with " << c.num_gpus()
-            << " GPUs (" << c.gpu_types().at(c.node(0).gpu_type).name << "), database " << a.db
-            << ", jobs in " << opt.work_dir << " (as "
+  std::cerr << "tessera serve: listening on " << (a.tls_cert.empty() ? "http://" : "https://")
+            << addr << " with " << c.num_gpus() << " GPUs ("
+            << c.gpu_types().at(c.node(0).gpu_type).name << "), database " << a.db << ", jobs in "
+            << opt.work_dir << " (as "
             << (opt.tenant_uids ? "their tenant's uid" : "the server's uid")
             << "; cgroups: " << confinement << ")\n";
   api.run();

@@ -30,6 +30,7 @@ struct ServeArgs {
   int64_t tenant_uid_base = 900000000;
   std::vector<std::string> pass_env;
   std::string cgroups = "auto";  // auto, on, off
+  std::string tls_cert, tls_key;
   int64_t pids_per_member = 4096;
   int max_connections = 1024;
   std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
