@@ -90,6 +90,16 @@ class GuardedServerTest : public ::testing::Test {
     return status_of(s.receive(1000ms, "fast\n"));
   }
 
+  // Waits (up to 10 s) until the server has registered exactly `n` open connections: the
+  // accept loop runs on its own thread, behind the client's connect.
+  bool open_connections_reach(int64_t n) {
+    for (int i = 0; i < 1000; ++i) {
+      if (server_->stats().open_connections == n) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
   std::unique_ptr<GuardedHttpServer> server_;
   std::thread thread_;
   int port_ = 0;
@@ -143,13 +153,15 @@ TEST_F(GuardedServerTest, ConnectionsAreLimitedPerClientAndInTotal) {
   start(l);
   std::vector<RawSocket> greedy;
   for (int i = 0; i < 5; ++i) greedy.emplace_back(addr_, "127.0.0.2");
-  std::this_thread::sleep_for(100ms);  // all five registered
+  ASSERT_TRUE(open_connections_reach(5)) << server_->stats().open_connections;
   RawSocket sixth(addr_, "127.0.0.2");
   EXPECT_EQ(status_of(sixth.receive(1000ms)), 429);
   EXPECT_EQ(fast("127.0.0.1"), 200);  // another client is served
+  // Its connection gone, the five greedy ones are all that is open.
+  ASSERT_TRUE(open_connections_reach(5)) << server_->stats().open_connections;
   std::vector<RawSocket> others;
   for (int i = 0; i < 3; ++i) others.emplace_back(addr_, "127.0.0.3");
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(open_connections_reach(8)) << server_->stats().open_connections;
   RawSocket over(addr_, "127.0.0.4");
   EXPECT_EQ(status_of(over.receive(1000ms)), 503);
   // Places free up when connections close.

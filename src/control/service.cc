@@ -805,21 +805,52 @@ void Service::api_write(const std::function<void()>& write) {
   note_write_success();
 }
 
+TenantLimits Service::limits_for_locked(TenantId t) const {
+  TenantLimits lim = opt_.limits;
+  bool pending = false, gang = false, processes = false, rate = false;
+  // The queue nearest the tenant's leaf that sets a limit wins over those above it and over
+  // the server's flag.
+  for (QueueId q = tree_->leaf_of(t); q != kNoId; q = tree_->queue(q).parent) {
+    const QueueSpec& s = tree_->queue(q);
+    if (!pending && s.max_pending_jobs >= 0) {
+      lim.max_pending_jobs = s.max_pending_jobs;
+      pending = true;
+    }
+    if (!gang && s.max_gang_size >= 0) {
+      lim.max_gang_members = static_cast<int32_t>(s.max_gang_size);
+      gang = true;
+    }
+    if (!processes && s.max_processes >= 0) {
+      lim.max_running_members = s.max_processes;
+      processes = true;
+    }
+    if (!rate && s.submissions_per_second >= 0) {
+      lim.submissions_per_second = s.submissions_per_second;
+      rate = true;
+    }
+    if (q == kRootQueue) break;
+  }
+  return lim;
+}
+
 void Service::check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t,
                                   double now_s) {
-  const TenantLimits& lim = opt_.limits;
+  const TenantLimits lim = limits_for_locked(t);
   if (req.max_members > lim.max_gang_members) {
     throw ServiceError(ServiceError::kInvalid, "gang.max",
                        "a gang of " + std::to_string(req.max_members) +
                            " members is more than this server runs as one job (" +
-                           std::to_string(lim.max_gang_members) + ", --max-gang-size)");
+                           std::to_string(lim.max_gang_members) +
+                           ", --max-gang-size or the queue's tenant_limits)");
   }
   if (pending_.count(t) >= lim.max_pending_jobs) {
-    throw ServiceError(ServiceError::kTooMany, "",
-                       "tenant " + req.tenant + " has " + std::to_string(pending_.count(t)) +
-                           " jobs waiting, the most this server queues for one tenant (" +
-                           std::to_string(lim.max_pending_jobs) +
-                           ", --max-pending-per-tenant); submit more as they start");
+    throw ServiceError(
+        ServiceError::kTooMany, "",
+        "tenant " + req.tenant + " has " + std::to_string(pending_.count(t)) +
+            " jobs waiting, the most this server queues for one tenant (" +
+            std::to_string(lim.max_pending_jobs) +
+            ", --max-pending-per-tenant or the queue's tenant_limits); submit more as they "
+            "start");
   }
   // The admin is the operator, not a tenant racing others: only tenants' tokens are metered.
   if (!caller.admin && lim.submissions_per_second > 0) {
@@ -835,19 +866,31 @@ void Service::check_limits_locked(const Caller& caller, const JobRequest& req, T
   }
 }
 
-void Service::hold_for_process_limits_locked(std::vector<PendingJob>& pending) {
-  // Processes each tenant runs now: members of jobs that run or are about to.
+std::vector<int64_t> Service::running_members_locked() const {
+  // Members of jobs that run or are about to (placed, waiting for their victims).
   std::vector<int64_t> running(tenants_.size(), 0);
   for (const auto& [id, jp] : active_) {
     const auto members =
         std::max<int64_t>(jp->alloc.members(), static_cast<int64_t>(jp->members.size()));
     if (jp->spec.tenant < running.size()) running[jp->spec.tenant] += members;
   }
+  return running;
+}
+
+std::vector<int64_t> Service::process_caps_locked() const {
+  std::vector<int64_t> cap(tenants_.size());
+  for (TenantId t = 0; t < cap.size(); ++t) cap[t] = limits_for_locked(t).max_running_members;
+  return cap;
+}
+
+void Service::hold_for_process_limits_locked(std::vector<PendingJob>& pending) {
+  const std::vector<int64_t> running = running_members_locked();
+  const std::vector<int64_t> cap = process_caps_locked();
   process_held_.clear();
   std::erase_if(pending, [&](const PendingJob& p) {
     const TenantId t = p.spec->tenant;
     const int64_t would = (t < running.size() ? running[t] : 0) + p.spec->max_members;
-    if (would <= opt_.limits.max_running_members) return false;
+    if (t >= cap.size() || would <= cap[t]) return false;
     process_held_.insert(static_cast<int64_t>(p.id));
     return true;
   });
@@ -938,9 +981,19 @@ void Service::run_cycle() {
   std::vector<Job*> to_launch, to_stop, requeued;
   std::set<int64_t> started;
   uint64_t preempted = 0;
+  // Starts of one cycle count together against each tenant's process limit: the snapshot
+  // held out the jobs that alone would pass it, not two that together do.
+  std::vector<int64_t> procs = running_members_locked();
+  const std::vector<int64_t> caps = process_caps_locked();
   for (Start& s : d.starts) {
     Job& j = *jobs_.at(s.job);
     if (j.row.state != JobState::kPending) continue;  // cancelled while the cycle ran
+    const TenantId tenant = j.spec.tenant;
+    const int64_t members = s.alloc.members();
+    if (tenant < caps.size() && procs[tenant] + members > caps[tenant]) {
+      process_held_.insert(s.job);
+      continue;
+    }
     keep(j);
     for (const Preemption& p : d.preemptions) {
       if (p.for_job != s.job) continue;
@@ -967,6 +1020,7 @@ void Service::run_cycle() {
       continue;
     }
     state_.allocate(s.alloc);
+    if (tenant < procs.size()) procs[tenant] += members;
     j.alloc = std::move(s.alloc);
     active_[s.job] = &j;
     started.insert(s.job);
@@ -1250,9 +1304,10 @@ JobView Service::view_locked(const Job& j) const {
     v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
                        "); it waits for a restart with what it needs, or a cancel";
   } else if (j.row.state == JobState::kPending && process_held_.count(j.row.id) != 0) {
-    v.pending_reason = "waits for tenant " + j.row.tenant + "'s running jobs: it would take the " +
-                       "tenant past " + std::to_string(opt_.limits.max_running_members) +
-                       " processes (--max-processes-per-tenant)";
+    v.pending_reason =
+        "waits for tenant " + j.row.tenant + "'s running jobs: it would take the tenant past " +
+        std::to_string(limits_for_locked(j.spec.tenant).max_running_members) +
+        " processes (--max-processes-per-tenant, or its queue's tenant_limits.max_processes)";
   } else if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
     std::string ids;
     for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);

@@ -225,8 +225,14 @@ class Service {
   // queue tree has no leaf for it, with nothing changed.
   void add_tenant_locked(const std::string& name, const std::string& field);
   std::vector<PendingJob> pending_snapshot_locked() const;
+  // The server's limits, with those the tenant's queues set (tenant_limits) in their place.
+  TenantLimits limits_for_locked(TenantId t) const;
   // Refuses a submission past the tenant's limits (gang size, waiting jobs, rate).
   void check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t, double now_s);
+  // Processes (members) each tenant's jobs run or are about to run, by tenant id.
+  std::vector<int64_t> running_members_locked() const;
+  // Each tenant's process limit, by tenant id.
+  std::vector<int64_t> process_caps_locked() const;
   // Takes out of `pending` the jobs that would take their tenant past its process limit, and
   // remembers them for their pending_reason.
   void hold_for_process_limits_locked(std::vector<PendingJob>& pending);

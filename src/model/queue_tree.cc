@@ -433,7 +433,7 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
   check_keys(origin_, n, field,
              {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
-              "default_priority_class", "default_sla", "queues"});
+              "default_priority_class", "default_sla", "tenant_limits", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));
@@ -466,6 +466,25 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
     }
   }
   if (n["default_sla"]) s.default_sla_seconds = duration(n["default_sla"], field + ".default_sla");
+  if (const YAML::Node lim = n["tenant_limits"]) {
+    const std::string f = field + ".tenant_limits";
+    check_keys(origin_, lim, f,
+               {"max_pending_jobs", "max_gang_size", "max_processes", "submissions_per_second"});
+    if (lim["max_pending_jobs"]) {
+      s.max_pending_jobs =
+          yaml_int(origin_, lim["max_pending_jobs"], f + ".max_pending_jobs", 1, 100000000);
+    }
+    if (lim["max_gang_size"]) {
+      s.max_gang_size = yaml_int(origin_, lim["max_gang_size"], f + ".max_gang_size", 1, 1000000);
+    }
+    if (lim["max_processes"]) {
+      s.max_processes = yaml_int(origin_, lim["max_processes"], f + ".max_processes", 1, 100000000);
+    }
+    if (lim["submissions_per_second"]) {
+      s.submissions_per_second =
+          yaml_number(origin_, lim["submissions_per_second"], f + ".submissions_per_second", false);
+    }
+  }
   if (n["queues"]) p.children = queue_list(n["queues"], field + ".queues");
 
   if (!p.children.empty()) {

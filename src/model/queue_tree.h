@@ -105,7 +105,13 @@ struct QueueSpec {
   bool has_default_class = false;
   PriorityClass default_class = PriorityClass::kResearch;
   double default_sla_seconds = kUnknown;  // max queueing delay; kUnknown = none
-  std::string source;                     // "file:line" of its definition
+  // What each tenant under this queue may ask of `tessera serve` (`tenant_limits:`); -1: not
+  // set here (the nearest queue above that sets it, else the server's flag, applies).
+  int64_t max_pending_jobs = -1;
+  int64_t max_gang_size = -1;
+  int64_t max_processes = -1;
+  double submissions_per_second = -1;
+  std::string source;  // "file:line" of its definition
 
   bool leaf() const { return children.empty(); }
 };
