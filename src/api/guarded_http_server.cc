@@ -97,18 +97,22 @@ void send_refusal(int fd, int status, const std::string& message) {
   (void)::send(fd, all.data(), all.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+// Copies up to `size` bytes of `request` from `pos` (advanced): the reads of a buffered
+// request, which end with it.
+ssize_t take(std::string_view request, size_t& pos, char* ptr, size_t size) {
+  const size_t n = std::min(size, request.size() - pos);
+  std::memcpy(ptr, request.data() + pos, n);
+  pos += n;
+  return static_cast<ssize_t>(n);
+}
+
 // A request held in memory, its response collected in memory (GuardedHttpServer::respond).
 class MemoryStream final : public httplib::Stream {
  public:
   explicit MemoryStream(std::string_view request) : request_(request) {}
   bool is_readable() const override { return pos_ < request_.size(); }
   bool is_writable() const override { return true; }
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, request_.size() - pos_);
-    std::memcpy(ptr, request_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<ssize_t>(n);
-  }
+  ssize_t read(char* ptr, size_t size) override { return take(request_, pos_, ptr, size); }
   ssize_t write(const char* ptr, size_t size) override {
     out_.append(ptr, size);
     return static_cast<ssize_t>(size);
@@ -178,12 +182,7 @@ class RequestStream final : public httplib::Stream {
     return n > 0 && (p.revents & (POLLERR | POLLHUP)) == 0;
   }
 
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, request_.size() - pos_);
-    std::memcpy(ptr, request_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<ssize_t>(n);
-  }
+  ssize_t read(char* ptr, size_t size) override { return take(request_, pos_, ptr, size); }
 
   // Writes all of it, waiting up to the write timeout each time the socket is full.
   ssize_t write(const char* ptr, size_t size) override {
