@@ -539,40 +539,29 @@ namespace tessera {
 namespace {
 
 // A member in a cgroup of its own (issue 14): its memory request is its limit, its processes
-// are counted, and the group goes when the member does.
-class CgroupBackendTest : public ::testing::Test {
+// are counted, and the group goes when the member does. The fixture is LocalBackendTest's
+// (its root, its spec, and its clean-up of the processes launched), with a cgroup parent of
+// the test's own.
+class CgroupBackendTest : public LocalBackendTest {
  protected:
   void SetUp() override {
+    LocalBackendTest::SetUp();
     cgroups_ = Cgroups::detect("/sys/fs/cgroup", "tessera-test-" + std::to_string(::getpid()));
     if (!cgroups_.available()) GTEST_SKIP() << cgroups_.describe();
-    root_ = (fs::temp_directory_path() / ("tessera-cgroup-" + std::to_string(::getpid()))).string();
-    fs::create_directories(root_);
   }
   void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+    LocalBackendTest::TearDown();
     for (const std::string& d : cgroups_.dirs("x")) ::rmdir(fs::path(d).parent_path().c_str());
   }
-  LaunchSpec spec(std::vector<std::string> command, int64_t mem_mib) {
-    LaunchSpec s;
-    s.job = 7;
-    s.attempt = 1;
-    s.name = "confined";
-    s.tenant = "lab";
-    s.command = std::move(command);
-    s.members.push_back(MemberLaunch{0, {}, 1000, mem_mib, 2000});
+  // One member asking for `mem_mib` of memory and two CPUs.
+  LaunchSpec confined(std::vector<std::string> command, int64_t mem_mib, uint32_t attempt) {
+    LaunchSpec s = spec(std::move(command));
+    s.attempt = attempt;
+    s.members[0].mem_mib = mem_mib;
+    s.members[0].cpu_milli = 2000;
     return s;
   }
-  MemberStatus wait_end(LocalBackend& b, const LaunchSpec& s, const std::vector<MemberHandle>& h) {
-    for (int i = 0; i < 600; ++i) {
-      const auto st = b.poll(s.job, s.attempt, h);
-      if (st[0].phase != MemberPhase::kRunning) return st[0];
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return MemberStatus{};
-  }
   Cgroups cgroups_;
-  std::string root_;
 };
 
 TEST_F(CgroupBackendTest, AMemberIsConfinedToItsRequestAndItsGroupGoesWithIt) {
@@ -581,34 +570,30 @@ TEST_F(CgroupBackendTest, AMemberIsConfinedToItsRequestAndItsGroupGoesWithIt) {
   opt.pids_per_member = 64;
   LocalBackend backend(root_, opt);
   // Its own group, with its limits, from its first instruction on.
-  LaunchSpec s = spec({"sh", "-c", "cat /proc/self/cgroup; sleep 0.5"}, 64);
-  auto h = backend.launch(s);
-  const std::string group = cgroups_.dirs("7-1-r0")[0];
+  LaunchSpec s = confined({"sh", "-c", "cat /proc/self/cgroup; sleep 0.5"}, 64, 1);
+  auto h = launch(backend, s);
+  const std::string group = cgroups_.dirs("42-1-r0")[0];
   ASSERT_TRUE(fs::exists(group));
-  const MemberStatus done = wait_end(backend, s, h);
-  EXPECT_EQ(done.exit_code, 0);
-  const std::string log = read_file(backend.log_path(7, 1, 0));
-  EXPECT_NE(log.find("7-1-r0"), std::string::npos) << log;
+  EXPECT_EQ(wait_done(backend, s, h)[0].exit_code, 0);
+  const std::string log = read_file(backend.log_path(42, 1, 0));
+  EXPECT_NE(log.find("42-1-r0"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(group)) << "the group outlived its member";
   // 64 MiB asked for, 400 MiB taken: the kernel kills it (SIGKILL: 128 + 9).
-  s = spec({"python3", "-c", "x = bytearray(400 * 1024 * 1024); print('allocated')"}, 64);
-  s.attempt = 2;
-  h = backend.launch(s);
-  const MemberStatus oom = wait_end(backend, s, h);
-  EXPECT_EQ(oom.exit_code, 137) << read_file(backend.log_path(7, 2, 0));
+  s = confined({"python3", "-c", "x = bytearray(400 * 1024 * 1024); print('allocated')"}, 64, 2);
+  h = launch(backend, s);
+  EXPECT_EQ(wait_done(backend, s, h)[0].exit_code, 137) << read_file(backend.log_path(42, 2, 0));
   // 64 processes at most: a loop that starts 200 cannot.
-  s = spec({"sh", "-c", "for i in $(seq 200); do sleep 2 & done 2>/dev/null; echo forked; wait"},
-           64);
-  s.attempt = 3;
-  h = backend.launch(s);
+  s = confined(
+      {"sh", "-c", "for i in $(seq 200); do sleep 2 & done 2>/dev/null; echo forked; wait"}, 64, 3);
+  h = launch(backend, s);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const std::vector<std::string> dirs = cgroups_.dirs("7-3-r0");
+  const std::vector<std::string> dirs = cgroups_.dirs("42-3-r0");
   std::ifstream pids((dirs.size() > 1 ? dirs[1] : dirs[0]) + "/pids.current");
   int64_t current = 0;
   pids >> current;
   EXPECT_GT(current, 0);
   EXPECT_LE(current, 64);
-  wait_end(backend, s, h);
+  wait_done(backend, s, h);
 }
 
 }  // namespace

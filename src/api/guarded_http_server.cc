@@ -375,7 +375,8 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
       status = 503;
       why = "the server has " + std::to_string(limits_.max_connections) +
             " connections open; retry later";
-    } else if (per_client_[c->peer] >= limits_.max_connections_per_client) {
+    } else if (auto it = per_client_.find(c->peer);
+               it != per_client_.end() && it->second >= limits_.max_connections_per_client) {
       ++stats_.refused_per_client;
       status = 429;
       why = "too many connections from " + c->peer + " (at most " +
@@ -385,7 +386,6 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
       ++stats_.open_connections;
       c->counted = true;
     }
-    if (!c->counted && per_client_[c->peer] == 0) per_client_.erase(c->peer);
   }
   const int flags = ::fcntl(sock, F_GETFL, 0);
   ::fcntl(sock, F_SETFL, flags | O_NONBLOCK);

@@ -14,6 +14,14 @@
 #include "control/token.h"
 
 namespace tessera {
+namespace {
+
+// Methods that change something: their refusals are audited.
+bool is_mutating(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+}  // namespace
 
 ApiServer::ApiServer(Service& service, ApiOptions opt)
     : service_(service), opt_(opt), http_(std::make_unique<GuardedHttpServer>(opt.http, opt.tls)) {
@@ -226,9 +234,7 @@ void ApiServer::routes() {
 
   // Requests the front end refused (too large, chunked, malformed) are audited as well.
   http_->on_refused = [&svc](const Framing& f) {
-    if (f.method != "POST" && f.method != "PUT" && f.method != "PATCH" && f.method != "DELETE") {
-      return;
-    }
+    if (!is_mutating(f.method)) return;
     std::string token = f.authorization;
     if (token.rfind("Bearer ", 0) == 0) token = token.substr(7);
     const std::optional<Caller> caller = svc.authenticate(token);
@@ -262,8 +268,7 @@ void ApiServer::routes() {
                                              : "request refused";
       send_error(res, res.status, what);
     }
-    if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-        req.method == "DELETE") {
+    if (is_mutating(req.method)) {
       const std::optional<Caller> caller = svc.authenticate(bearer(req));
       try {
         svc.audit_refusal(RequestContext{caller.value_or(Caller{}), req.method, req.path},

@@ -806,29 +806,20 @@ void Service::api_write(const std::function<void()>& write) {
 }
 
 TenantLimits Service::limits_for_locked(TenantId t) const {
-  TenantLimits lim = opt_.limits;
-  bool pending = false, gang = false, processes = false, rate = false;
-  // The queue nearest the tenant's leaf that sets a limit wins over those above it and over
-  // the server's flag.
+  std::vector<QueueId> path;  // leaf first
   for (QueueId q = tree_->leaf_of(t); q != kNoId; q = tree_->queue(q).parent) {
-    const QueueSpec& s = tree_->queue(q);
-    if (!pending && s.max_pending_jobs >= 0) {
-      lim.max_pending_jobs = s.max_pending_jobs;
-      pending = true;
-    }
-    if (!gang && s.max_gang_size >= 0) {
-      lim.max_gang_members = static_cast<int32_t>(s.max_gang_size);
-      gang = true;
-    }
-    if (!processes && s.max_processes >= 0) {
-      lim.max_running_members = s.max_processes;
-      processes = true;
-    }
-    if (!rate && s.submissions_per_second >= 0) {
-      lim.submissions_per_second = s.submissions_per_second;
-      rate = true;
-    }
+    path.push_back(q);
     if (q == kRootQueue) break;
+  }
+  // From the root down, each queue that sets a limit replaces what is above it (the server's
+  // flags first): the queue nearest the tenant's leaf wins.
+  TenantLimits lim = opt_.limits;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const QueueSpec& s = tree_->queue(*it);
+    if (s.max_pending_jobs >= 0) lim.max_pending_jobs = s.max_pending_jobs;
+    if (s.max_gang_size >= 0) lim.max_gang_members = static_cast<int32_t>(s.max_gang_size);
+    if (s.max_processes >= 0) lim.max_running_members = s.max_processes;
+    if (s.submissions_per_second >= 0) lim.submissions_per_second = s.submissions_per_second;
   }
   return lim;
 }
@@ -1399,7 +1390,7 @@ std::vector<QueueView> Service::queues(const Caller& caller) const {
   const std::vector<PendingJob> pending = pending_snapshot_locked();
   std::vector<RunningJob> running;
   std::vector<std::pair<int64_t, int64_t>> counts(tenants_.size());  // pending, running
-  for (const Job* j : pending_) ++counts[j->spec.tenant].first;
+  for (TenantId t = 0; t < counts.size(); ++t) counts[t].first = pending_.count(t);
   for (const auto& [id, jp] : active_) {
     if (jp->alloc.empty()) continue;
     RunningJob r;
@@ -1448,7 +1439,7 @@ ServiceMetrics Service::metrics() const {
   m.store_writable = health_.ok();
   std::vector<ServiceMetrics::Tenant> by(tenants_.size());
   for (TenantId t = 0; t < tenants_.size(); ++t) by[t].name = tenants_.name(t);
-  for (const Job* j : pending_) ++by[j->spec.tenant].pending;
+  for (TenantId t = 0; t < by.size(); ++t) by[t].pending = pending_.count(t);
   for (const auto& [id, jp] : active_) {
     if (jp->row.state == JobState::kRunning) {
       ++by[jp->spec.tenant].running;
