@@ -139,6 +139,25 @@ TEST(FairnessScenario, TwoGangsLargerThanHalfTheClusterRunOneAfterTheOther) {
   }
 }
 
+TEST(FairnessScenario, APreemptedJobKeepsItsPlaceAheadOfLaterEqualJobsOfItsQueue) {
+  // Issue 15, defect 2: on 8 GPUs, a submits big1 then big2 (6 GPUs each), b submits 4. b
+  // reclaims from big1; when b finishes, big1 (the earlier) must run before big2, and no
+  // reservation for big2 may hold it back.
+  const Cluster c = make_uniform_cluster(1, 1, 1, 8);
+  Workload w;
+  add_jobs(w, "a", 1, 0, 100, 6);
+  add_jobs(w, "a", 1, 1, 100, 6);
+  add_jobs(w, "b", 1, 2, 50, 4);
+  for (const char* policy : {"fair", "drf", "fifo"}) {
+    Workload copy = w;
+    QueueTree tree = QueueTree::flat(std::vector<std::string>{"a", "b"});
+    const Outcome r = run(copy, c, policy, &tree);
+    const JobOutcome& big1 = r.result.jobs[0];
+    const JobOutcome& big2 = r.result.jobs[1];
+    EXPECT_LE(big1.finish, big2.first_start) << policy << "\n" << r.events;
+  }
+}
+
 TEST(FairnessScenario, ATeamThatUsedMoreYesterdayYieldsToday) {
   // a ran alone on the whole cluster for ten hours; then both want everything.
   auto make = [] {

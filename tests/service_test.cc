@@ -224,6 +224,37 @@ TEST_F(ServiceTest, APreemptedGangGetsItsGraceThenSigkillAndThePreemptorStartsAf
   EXPECT_EQ(backend_->launches[1].name, "mine");
 }
 
+TEST_F(ServiceTest, APreemptedJobRunsBeforeALaterEqualJobOfItsTenant) {
+  // Issue 15, defect 2, as reported: 8 GPUs; team-a submits big1 then big2 (6 GPUs each),
+  // team-b submits b (4). b reclaims from big1; after b finishes, big1 runs, not big2.
+  auto s = make(8);
+  const auto submit = [&](const char* tenant, const char* name, int gpus) {
+    const std::string spec = std::string("name: ") + name +
+                             "\nresources: {gpus: " + std::to_string(gpus) +
+                             "}\ncheckpoint_grace: 5s\ncommand: [x]\n";
+    const int64_t id = s->submit(as(tenant), job(spec), "", nullptr).row.id;
+    now_ += 1;
+    s->tick();
+    return id;
+  };
+  const int64_t big1 = submit("team-a", "big1", 6);
+  const int64_t big2 = submit("team-a", "big2", 6);
+  const int64_t b = submit("team-b", "b", 4);
+  ASSERT_EQ(state(*s, big1), JobState::kPreempted);
+  now_ += 10;
+  s->tick();
+  s->tick();
+  ASSERT_EQ(state(*s, b), JobState::kRunning);
+  backend_->exit(b, 0, 0);
+  now_ += 1;
+  s->tick();
+  s->tick();
+  EXPECT_EQ(state(*s, big1), JobState::kRunning);
+  EXPECT_EQ(state(*s, big2), JobState::kPending);
+  EXPECT_EQ(s->job(Caller{true, ""}, big2).pending_reason.find("reservation"), std::string::npos)
+      << s->job(Caller{true, ""}, big2).pending_reason;
+}
+
 TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");

@@ -428,6 +428,7 @@ void Service::recover() {
     // The configuration may have changed under it (fewer GPUs, a queue tree edited): it is
     // kept, and waits if it cannot run now; a running one is adopted all the same.
     j->spec = to_spec_locked(row.spec, tid, "job " + std::to_string(row.id), &j->unrunnable);
+    j->spec.submit_time = row.submitted_at;  // arrival order and SLA deadlines count from it
     if (!row.idempotency_key.empty()) idempotency_[{row.tenant, row.idempotency_key}] = row.id;
     j->queued_since = row.submitted_at;
     Allocation alloc;
@@ -1148,6 +1149,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   check_limits_locked(ctx.caller, req, tid, t);
   auto j = std::make_unique<Job>();
   j->spec = to_spec_locked(req, tid, "submitted job");
+  j->spec.submit_time = t;  // arrival order and SLA deadlines count from it
   j->row.tenant = req.tenant;
   j->row.spec = std::move(req);
   j->row.submitted_at = t;

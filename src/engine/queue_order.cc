@@ -21,7 +21,10 @@ std::vector<uint32_t> iota_indices(size_t n) {
   return idx;
 }
 
-// Sorts by (priority class desc, key asc, queued_since asc, id asc): total and deterministic.
+// Sorts by (priority class desc, key asc, submit time asc, id asc): total and deterministic.
+// Arrival is the submit time, not the time a job was last requeued: a preempted job keeps its
+// place ahead of the equal jobs that came after it (issue 15, defect 2), so neither the order
+// nor the reservation made for the first blocked job can invert arrival within a queue.
 template <typename Key>
 std::vector<uint32_t> sort_by(const Snapshot& snap, Key key) {
   auto idx = iota_indices(snap.pending.size());
@@ -30,8 +33,9 @@ std::vector<uint32_t> sort_by(const Snapshot& snap, Key key) {
   auto less = [&](uint32_t a, uint32_t b) {
     const PendingJob& x = snap.pending[a];
     const PendingJob& y = snap.pending[b];
-    return std::make_tuple(-static_cast<int>(x.spec->priority), keys[a], x.queued_since, x.id) <
-           std::make_tuple(-static_cast<int>(y.spec->priority), keys[b], y.queued_since, y.id);
+    return std::make_tuple(-static_cast<int>(x.spec->priority), keys[a], x.spec->submit_time,
+                           x.id) <
+           std::make_tuple(-static_cast<int>(y.spec->priority), keys[b], y.spec->submit_time, y.id);
   };
   // Callers that keep their queue in arrival order (the simulator does) pay O(n) here.
   if (!std::is_sorted(idx.begin(), idx.end(), less)) std::sort(idx.begin(), idx.end(), less);

@@ -35,7 +35,7 @@ class QueueOrder {
   virtual bool time_dependent() const { return false; }
 };
 
-// First come, first served (by priority class, then queued_since, then id).
+// First come, first served (by priority class, then submit time, then id).
 std::unique_ptr<QueueOrder> make_fifo_order();
 // Weighted dominant-resource fairness across tenants: progressive filling, the tenant with the
 // lowest weighted dominant share next; FIFO within a tenant.

@@ -16,7 +16,8 @@ struct PendingJob {
   JobId id = 0;
   const JobSpec* spec = nullptr;    // not owned
   double attained_gpu_seconds = 0;  // service received so far (before preemptions)
-  double queued_since = 0;          // submit time, or the time it was last requeued
+  double queued_since = 0;          // submit time, or the time it was last requeued (starvation);
+                                    // queue orders rank arrival by spec->submit_time
 };
 
 struct RunningJob {

@@ -241,7 +241,8 @@ class Simulation {
            tree_.queue(tree_.leaf_of(s.tenant)).path,
            s.min_members == s.max_members ? std::to_string(s.min_members)
                                           : fmt::format("{}..{}", s.min_members, s.max_members),
-           static_cast<double>(s.demand.gpu_milli) / kMilliPerGpu, to_string(s.priority));
+           static_cast<double>(s.demand.gpus) * s.demand.gpu_milli / kMilliPerGpu,
+           to_string(s.priority));
     }
   }
 
