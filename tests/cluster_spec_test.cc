@@ -205,6 +205,41 @@ TEST(ClusterSpecTest, TiresiasCsv) {
   EXPECT_TRUE(Contains(e, "num_node_p_switch"));
 }
 
+TEST(ClusterSpecTest, AGpuTypeNobodyKnowsIsRefusedInEveryFormat) {
+  // Issue 15, defect 3: an unknown name was taken as a V100. Every cluster format refuses it,
+  // naming the field and listing the known types; an ambiguous alias names its choices.
+  const std::string yaml = error_of(
+      [] { parse_cluster_yaml("nodes:\n  - {name: n0, gpus: 8, gpu_type: Hopper}\n", "c.yaml"); });
+  EXPECT_TRUE(Contains(yaml, "c.yaml:2"));
+  EXPECT_TRUE(Contains(yaml, "nodes[0].gpu_type"));
+  EXPECT_TRUE(Contains(yaml, "unknown GPU type 'Hopper' (known: V100, K80, P100"));
+  const std::string uniform = error_of([] {
+    parse_cluster_yaml("racks: 1\nnodes_per_rack: 2\nnode: {gpus: 8, gpu_type: A100}\n", "u.yaml");
+  });
+  EXPECT_TRUE(Contains(uniform, "node.gpu_type"));
+  EXPECT_TRUE(Contains(uniform, "ambiguous GPU type 'A100': say A100-40G or A100-80G"));
+  const std::string csv = error_of([] {
+    parse_alibaba_nodes_csv("sn,cpu_milli,memory_mib,gpu,model\na,1000,1000,2,Hopper\n", "n.csv");
+  });
+  EXPECT_TRUE(Contains(csv, "n.csv:2"));
+  EXPECT_TRUE(Contains(csv, "unknown GPU type 'Hopper'"));
+  const std::string tiresias = error_of([] {
+    parse_tiresias_cluster_csv(
+        "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node,gpu_type\n"
+        "1,1,8,40,256,Hopper\n",
+        "t.csv");
+  });
+  EXPECT_TRUE(Contains(tiresias, "t.csv:2"));
+  EXPECT_TRUE(Contains(tiresias, "unknown GPU type 'Hopper'"));
+  // Unambiguous aliases and any case resolve to the one type they mean.
+  const Cluster c = parse_cluster_yaml(
+      "nodes:\n  - {name: n0, gpus: 8, gpu_type: a100-80gb}\n  - {name: n1, gpus: 8, gpu_type: "
+      "h100}\n",
+      "c.yaml");
+  EXPECT_EQ(c.gpu_types().at(c.node(0).gpu_type).name, "A100-80G");
+  EXPECT_EQ(c.gpu_types().at(c.node(1).gpu_type).name, "H100");
+}
+
 TEST(ClusterSpecTest, LoadClusterDetectsFormat) {
   const Cluster a =
       load_cluster(write_temp("a.csv", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,2,T4\n"));

@@ -374,6 +374,20 @@ TEST(TraceReaderTest, JsonlErrors) {
   EXPECT_TRUE(Contains(parse_error("# only a comment\n", TraceFormat::kJsonl), "empty"));
 }
 
+TEST(TraceReaderTest, UnknownAndAmbiguousGpuTypesAreRefusedWithTheKnownNames) {
+  const GpuTypeTable types = GpuTypeTable::builtin();
+  ReaderOptions opt;
+  opt.gpu_types = &types;
+  const std::string unknown =
+      parse_error(R"({"name": "a", "submit": 0, "work": 1, "gpu_types": ["Hopper"]})",
+                  TraceFormat::kJsonl, opt);
+  EXPECT_TRUE(Contains(unknown, "w.csv:1"));
+  EXPECT_TRUE(Contains(unknown, "unknown GPU type 'Hopper' (known: V100, K80"));
+  const std::string ambiguous = parse_error(
+      R"({"name": "a", "submit": 0, "work": 1, "gpu_types": ["a100"]})", TraceFormat::kJsonl, opt);
+  EXPECT_TRUE(Contains(ambiguous, "ambiguous GPU type 'a100': say A100-40G or A100-80G"));
+}
+
 TEST(TraceReaderTest, MaxJobs) {
   ReaderOptions opt;
   opt.max_jobs = 2;

@@ -130,11 +130,14 @@ Cluster parse_kubernetes_nodes(const std::vector<YAML::Node>& docs, const std::s
     }
     GpuTypeId type = 0;
     const YAML::Node labels = meta["labels"];
-    std::string model;
+    std::string model, model_field;
+    YAML::Node model_node;
     if (labels && labels.IsMap()) {
       for (const char* key : {"alibabacloud.com/gpu-card-model", "nvidia.com/gpu.product"}) {
         if (labels[key]) {
-          model = scalar_of(origin, labels[key], std::string("metadata.labels.") + key, "a string");
+          model_field = std::string("metadata.labels.") + key;
+          model_node = labels[key];
+          model = scalar_of(origin, model_node, model_field, "a string");
           break;
         }
       }
@@ -144,7 +147,11 @@ Cluster parse_kubernetes_nodes(const std::vector<YAML::Node>& docs, const std::s
         yaml_fail(origin, meta, "metadata.labels.alibabacloud.com/gpu-card-model",
                   "a node with GPUs needs its GPU model label");
       }
-      type = b.gpu_types().intern(model);
+      try {
+        type = b.gpu_types().known(model);
+      } catch (const std::invalid_argument& e) {
+        yaml_fail(origin, model_node, model_field, e.what());
+      }
     }
     const size_t index = b.num_nodes();
     b.add_node(spine_name(0), rack_name(index / kNodesPerRack), name, type,
@@ -187,14 +194,17 @@ Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
           n["rack"] ? yaml_string(origin, n["rack"], where + ".rack") : rack_name(0);
       const std::string spine =
           n["spine"] ? yaml_string(origin, n["spine"], where + ".spine") : spine_name(0);
+      GpuTypeId type = 0;
       try {
-        b.add_node(spine, rack, name, b.gpu_types().intern(s.gpu_type),
-                   static_cast<uint16_t>(s.gpus), s.cpu_milli, s.mem_mib,
+        type = b.gpu_types().known(s.gpu_type);
+      } catch (const std::invalid_argument& e) {
+        yaml_fail(origin, n["gpu_type"] ? n["gpu_type"] : n, where + ".gpu_type", e.what());
+      }
+      try {
+        b.add_node(spine, rack, name, type, static_cast<uint16_t>(s.gpus), s.cpu_milli, s.mem_mib,
                    static_cast<uint16_t>(s.nvlink_domain));
       } catch (const std::invalid_argument& e) {
         yaml_fail(origin, n, where + ".rack", e.what());
-      } catch (const std::runtime_error& e) {  // too many GPU types
-        yaml_fail(origin, n, where + ".gpu_type", e.what());
       }
     }
     return b.build();
@@ -217,9 +227,10 @@ Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
   }
   GpuTypeId type = 0;
   try {
-    type = b.gpu_types().intern(s.gpu_type);
-  } catch (const std::runtime_error& e) {
-    yaml_fail(origin, root["node"], "node.gpu_type", e.what());
+    type = b.gpu_types().known(s.gpu_type);
+  } catch (const std::invalid_argument& e) {
+    const YAML::Node node = root["node"];
+    yaml_fail(origin, node["gpu_type"] ? node["gpu_type"] : node, "node.gpu_type", e.what());
   }
   size_t node = 0, rack = 0;
   for (int64_t sp = 0; sp < spines; ++sp) {
@@ -289,8 +300,8 @@ Cluster parse_alibaba_nodes_csv(std::string_view text, const std::string& origin
     if (gpus > 0) {
       if (row.empty(c_model)) row.fail(c_model, "a node with GPUs needs a GPU model");
       try {
-        type = b.gpu_types().intern(row.str(c_model));
-      } catch (const std::runtime_error& e) {
+        type = b.gpu_types().known(row.str(c_model));
+      } catch (const std::invalid_argument& e) {
         row.fail(c_model, e.what());
       }
     }
@@ -316,6 +327,7 @@ Cluster parse_tiresias_cluster_csv(std::string_view text, const std::string& ori
   bool seen = false;
   int64_t switches = 0, per_switch = 0, gpus = 0, cpus = 0, mem_gb = 0;
   std::string type_name(gpu_type);
+  size_t type_line = 0;  // where the type was named; 0: the caller's default
   while (lines.next(line)) {
     if (csv::is_blank(line)) continue;
     row.reset(line, lines.line_number());
@@ -328,12 +340,20 @@ Cluster parse_tiresias_cluster_csv(std::string_view text, const std::string& ori
     cpus = row.integer(header.index("num_cpu_p_node"), 1, kInt64Max / 1000);
     mem_gb = row.integer(header.index("mem_p_node"), 1, kInt64Max / 1024);
     const int c_type = header.index("gpu_type");
-    if (!row.empty(c_type)) type_name = std::string(row.str(c_type));
+    if (!row.empty(c_type)) {
+      type_name = std::string(row.str(c_type));
+      type_line = lines.line_number();
+    }
   }
   if (!seen) throw InputError(input_error_message(origin, 0, "", "no data row"));
   // A Tiresias switch is a rack (leaf switch); all switches hang off one spine.
   ClusterBuilder b;
-  const GpuTypeId type = b.gpu_types().intern(type_name);
+  GpuTypeId type = 0;
+  try {
+    type = b.gpu_types().known(type_name);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(input_error_message(origin, type_line, "gpu_type", e.what()));
+  }
   size_t node = 0;
   for (int64_t s = 0; s < switches; ++s) {
     for (int64_t k = 0; k < per_switch; ++k, ++node) {
@@ -353,7 +373,7 @@ Cluster make_uniform_cluster(int spines, int racks_per_spine, int nodes_per_rack
     throw std::invalid_argument("make_uniform_cluster: invalid shape");
   }
   ClusterBuilder b;
-  const GpuTypeId type = b.gpu_types().intern(gpu_type);
+  const GpuTypeId type = b.gpu_types().known(gpu_type);
   size_t node = 0, rack = 0;
   for (int s = 0; s < spines; ++s) {
     for (int r = 0; r < racks_per_spine; ++r, ++rack) {

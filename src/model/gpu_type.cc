@@ -15,6 +15,35 @@ bool iequal(std::string_view a, std::string_view b) {
          });
 }
 
+// Other spellings of the built-in types, as vendors and clusters write them. An alias with
+// several targets is ambiguous and never resolved: the user must say which.
+struct Alias {
+  std::string_view alias;
+  std::vector<std::string_view> types;
+};
+const std::vector<Alias>& aliases() {
+  static const std::vector<Alias> a = {
+      {"A100", {"A100-40G", "A100-80G"}},
+      {"A100-40GB", {"A100-40G"}},
+      {"A100-80GB", {"A100-80G"}},
+      {"V100-16G", {"V100"}},
+      {"V100-16GB", {"V100"}},
+      {"V100-32GB", {"V100-32G"}},
+      {"H100-80G", {"H100"}},
+      {"H100-80GB", {"H100"}},
+      {"H200-141G", {"H200"}},
+      {"H200-141GB", {"H200"}},
+  };
+  return a;
+}
+
+const Alias* alias_of(std::string_view name) {
+  for (const Alias& a : aliases()) {
+    if (iequal(a.alias, name)) return &a;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 GpuTypeTable GpuTypeTable::builtin() {
@@ -37,7 +66,32 @@ std::optional<GpuTypeId> GpuTypeTable::find(std::string_view name) const {
   for (size_t i = 0; i < types_.size(); ++i) {
     if (iequal(types_[i].name, name)) return static_cast<GpuTypeId>(i);
   }
+  if (const Alias* a = alias_of(name); a != nullptr && a->types.size() == 1) {
+    return find(a->types.front());
+  }
   return std::nullopt;
+}
+
+GpuTypeId GpuTypeTable::known(std::string_view name) const {
+  if (const std::optional<GpuTypeId> id = find(name)) return *id;
+  const std::string quoted = "'" + std::string(name) + "'";
+  if (const Alias* a = alias_of(name); a != nullptr && a->types.size() > 1) {
+    std::string choices;
+    for (size_t i = 0; i < a->types.size(); ++i) {
+      choices += std::string(i == 0                     ? ""
+                             : i + 1 == a->types.size() ? " or "
+                                                        : ", ") +
+                 std::string(a->types[i]);
+    }
+    throw std::invalid_argument("ambiguous GPU type " + quoted + ": say " + choices);
+  }
+  throw std::invalid_argument("unknown GPU type " + quoted + " (known: " + names() + ")");
+}
+
+std::string GpuTypeTable::names() const {
+  std::string out;
+  for (const GpuType& t : types_) out += (out.empty() ? "" : ", ") + t.name;
+  return out;
 }
 
 GpuTypeId GpuTypeTable::intern(std::string_view name) {

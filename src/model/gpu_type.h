@@ -35,8 +35,16 @@ class GpuTypeTable {
   // The built-in table (see file comment); unknown names are added with speed 1.0.
   static GpuTypeTable builtin();
 
-  GpuTypeId intern(std::string_view name);  // finds a known type (case-insensitive) or adds it
+  // Finds a type by name or unambiguous alias (case-insensitive), or adds it with speed 1.0.
+  // Only for names that come from hardware (nvidia-smi, a Kubernetes node's product label),
+  // which must be scheduled even when unknown; files and requests use known().
+  GpuTypeId intern(std::string_view name);
+  // A type by its name or an unambiguous alias (A100-80GB -> A100-80G), case-insensitive.
   std::optional<GpuTypeId> find(std::string_view name) const;
+  // As find(), but a name it does not know throws std::invalid_argument saying which names it
+  // knows, or, for an ambiguous alias (A100), which types it could mean (issue 15, defect 3).
+  GpuTypeId known(std::string_view name) const;
+  std::string names() const;  // "V100, K80, ...": the types in this table, for messages
   const GpuType& at(GpuTypeId id) const { return types_.at(id); }
   size_t size() const { return types_.size(); }
 

@@ -43,14 +43,6 @@ std::string type_name(GpuTypeId t) {
   return t < builtin_types().size() ? builtin_types().at(t).name : "#" + std::to_string(t);
 }
 
-std::string known_type_names() {
-  std::string out;
-  for (size_t t = 0; t < builtin_types().size(); ++t) {
-    out += (t == 0 ? "" : ", ") + builtin_types().at(static_cast<GpuTypeId>(t)).name;
-  }
-  return out;
-}
-
 // 16000 -> "16", 500 -> "0.5".
 std::string milli_text(int64_t milli) {
   if (milli < 0) return "-" + milli_text(-milli);
@@ -550,10 +542,11 @@ std::map<GpuTypeId, int64_t> QueueYamlReader::gpu_types(const YAML::Node& n,
   for (const auto& kv : n) {
     const std::string name = scalar_of(origin_, kv.first, field, "a GPU type name");
     const std::string where = field + "." + name;
-    const std::optional<GpuTypeId> t = builtin_types().find(name);
-    if (!t) {
-      yaml_fail(origin_, kv.first, where,
-                "unknown GPU type '" + name + "' (known: " + known_type_names() + ")");
+    std::optional<GpuTypeId> t;
+    try {
+      t = builtin_types().known(name);
+    } catch (const std::invalid_argument& e) {
+      yaml_fail(origin_, kv.first, where, e.what());
     }
     // Names match case-insensitively, so two keys may name one type.
     if (!out.emplace(*t, gpu_milli(kv.second, where)).second) {

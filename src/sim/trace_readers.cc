@@ -250,10 +250,14 @@ GpuTypeMask parse_gpu_spec(const Row& row, int col, const GpuTypeTable* types) {
     if (end == std::string_view::npos) end = spec.size();
     const std::string_view name = csv::trim(spec.substr(start, end - start));
     if (name.empty()) row.fail(col, "empty GPU type in '" + std::string(spec) + "'");
-    const auto id = types->find(name);
-    if (!id) row.fail(col, "unknown GPU type '" + std::string(name) + "'");
+    GpuTypeId id = 0;
+    try {
+      id = types->known(name);
+    } catch (const std::invalid_argument& e) {
+      row.fail(col, e.what());
+    }
     // Repeated names (the trace has "V100M16|V100M32|V100M32") just set the same bit.
-    mask |= GpuTypeMask{1} << *id;
+    mask |= GpuTypeMask{1} << id;
     start = end + 1;
   }
   return mask;
@@ -482,9 +486,13 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
       if (opt.gpu_types == nullptr) in.fail("gpu_types", "no GPU type table given");
       for (const json& type : types) {
         if (!type.is_string()) in.fail("gpu_types", "expected a GPU type name, got " + type.dump());
-        const auto id = opt.gpu_types->find(type.get<std::string>());
-        if (!id) in.fail("gpu_types", "unknown GPU type " + type.dump());
-        j.allowed_types |= GpuTypeMask{1} << *id;
+        GpuTypeId id = 0;
+        try {
+          id = opt.gpu_types->known(type.get<std::string>());
+        } catch (const std::invalid_argument& e) {
+          in.fail("gpu_types", e.what());
+        }
+        j.allowed_types |= GpuTypeMask{1} << id;
       }
     }
     const std::string model = in.string("model", "");
