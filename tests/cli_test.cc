@@ -226,3 +226,65 @@ TEST(Cli, LasBeatsFifoOnAPolluxWorkload) {
 }
 
 }  // namespace
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CliSurface, BareTesseraPrintsHelpNotASimulation) {
+  const CmdResult r = run("");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Usage: tessera")) << r.output;
+  EXPECT_TRUE(has(r.output, "simulate")) << r.output;
+  EXPECT_FALSE(has(r.output, "jct")) << r.output;
+}
+
+TEST(CliSurface, VersionNamesTheReleaseAndTheCommit) {
+  const CmdResult r = run("--version");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(has(r.output, "tessera 0.")) << r.output;
+  EXPECT_TRUE(has(r.output, "(")) << r.output;
+}
+
+TEST(CliSurface, UsageErrorsShareOneStyleExitTwoAndGuessTheTypo) {
+  struct Case {
+    const char* args;
+    std::vector<const char*> says;
+  };
+  const Case cases[] = {
+      {"simulat", {"tessera: error: unknown command 'simulat'", "did you mean 'simulate'?"}},
+      {"simulate --polcy fifo", {"unknown option --polcy", "did you mean --policy?"}},
+      {"simulate --seed abc", {"tessera: error:", "--seed"}},
+      {"bench --nodes 0", {"tessera: error: --nodes"}},
+      {"bench --gang 0", {"tessera: error: --gang"}},
+      {"tenant crate x", {"unknown command 'crate'", "did you mean 'create'?"}},
+  };
+  for (const Case& c : cases) {
+    const CmdResult r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
+    for (const char* s : c.says) EXPECT_TRUE(has(r.output, s)) << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r.output, "--help' for usage")) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(CliSurface, HelpShowsEveryDefault) {
+  const CmdResult r = run("simulate --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(has(r.output, "--policy TEXT=fifo")) << r.output;
+  EXPECT_TRUE(has(r.output, "--seed UINT=1")) << r.output;
+}
+
+TEST(CliSurface, BenchTimesExactlyTheClusterItNames) {
+  // Issue 15, defect 4: --nodes 10 used to time 32 nodes while printing 10.
+  const CmdResult r = run("bench --nodes 10 --gang 8 --pending 100 --repeat 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "10 nodes x 8 GPUs (80 GPUs)")) << r.output;
+  EXPECT_TRUE(has(r.output, "10 placed")) << r.output;  // 10 gangs of 8 fill 80 GPUs
+  const CmdResult never = run("bench --nodes 2 --gpus-per-node 4 --gang 9");
+  EXPECT_EQ(never.status, 2);
+  EXPECT_TRUE(has(never.output, "can never fit")) << never.output;
+}
+
+}  // namespace

@@ -13,17 +13,25 @@ namespace tessera {
 
 CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   CLI::App* b = app.add_subcommand("bench", "Time one scheduling cycle on a synthetic cluster");
-  b->add_option("--nodes", a.nodes, "nodes");
-  b->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node");
-  b->add_option("--pending", a.pending, "pending jobs");
-  b->add_option("--gang", a.gang, "GPUs (members) per job");
+  b->add_option("--nodes", a.nodes, "nodes (exactly; racks of 32, the last one smaller)")
+      ->check(CLI::Range(1, 1 << 20));
+  b->add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node")->check(CLI::Range(1, 1024));
+  b->add_option("--pending", a.pending, "pending jobs")->check(CLI::Range(0, 10'000'000));
+  b->add_option("--gang", a.gang, "GPUs (members) per job")->check(CLI::Range(1, 1 << 20));
   b->add_option("--policy", a.policy, "policy, e.g. fifo+bestfit or fifo+topology");
-  b->add_option("--repeat", a.repeat, "cycles to time (the best is reported)");
+  b->add_option("--repeat", a.repeat, "cycles to time (the best is reported)")
+      ->check(CLI::Range(1, 1000));
   return b;
 }
 
 int run_bench(const BenchArgs& a) {
   const Policy policy = make_policy(a.policy, 1);
+  if (static_cast<int64_t>(a.gang) > static_cast<int64_t>(a.nodes) * a.gpus_per_node &&
+      a.pending > 0) {
+    throw std::invalid_argument(
+        fmt::format("--gang {}: a gang of {} GPUs can never fit on {} nodes x {} GPUs", a.gang,
+                    a.gang, a.nodes, a.gpus_per_node));
+  }
   for (double fill : {0.0, 1.0}) {
     EngineFixtureSpec spec;
     spec.nodes = a.nodes;
@@ -41,11 +49,13 @@ int run_bench(const BenchArgs& a) {
       best = std::min(best, s);
       starts = d.starts.size();
     }
+    // The cluster's own counts, not the flags: what was timed is what is printed.
     std::cout << fmt::format(
-        "{} nodes x {} GPUs, {} pending {}-GPU jobs, cluster {} full, {}: cycle {:.1f} ms, "
-        "{} placed, {:.0f} placements/s\n",
-        a.nodes, a.gpus_per_node, a.pending, a.gang, fill > 0 ? "100%" : "0%", policy.name(),
-        best * 1e3, starts, starts > 0 ? static_cast<double>(starts) / best : 0.0);
+        "{} nodes x {} GPUs ({} GPUs), {} pending {}-GPU jobs, cluster {} full, {}: cycle "
+        "{:.1f} ms, {} placed, {:.0f} placements/s\n",
+        fx.cluster().nodes().size(), a.gpus_per_node, fx.cluster().num_gpus(), a.pending, a.gang,
+        fill > 0 ? "100%" : "0%", policy.name(), best * 1e3, starts,
+        starts > 0 ? static_cast<double>(starts) / best : 0.0);
   }
   return 0;
 }

@@ -3,11 +3,13 @@
 
 #include <cstdio>
 #include <cstring>
-#include <string_view>
 #include <exception>
+#include <optional>
+#include <string_view>
 
 #include "apps/advise_command.h"
 #include "apps/colocate_command.h"
+#include "apps/command_line.h"
 #include "apps/commands.h"
 #include "apps/forecast_command.h"
 #include "apps/frag_command.h"
@@ -42,7 +44,8 @@ void scrub_secret_args(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Tessera: a multi-tenant scheduler for GPU clusters"};
+  CLI::App app{"Tessera: a multi-tenant scheduler for GPU clusters", "tessera"};
+  tessera::prepare_app(app);
   app.require_subcommand(0, 1);
   tessera::SimulateArgs sim;
   CLI::App* simulate = tessera::add_simulate_command(app, sim);
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   CLI::App* kube_emulator_cmd = tessera::add_kube_emulator_command(app, kube_emulator);
   tessera::ClientArgs client;
   const tessera::ClientCommands client_cmds = tessera::add_client_commands(app, client);
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> done = tessera::parse_command_line(app, argc, argv)) return *done;
   scrub_secret_args(argc, argv);
   try {
     if (*serve_cmd) return tessera::run_serve(serve);
@@ -85,10 +88,10 @@ int main(int argc, char** argv) {
     if (*profile_cmd) return tessera::run_profile(profile);
     if (*colocate_cmd) return tessera::run_colocate(colocate);
     if (*frag_cmd) return tessera::run_frag_command(frag);
-    if (*simulate || app.get_subcommands().empty()) return tessera::run_simulate(sim);
+    if (*simulate) return tessera::run_simulate(sim);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
-    return 2;
+    return tessera::kErrorExit;
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "sim/engine_fixture.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "model/cluster_spec.h"
@@ -8,9 +9,24 @@
 namespace tessera {
 
 EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
-  const int racks = (spec.nodes + spec.nodes_per_rack - 1) / spec.nodes_per_rack;
-  cluster_ = std::make_unique<Cluster>(
-      make_uniform_cluster(1, racks, spec.nodes_per_rack, spec.gpus_per_node, "A100-80G"));
+  if (spec.nodes < 1) throw std::invalid_argument("nodes must be at least 1");
+  constexpr int kMaxGpusPerNode = 1024;  // as the cluster readers allow
+  if (spec.gpus_per_node < 1 || spec.gpus_per_node > kMaxGpusPerNode) {
+    throw std::invalid_argument("GPUs per node must be 1.." + std::to_string(kMaxGpusPerNode));
+  }
+  if (spec.nodes_per_rack < 1) throw std::invalid_argument("nodes per rack must be at least 1");
+  if (spec.gang < 1) throw std::invalid_argument("a gang has at least 1 member");
+  if (spec.pending < 0) throw std::invalid_argument("pending jobs must be 0 or more");
+  // Exactly `nodes` nodes: full racks of nodes_per_rack, and the rest in a last, smaller rack
+  // (issue 15, defect 4: rounding up to whole racks timed a larger cluster than the one named).
+  ClusterBuilder b;
+  const GpuTypeId type = b.gpu_types().known("A100-80G");
+  for (int n = 0; n < spec.nodes; ++n) {
+    b.add_node("spine-0", "rack-" + std::to_string(n / spec.nodes_per_rack),
+               "node-" + std::to_string(n), type, static_cast<uint16_t>(spec.gpus_per_node), 64000,
+               524288);
+  }
+  cluster_ = std::make_unique<Cluster>(b.build());
   state_ = std::make_unique<ClusterState>(*cluster_);
   for (int t = 0; t < std::max(1, spec.tenants); ++t) {
     workload_.tenants.intern("tenant-" + std::to_string(t));

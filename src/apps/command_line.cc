@@ -1,0 +1,204 @@
+#include "apps/command_line.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "model/version.h"
+
+namespace tessera {
+
+namespace {
+
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+// adjacent characters (the commonest typos) each cost 1.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The deepest subcommand the parse selected (the app itself when none).
+const CLI::App* selected_command(const CLI::App& app) {
+  const CLI::App* at = &app;
+  for (;;) {
+    const std::vector<const CLI::App*> subs =
+        at->get_subcommands([](const CLI::App* s) { return s->parsed(); });
+    if (subs.empty()) return at;
+    at = subs.front();
+  }
+}
+
+std::vector<std::string> flag_names(const CLI::App& command) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : command.get_options()) {
+    for (const std::string& l : o->get_lnames()) out.push_back("--" + l);
+    for (const std::string& s : o->get_snames()) out.push_back("-" + s);
+  }
+  return out;
+}
+
+std::vector<std::string> subcommand_names(const CLI::App& command) {
+  std::vector<std::string> out;
+  for (const CLI::App* s : command.get_subcommands({})) out.push_back(s->get_name());
+  return out;
+}
+
+// The words CLI11's ExtrasError lists after "...not expected: ".
+std::vector<std::string> unexpected_words(const std::string& message) {
+  std::vector<std::string> out;
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos) return out;
+  std::string rest = message.substr(colon + 2);
+  size_t start = 0;
+  while (start < rest.size()) {
+    size_t end = rest.find(' ', start);
+    if (end == std::string::npos) end = rest.size();
+    if (end > start) out.push_back(rest.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string describe_extras(const CLI::App& command, const std::string& message) {
+  std::string out;
+  std::vector<std::string> words = unexpected_words(message);
+  std::reverse(words.begin(), words.end());  // CLI11 lists them last first
+  bool after_unknown_flag = false;
+  for (const std::string& word : words) {
+    const bool flag = word.size() > 1 && word[0] == '-';
+    if (!flag && after_unknown_flag) {  // the value of the flag just reported
+      after_unknown_flag = false;
+      continue;
+    }
+    after_unknown_flag = flag && word.find('=') == std::string::npos;
+    // "--flag=value": the flag is the part before '='.
+    const std::string name = flag ? word.substr(0, word.find('=')) : word;
+    const std::vector<std::string> subs = subcommand_names(command);
+    std::string line;
+    if (flag) {
+      line = fmt::format("unknown option {} for '{}'", name, command_path(command));
+      if (const std::string guess = closest_match(name, flag_names(command)); !guess.empty()) {
+        line += fmt::format(" (did you mean {}?)", guess);
+      }
+    } else if (!subs.empty()) {
+      line = fmt::format("unknown command '{}' for '{}'", word, command_path(command));
+      if (const std::string guess = closest_match(word, subs); !guess.empty()) {
+        line += fmt::format(" (did you mean '{}'?)", guess);
+      }
+    } else {
+      line = fmt::format("unexpected argument '{}' for '{}'", word, command_path(command));
+    }
+    out += (out.empty() ? "" : "\ntessera: error: ") + line;
+  }
+  return out.empty() ? message : out;
+}
+
+}  // namespace
+
+std::string command_path(const CLI::App& app) {
+  std::string path = app.get_name();
+  for (const CLI::App* p = app.get_parent(); p != nullptr; p = p->get_parent()) {
+    path = p->get_name() + (path.empty() ? "" : " " + path);
+  }
+  return path;
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 0;
+  bool tie = false;
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (best.empty() || d < best_distance) {
+      best = c;
+      best_distance = d;
+      tie = false;
+    } else if (d == best_distance && c != best) {
+      tie = true;
+    }
+  }
+  // Close means at most a third of the word wrong (one typo in a short word).
+  const size_t allowed = std::max<size_t>(1, word.size() / 3);
+  if (!best.empty() && best_distance <= allowed && !tie) return best;
+  // Otherwise a unique prefix: "sim" for "simulate".
+  std::string prefixed;
+  for (const std::string& c : candidates) {
+    if (word.size() >= 2 && c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      if (!prefixed.empty()) return "";
+      prefixed = c;
+    }
+  }
+  return prefixed;
+}
+
+void prepare_app(CLI::App& app) {
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version",
+                       fmt::format("tessera {} ({})", tessera_version(), tessera_commit()),
+                       "Print the version and the commit it was built from");
+  app.footer("Run 'tessera COMMAND --help' for a command's options. Errors exit with status 2.");
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();  // CLI11 delegates to the selected subcommand
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App& command = *selected_command(app);
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr &&
+        !subcommand_names(command).empty() && command.get_subcommands().empty()) {
+      // `tessera tenant crate`: CLI11 says only that a subcommand is required.
+      const std::vector<std::string> left = command.remaining();
+      std::string line = left.empty() ? fmt::format("'{}' needs a command", command_path(command))
+                                      : fmt::format("unknown command '{}' for '{}'", left.front(),
+                                                    command_path(command));
+      if (!left.empty()) {
+        if (const std::string guess = closest_match(left.front(), subcommand_names(command));
+            !guess.empty()) {
+          line += fmt::format(" (did you mean '{}'?)", guess);
+        }
+      }
+      std::string names;
+      for (const std::string& n : subcommand_names(command))
+        names += (names.empty() ? "" : ", ") + n;
+      std::fprintf(stderr, "tessera: error: %s; its commands: %s\nRun '%s --help' for usage.\n",
+                   line.c_str(), names.c_str(), command_path(command).c_str());
+      return kErrorExit;
+    }
+    // (CLI11 names an ExtrasError after the app that threw it, so its type tells it apart.)
+    const std::string message = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr
+                                    ? describe_extras(command, e.what())
+                                    : std::string(e.what());
+    std::fprintf(stderr, "tessera: error: %s\nRun '%s --help' for usage.\n", message.c_str(),
+                 command_path(command).c_str());
+    return kErrorExit;
+  }
+  if (app.get_subcommands().empty()) {  // bare `tessera`: what it can do, not a simulation
+    std::cout << app.help();
+    return 0;
+  }
+  return std::nullopt;
+}
+
+}  // namespace tessera

@@ -1,0 +1,31 @@
+// How the tessera command line behaves as a whole, whatever the subcommand (issue 15): every
+// error reads "tessera: error: ..." and exits 2, a misspelt command or flag gets "did you
+// mean", every --help shows each option's default, `tessera --version` prints the build.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+inline constexpr int kErrorExit = 2;  // every error: usage, input, or a failed request
+
+// Call on the top-level app before any subcommand or option is added (they copy its defaults).
+void prepare_app(CLI::App& app);
+
+// Parses argv. nullopt: go on and run the selected command. Otherwise the exit status: 0 after
+// --help or --version (printed to stdout), kErrorExit after a usage error (printed to stderr).
+std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv);
+
+// The candidate a user most likely meant by `word` (a small edit distance, or a unique prefix);
+// "" when none is close. Used for commands, flags and enumerated values.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// The full name of the command `app` is ("tessera", "tessera tenant create").
+std::string command_path(const CLI::App& app);
+
+}  // namespace tessera
