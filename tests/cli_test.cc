@@ -273,7 +273,7 @@ TEST(CliSurface, HelpShowsEveryDefault) {
   const CmdResult r = run("simulate --help");
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(has(r.output, "--policy TEXT=fifo")) << r.output;
-  EXPECT_TRUE(has(r.output, "--seed UINT=1")) << r.output;
+  EXPECT_TRUE(has(r.output, "--seed UINT:>= 0=1")) << r.output;
 }
 
 TEST(CliSurface, BenchTimesExactlyTheClusterItNames) {
@@ -285,6 +285,79 @@ TEST(CliSurface, BenchTimesExactlyTheClusterItNames) {
   const CmdResult never = run("bench --nodes 2 --gpus-per-node 4 --gang 9");
   EXPECT_EQ(never.status, 2);
   EXPECT_TRUE(has(never.output, "can never fit")) << never.output;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SimulateSurface, TheTextSummaryShowsNodeFailuresAndTheBackfill) {
+  // Issue 15, defects 6 and 8: only --json had the failures; the header did not say the backfill.
+  const auto list = tmp("two-failures.csv");
+  std::ofstream(list) << "time,node,repair_seconds\n3600,node-0,600\n7200,node-1,600\n";
+  const CmdResult r = run("simulate --failures " + list.string() + " --backfill none");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "backfill none")) << r.output;
+  EXPECT_TRUE(has(r.output, "node failures 2")) << r.output;
+  EXPECT_TRUE(has(r.output, "recovery mean")) << r.output;
+}
+
+TEST(SimulateSurface, OptionsThatCannotApplyWarnOrAreRefused) {
+  // Issue 15, defect 7: each of these used to be ignored without a word.
+  const auto w = tmp("plain.jsonl");
+  std::ofstream(w) << R"({"name":"a","submit":0,"work":60})"
+                   << "\n";
+  struct Case {
+    std::string args;
+    int status;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"--workload " + w.string() + " --elastic", 0, "warning: --elastic has no effect"},
+      {"--hetero", 0, "warning: --hetero has no effect: the cluster has one GPU type"},
+      {"--reserve-inference", 0, "warning: --reserve-inference has no effect"},
+      {"--mttr 10", 2, "error: --mttr requires --mtbf"},
+      {"--max-jobs 10", 2, "error: --max-jobs requires --workload"},
+      {"--format jsonl", 2, "error: --format requires --workload"},
+      {"--tick 0", 2, "error: --tick: must be more than 0, got 0"},
+      {"--seed -1", 2, "error: --seed: must be 0 or more, got -1"},
+      {"--recovery in-place", 0, "warning: --recovery in-place has no effect"},
+  };
+  for (const Case& c : cases) {
+    const CmdResult r = run("simulate --quiet " + c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r.output, "tessera: " + c.says)) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(SimulateSurface, TheJsonRecordsHowTheResultWasProduced) {
+  // Issue 15, defect 8: policy with backfill and flags, inputs with a content hash, predictor,
+  // seed, version: enough to run it again and to see that an input changed.
+  const auto w = tmp("prov.jsonl"), j1 = tmp("prov1.json"), j2 = tmp("prov2.json");
+  std::ofstream(w) << R"({"name":"a","submit":0,"work":60})"
+                   << "\n";
+  const std::string args =
+      "simulate --quiet --policy sjf --backfill greedy --seed 7 --predictor "
+      "mean --workload " +
+      w.string();
+  ASSERT_EQ(run(args + " --json " + j1.string()).status, 0);
+  const auto run1 = nlohmann::json::parse(slurp(j1)).at("run");
+  EXPECT_EQ(run1["policy"]["name"], "sjf+bestfit");
+  EXPECT_EQ(run1["policy"]["backfill"], "greedy");
+  EXPECT_EQ(run1["policy"]["preemption"], true);
+  EXPECT_EQ(run1["seed"], 7);
+  EXPECT_EQ(run1["predictor"], "mean");
+  EXPECT_EQ(run1["workload"]["path"], w.string());
+  EXPECT_EQ(run1["workload"]["format"], "jsonl");
+  EXPECT_EQ(run1["workload"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(run1["cluster"].contains("default"));
+  EXPECT_TRUE(has(run1["tessera"]["version"].get<std::string>(), "."));
+  EXPECT_FALSE(run1["tessera"]["commit"].get<std::string>().empty());
+  std::ofstream(w, std::ios::app) << R"({"name":"b","submit":1,"work":60})"
+                                  << "\n";
+  ASSERT_EQ(run(args + " --json " + j2.string()).status, 0);
+  const auto run2 = nlohmann::json::parse(slurp(j2)).at("run");
+  EXPECT_NE(run1["workload"]["sha256"], run2["workload"]["sha256"]);
 }
 
 }  // namespace

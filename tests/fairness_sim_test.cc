@@ -190,7 +190,7 @@ TEST(FairnessScenario, InferenceCriticalMeetsItsSlaUnderLoad) {
   QueueTree tree = QueueTree::flat(std::vector<std::string>{"research", "serving"});
   const Outcome r = run(w, k64, "fair", &tree, 30);
   const Workload& ww = w;
-  const auto report = make_report(ww, k64, r.result, ReportContext{"fair", 1, "test"});
+  const auto report = make_report(ww, k64, r.result, ReportContext{"fair", 1, "test", {}});
   EXPECT_EQ(report["sla"]["jobs"].get<size_t>(), 10u);
   EXPECT_DOUBLE_EQ(report["sla"]["satisfaction"].get<double>(), 1.0);
 }
@@ -222,7 +222,7 @@ TEST(FairnessOnPhilly, TwoBusiestVirtualClustersShareFairly) {
     SimOptions opt;
     opt.queues = &tree;
     const SimResult r = simulate(copy, c, make_policy(policy, 1), *model, opt);
-    const auto rep = make_report(copy, c, r, ReportContext{policy, 1, "philly"});
+    const auto rep = make_report(copy, c, r, ReportContext{policy, 1, "philly", {}});
     return std::make_pair(rep["fairness"]["jain"].get<double>(), rep["jct"]["mean"].get<double>());
   };
   const auto [fifo_jain, fifo_jct] = jain_and_jct("fifo");

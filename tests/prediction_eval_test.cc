@@ -285,6 +285,23 @@ TEST(PredictCli, WritesTheAccuracyTableAsJson) {
   EXPECT_NE(bad.output.find("unknown predictor"), std::string::npos);
 }
 
+TEST(PredictCli, ScoringNoJobIsAnErrorNotAPerfectTable) {
+  // Issue 15, defect 5: "160 jobs, 0 scored" printed an all-zero table and exited 0.
+  const std::string trace = ::testing::TempDir() + "/predict_none.jsonl";
+  {
+    std::ofstream f(trace);
+    for (int i = 0; i < 3; ++i) {
+      f << R"({"name":"j)" << i << R"(","submit":)" << i << R"(,"work":10})"
+        << "\n";
+    }
+  }
+  const auto r = testing::run_tessera("predict --workload " + trace + " --skip 5");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("no job was scored"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--skip 5"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("median_rel"), std::string::npos) << r.output;
+}
+
 TEST(SimulateCli, AcceptsAPredictor) {
   const std::string dir = ::testing::TempDir();
   const std::string trace = dir + "/simulate_predictor.jsonl";

@@ -158,9 +158,12 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
     auto spec = [](const std::string& name, const std::string& cmd) {
       return nlohmann::json{{"name", name}, {"tenant", "lab"}, {"command", {"sh", "-c", cmd}}};
     };
+    // The two that end while the server is down wait for a file, not a fixed time: a loaded
+    // machine must not let them end before the test sees them running.
+    const std::string wait_go = "while [ ! -e " + dir.file("go") + " ]; do sleep 0.05; done; ";
     adopted = submit_json(admin, spec("adopted", "echo started; sleep 60"));
-    finished = submit_json(admin, spec("finished", "sleep 0.5; echo done"));
-    failed = submit_json(admin, spec("failed", "sleep 0.5; exit 7"));
+    finished = submit_json(admin, spec("finished", wait_go + "echo done"));
+    failed = submit_json(admin, spec("failed", wait_go + "exit 7"));
     ASSERT_TRUE(eventually([&] {
       for (int64_t id : {adopted, finished, failed}) {
         if (get_job(admin, id)["state"] != "running" || member_pid(dir.str(), id, 1, 0) <= 0) {
@@ -172,7 +175,11 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
     server.kill(SIGKILL);
   }
   // While the server is down, two of the jobs end on their own.
-  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  const pid_t finished_pid = member_pid(dir.str(), finished, 1, 0);
+  const pid_t failed_pid = member_pid(dir.str(), failed, 1, 0);
+  std::ofstream(dir.file("go")) << "go\n";
+  ASSERT_TRUE(eventually(
+      [&] { return testing::process_gone(finished_pid) && testing::process_gone(failed_pid); }));
   {
     ServerProcess server(dir.str(), flags);
     ASSERT_TRUE(server.up()) << server.log();
@@ -183,17 +190,22 @@ TEST(ServiceRecovery, RunningJobsAreReconciledWithTheirProcessesAfterARestart) {
     EXPECT_EQ(x["exit_code"], 7);
     EXPECT_EQ(get_job(admin, adopted)["state"], "running");
     // A job whose processes vanish without an exit status while the server is down.
-    vanished = submit_json(admin, nlohmann::json{{"name", "vanished"},
-                                                 {"tenant", "lab"},
-                                                 {"command", {"sh", "-c", "sleep 0.6"}}});
+    vanished = submit_json(
+        admin,
+        nlohmann::json{{"name", "vanished"},
+                       {"tenant", "lab"},
+                       {"command", {"sh", "-c", "[ -e " + dir.file("second") + " ] || sleep 60"}}});
     ASSERT_TRUE(eventually([&] {
       return get_job(admin, vanished)["state"] == "running" &&
              member_pid(dir.str(), vanished, 1, 0) > 0;
     }));
     server.kill(SIGKILL);
   }
-  ::kill(-member_pid(dir.str(), vanished, 1, 0), SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Its first attempt is killed; the second finds the file and succeeds at once.
+  const pid_t vanished_pid = member_pid(dir.str(), vanished, 1, 0);
+  std::ofstream(dir.file("second")) << "go\n";
+  ::kill(-vanished_pid, SIGKILL);
+  ASSERT_TRUE(eventually([&] { return testing::process_gone(vanished_pid); }));
   ServerProcess server(dir.str(), flags);
   ASSERT_TRUE(server.up()) << server.log();
   ApiClient admin = server.client(kAdminToken);

@@ -594,9 +594,12 @@ TEST(ServeHardening, AQueuesTenantLimitsApplyToItsTenants) {
       "name: g\ngang: {min: 3, max: 3}\nresources: {gpus: 0}\ncommand: [\"true\"]\n";
   EXPECT_EQ(post(strict, gang3), 400);
   EXPECT_EQ(post(loose, gang3), 201);
-  // One GPU, held: what strict submits next waits, and one waiting job is its limit.
-  const std::string hold = "name: h\ncommand: [\"sleep\", \"3\"]\n";
-  EXPECT_EQ(post(loose, hold), 201);
+  // One GPU, held (and seen running before strict submits, or fair share could start strict's
+  // job first and leave it nothing pending): what strict submits next waits, and one waiting
+  // job is its limit.
+  const std::string hold = "name: h\ncommand: [\"sleep\", \"30\"]\n";
+  const int64_t held = submit(loose, hold);
+  ASSERT_TRUE(eventually([&] { return job_in(loose, held, "running"); }));
   EXPECT_EQ(post(strict, hold), 201);
   EXPECT_EQ(post(strict, hold), 429);
   EXPECT_EQ(post(loose, hold), 201);

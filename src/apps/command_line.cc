@@ -144,6 +144,32 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return prefixed;
 }
 
+namespace {
+
+CLI::Validator number_check(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "expected a number, got '" + text + "'";
+        if (allow_zero ? !(v >= 0) : !(v > 0)) {
+          return std::string(allow_zero ? "must be 0 or more" : "must be more than 0") + ", got " +
+                 text;
+        }
+        return "";
+      },
+      allow_zero ? ">= 0" : "> 0");
+}
+
+}  // namespace
+
+CLI::Validator positive_number() {
+  return number_check(false);
+}
+
+CLI::Validator non_negative_number() {
+  return number_check(true);
+}
+
 void prepare_app(CLI::App& app) {
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version",

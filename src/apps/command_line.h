@@ -25,6 +25,11 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const
 // "" when none is close. Used for commands, flags and enumerated values.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+// Option checks with plain messages ("--tick: must be more than 0, got 0"); CLI11's own
+// PositiveNumber prints the range up to DBL_MAX.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+
 // The full name of the command `app` is ("tessera", "tessera tenant create").
 std::string command_path(const CLI::App& app);
 

@@ -53,6 +53,17 @@ int run_predict(const PredictArgs& a) {
   PredictionEvalOptions opt;
   opt.skip = a.skip;
   const auto results = evaluate_predictors(w, predictors, opt);
+  const size_t scored = results.empty() ? 0 : results.front().jobs;
+  if (scored == 0) {
+    // An all-zero table reads as perfect accuracy (issue 15, defect 5): say why, and fail.
+    size_t known = 0;
+    for (const JobSpec& j : w.jobs) known += j.work_seconds > 0 ? 1 : 0;
+    throw std::runtime_error(fmt::format(
+        "no job was scored: {} of the {} jobs read have a known duration{}", known, w.jobs.size(),
+        known == 0 ? " (this trace gives none: predict needs philly, tiresias, alibaba or jsonl "
+                     "with work)"
+                   : fmt::format(", and --skip {} skips them all", a.skip)));
+  }
 
   nlohmann::json out;
   out["workload"] = a.workload;
@@ -63,8 +74,7 @@ int run_predict(const PredictArgs& a) {
   for (const PredictorAccuracy& r : results) out["predictors"].push_back(to_json(r));
   write_json_file(a.json_out, out);
   if (!a.quiet) {
-    std::cout << fmt::format("{} ({} jobs, {} scored)\n", a.workload, w.jobs.size(),
-                             results.empty() ? 0 : results.front().jobs);
+    std::cout << fmt::format("{} ({} jobs, {} scored)\n", a.workload, w.jobs.size(), scored);
     std::cout << fmt::format("{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "predictor",
                              "median_rel", "p90_rel", "mean_rel", "within_2x", "coverage", "under");
     for (const PredictorAccuracy& r : results) {

@@ -2,13 +2,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 
+#include "apps/command_line.h"
 #include "apps/commands.h"
 #include "apps/data_dir.h"
 #include "apps/json_file.h"
+#include "apps/provenance.h"
 #include "engine/admission.h"
 #include "engine/policy.h"
 #include "insight/runtime_predictor.h"
@@ -33,32 +36,43 @@ namespace tessera {
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   CLI::App* s = app.add_subcommand(
       "simulate", "Replay a workload trace through the scheduler (default: embedded workload)");
-  s->add_option("--workload", a.workload, "workload trace (default: embedded synthetic workload)");
-  s->add_option("--format", a.format, "pollux|philly|tiresias|alibaba|jsonl (default: guessed)");
+  CLI::Option* workload = s->add_option("--workload", a.workload,
+                                        "workload trace (default: embedded synthetic workload)");
+  s->add_option("--format", a.format, "trace format (default: guessed from the file)")
+      ->check(CLI::IsMember({"pollux", "philly", "tiresias", "alibaba", "jsonl"}))
+      ->needs(workload);
   s->add_option(
       "--cluster", a.cluster,
       "cluster: YAML, Alibaba node CSV or Tiresias spec CSV (default: 16 nodes x 4 V100)");
   s->add_option("--policy", a.policy,
                 "queue order (fifo|drf|las|sjf|fair|qssf), optionally +placement "
                 "(bestfit|spread|topology|random), e.g. las+topology");
-  s->add_option("--seed", a.seed, "random seed (policies and the embedded workload)");
+  s->add_option("--seed", a.seed, "random seed (policies and the embedded workload)")
+      ->check(non_negative_number());
   s->add_option("--json", a.json_out, "write metrics as JSON to this file");
   s->add_option("--events", a.events_out, "write the event log (JSON lines) to this file");
   s->add_option("--data-dir", a.data_dir,
                 "measured data: Pollux profiles, Gavel throughputs (default: $TESSERA_DATA or "
                 "../shared/data)");
-  s->add_option("--tick", a.tick, "seconds between re-evaluations for time-dependent orders (las)");
-  s->add_option("--backfill", a.backfill, "none|easy|greedy (default: the policy's own)");
+  s->add_option("--tick", a.tick, "seconds between re-evaluations for time-dependent orders (las)")
+      ->check(positive_number());
+  s->add_option("--backfill", a.backfill, "backfill (default: the policy's own)")
+      ->check(CLI::IsMember({"none", "easy", "greedy"}));
   s->add_flag("--no-preemption", a.no_preemption, "never preempt running jobs");
-  s->add_option(
-      "--mtbf", a.mtbf_hours,
-      "inject node failures: mean hours between failures of each node (seeded by --seed)");
-  s->add_option("--mttr", a.mttr_minutes, "mean minutes to repair a failed node (with --mtbf)");
+  CLI::Option* mtbf =
+      s->add_option("--mtbf", a.mtbf_hours,
+                    "inject node failures: mean hours between failures of each node (seeded by "
+                    "--seed; 0: none)")
+          ->check(non_negative_number());
+  s->add_option("--mttr", a.mttr_minutes, "mean minutes to repair a failed node (with --mtbf)")
+      ->check(positive_number())
+      ->needs(mtbf);
   s->add_option("--failures", a.failures,
                 "inject the node failures of a CSV list: time,node,repair_seconds");
   s->add_option("--recovery", a.recovery,
-                "jobs a node failure stopped: requeue (default), in-place (restart at once in "
-                "place of the lost members, same rack first) or q-learning (learns which)");
+                "jobs a node failure stopped: requeue, in-place (restart at once in place of the "
+                "lost members, same rack first) or q-learning (learns which)")
+      ->check(CLI::IsMember({"requeue", "in-place", "q-learning"}));
   s->add_flag("--reserve-inference", a.reserve_inference,
               "hold GPUs back for inference-critical arrivals, forecast by Holt-Winters");
   s->add_flag("--hetero", a.hetero,
@@ -70,7 +84,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_flag("--no-comm-model", a.no_comm_model,
               "do not add the all-reduce time of placements crossing racks or spines "
               "(docs/execution-model.md)");
-  s->add_option("--max-jobs", a.max_jobs, "read at most this many jobs from the trace");
+  s->add_option("--max-jobs", a.max_jobs, "read at most this many jobs from the trace (0: all)")
+      ->needs(workload);
   s->add_flag("--quiet", a.quiet, "do not print the summary table");
   s->add_option("--queues", a.queues,
                 "queue tree YAML: weights, guarantees, borrowing limits, priority classes "
@@ -79,15 +94,19 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "seconds a preempted job has to checkpoint before its GPUs are handed over "
                 "(default: the queue tree's, else 30)");
   s->add_option("--series-interval", a.series_interval,
-                "seconds per bucket of the share-vs-entitlement series in --json (0: none)");
+                "seconds per bucket of the share-vs-entitlement series in --json (0: none)")
+      ->check(non_negative_number());
   s->add_option("--why", a.why,
                 "print this job's history: every pending reason (which quota or fairness rule "
                 "holds it), start, preemption and finish (repeatable; also in --json)");
-  s->add_option("--predictor", a.predictor,
-                "duration predictor for sjf/qssf and backfill: none (the trace's estimates), "
-                "mean, quantile, gbt (learnt online from finished jobs; docs/prediction.md)");
+  CLI::Option* predictor =
+      s->add_option("--predictor", a.predictor,
+                    "duration predictor for sjf/qssf and backfill: none (the trace's estimates), "
+                    "mean, quantile, gbt (learnt online from finished jobs; docs/prediction.md)")
+          ->check(CLI::IsMember({"none", "mean", "quantile", "gbt"}));
   s->add_flag("--keep-trace-estimates", a.keep_trace_estimates,
-              "with --predictor: jobs whose trace gives a duration estimate keep it");
+              "with --predictor: jobs whose trace gives a duration estimate keep it")
+      ->needs(predictor);
   return s;
 }
 
@@ -131,6 +150,10 @@ int run_simulate(const SimulateArgs& a) {
   }
 
   const Cluster cluster = a.cluster.empty() ? default_cluster() : load_cluster(a.cluster);
+  // How this result is produced, recorded in --json (issue 15, defect 8).
+  nlohmann::ordered_json run;
+  run["command"] = "simulate";
+  run["tessera"] = build_identity();
   Workload w;
   std::string source;
   if (a.workload.empty()) {
@@ -138,6 +161,7 @@ int run_simulate(const SimulateArgs& a) {
     g.seed = a.seed;
     w = generate_workload(g);
     source = fmt::format("embedded(seed={})", a.seed);
+    run["workload"] = {{"embedded", {{"jobs", g.jobs}, {"tenants", g.tenants}, {"seed", g.seed}}}};
   } else {
     const TraceFormat f = trace_format_for(a.workload, a.format);
     ReaderOptions ro;
@@ -145,7 +169,38 @@ int run_simulate(const SimulateArgs& a) {
     ro.max_jobs = a.max_jobs;
     w = read_workload(a.workload, f, ro);
     source = a.workload;
+    run["workload"] = file_identity(a.workload);
+    run["workload"]["format"] = std::string(to_string(f));
+    run["workload"]["max_jobs"] = a.max_jobs;
   }
+  run["cluster"] = a.cluster.empty() ? nlohmann::ordered_json{{"default", "16 nodes x 4 V100"}}
+                                     : file_identity(a.cluster);
+  run["queues"] = a.queues.empty()
+                      ? nlohmann::ordered_json{{"default", "one equal queue per tenant"}}
+                      : file_identity(a.queues);
+  // Options that cannot apply to this input say so rather than do nothing (defect 7).
+  std::vector<std::string> warnings;
+  const auto any_job = [&](auto&& pred) { return std::any_of(w.jobs.begin(), w.jobs.end(), pred); };
+  if (a.elastic && !any_job([](const JobSpec& j) { return j.min_members < j.max_members; })) {
+    warnings.push_back("--elastic has no effect: no job of " + source +
+                       " is elastic (min_members < max_members)");
+  }
+  if (a.hetero && std::popcount(cluster.present_types()) < 2) {
+    warnings.push_back("--hetero has no effect: the cluster has one GPU type");
+  }
+  if (a.reserve_inference &&
+      !any_job([](const JobSpec& j) { return j.priority == PriorityClass::kInferenceCritical; })) {
+    warnings.push_back("--reserve-inference has no effect: no job of " + source +
+                       " is inference-critical");
+  }
+  if (a.keep_trace_estimates && a.predictor == "none") {
+    warnings.push_back("--keep-trace-estimates has no effect with --predictor none");
+  }
+  if (a.mtbf_hours == 0 && a.recovery != "requeue" && a.failures.empty()) {
+    warnings.push_back("--recovery " + a.recovery +
+                       " has no effect: no node fails (give --mtbf or --failures)");
+  }
+  for (const std::string& text : warnings) warn(text);
   QueueTree queues = a.queues.empty() ? QueueTree::flat(w.tenants) : load_queue_tree(a.queues);
   if (!a.queues.empty()) {
     queues.bind(w.tenants, source);
@@ -205,8 +260,28 @@ int run_simulate(const SimulateArgs& a) {
     std::stable_sort(opt.failures.begin(), opt.failures.end(),
                      [](const NodeFailure& x, const NodeFailure& y) { return x.time < y.time; });
   }
+  run["policy"] = {{"name", policy.name()},
+                   {"backfill", std::string(to_string(policy.backfill))},
+                   {"preemption", policy.preemption},
+                   {"elastic", policy.elastic},
+                   {"heterogeneity", policy.heterogeneity}};
+  run["seed"] = a.seed;
+  run["predictor"] = a.predictor;
+  run["keep_trace_estimates"] = a.keep_trace_estimates;
+  run["comm_model"] = !a.no_comm_model;
+  run["tick_seconds"] = opt.tick_seconds;
+  run["checkpoint_grace_seconds"] = opt.checkpoint_grace;
+  run["series_interval_seconds"] = opt.series_interval;
+  run["reserve_inference"] = opt.reserve_inference;
+  run["failures"] = {
+      {"mtbf_hours", a.mtbf_hours},
+      {"mttr_minutes", a.mttr_minutes},
+      {"list", a.failures.empty() ? nlohmann::ordered_json() : file_identity(a.failures)},
+      {"recovery", a.recovery}};
+  run["data_dir"] = data_dir(a);
+  run["warnings"] = warnings;
   const SimResult r = simulate(w, cluster, policy, *model, opt);
-  ReportContext ctx{policy.name(), a.seed, source};
+  ReportContext ctx{policy.name(), a.seed, source, run};
   const auto report = make_report(w, cluster, r, ctx);
   write_json_file(a.json_out, report);
   if (!a.quiet) std::cout << format_summary(report);

@@ -87,6 +87,7 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   j["policy"] = ctx.policy;
   j["seed"] = ctx.seed;
   j["workload"] = ctx.workload;
+  if (!ctx.run.is_null()) j["run"] = ctx.run;
   j["cluster"] = {{"nodes", c.nodes().size()}, {"gpus", c.num_gpus()}};
   j["jobs"] = w.jobs.size();
   j["finished"] = finished;
@@ -198,8 +199,10 @@ std::string format_histories(const nlohmann::ordered_json& j) {
 std::string format_summary(const nlohmann::ordered_json& j) {
   auto h = [](double s) { return s / 3600.0; };
   std::string out;
-  out += fmt::format("policy {}  seed {}  workload {}\n", j["policy"].get<std::string>(),
-                     j["seed"].get<uint64_t>(), j["workload"].get<std::string>());
+  const std::string backfill =
+      j.contains("run") ? "  backfill " + j["run"]["policy"]["backfill"].get<std::string>() : "";
+  out += fmt::format("policy {}{}  seed {}  workload {}\n", j["policy"].get<std::string>(),
+                     backfill, j["seed"].get<uint64_t>(), j["workload"].get<std::string>());
   out += fmt::format("cluster {} nodes, {} GPUs; jobs {}, finished {}\n",
                      j["cluster"]["nodes"].get<size_t>(), j["cluster"]["gpus"].get<uint32_t>(),
                      j["jobs"].get<size_t>(), j["finished"].get<size_t>());
@@ -220,6 +223,16 @@ std::string format_summary(const nlohmann::ordered_json& j) {
       jain.is_null() ? std::string("n/a") : fmt::format("{:.3f}", jain.get<double>()),
       sla.is_null() ? std::string("n/a") : fmt::format("{:.1f} %", 100 * sla.get<double>()),
       j["preemptions"].get<uint64_t>(), j["lost_gpu_hours"].get<double>());
+  if (j.contains("failures")) {  // (issue 15, defect 6: only --json had them)
+    const auto& f = j["failures"];
+    out += fmt::format(
+        "node failures {}   jobs hit {}   recovery mean {:.1f} min (max {:.1f})   unrecovered "
+        "{}   restarted in place {}   lost {:.1f} GPU-h\n",
+        f["node_failures"].get<uint64_t>(), f["jobs_hit"].get<uint64_t>(),
+        f["frt_seconds"]["mean"].get<double>() / 60, f["frt_seconds"]["max"].get<double>() / 60,
+        f["unrecovered"].get<uint64_t>(), f["restarted_in_place"].get<uint64_t>(),
+        f["lost_gpu_hours"].get<double>());
+  }
   if (j["per_tenant"].size() > 1) {
     out += fmt::format("{:<20}{:>8}{:>14}{:>16}\n", "tenant", "jobs", "mean JCT h", "mean wait h");
     for (const auto& [name, t] : j["per_tenant"].items()) {

@@ -25,6 +25,9 @@ struct ReportContext {
   std::string policy;
   uint64_t seed = 0;
   std::string workload;  // where the jobs came from
+  // How the result was produced (the command's whole configuration, input hashes, version):
+  // written as "run" when not null; the summary's header shows its backfill.
+  nlohmann::ordered_json run;
 };
 
 nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const SimResult& r,
