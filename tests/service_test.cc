@@ -255,6 +255,25 @@ TEST_F(ServiceTest, APreemptedJobRunsBeforeALaterEqualJobOfItsTenant) {
       << s->job(Caller{true, ""}, big2).pending_reason;
 }
 
+TEST_F(ServiceTest, TheTenantListHasTenantsTheAdminSubmittedForWithoutAToken) {
+  // Issue 15, defect 9: a tenant made by an admin's submission was missing from the list.
+  auto s = make(2);
+  const RequestContext admin{Caller{true, ""}, "POST", "/v1/tenants"};
+  s->create_tenant(admin, "team-a");
+  s->submit(RequestContext{Caller{true, ""}, "POST", "/v1/jobs"},
+            job("name: j\ntenant: ghost\ncommand: [x]\n"), "", nullptr);
+  s->tick();
+  const std::vector<TenantView> all = s->tenants();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "ghost");
+  EXPECT_FALSE(all[0].has_token);
+  EXPECT_EQ(all[0].running_jobs, 1);
+  EXPECT_EQ(all[1].name, "team-a");
+  EXPECT_TRUE(all[1].has_token);
+  EXPECT_EQ(all[1].created_at, now_);
+  EXPECT_EQ(all[1].running_jobs + all[1].pending_jobs, 0);
+}
+
 TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");

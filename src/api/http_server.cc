@@ -216,8 +216,14 @@ void ApiServer::routes() {
       guarded([&svc, admin_only](const httplib::Request&, httplib::Response& res, const Caller& c) {
         admin_only(c);
         nlohmann::json arr = nlohmann::json::array();
-        for (const TenantRow& t : svc.tenants()) {
-          arr.push_back({{"name", t.name}, {"created_at", t.created_at}});
+        for (const TenantView& t : svc.tenants()) {
+          arr.push_back(
+              {{"name", t.name},
+               {"has_token", t.has_token},
+               {"created_at", t.created_at >= 0 ? nlohmann::json(t.created_at) : nlohmann::json()},
+               {"queue", t.queue},
+               {"pending_jobs", t.pending_jobs},
+               {"running_jobs", t.running_jobs}});
         }
         res.set_content(json_text(nlohmann::json{{"tenants", arr}}), kJson);
       }));

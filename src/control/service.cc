@@ -1426,8 +1426,27 @@ std::vector<NodeView> Service::nodes() const {
   return node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
 }
 
-std::vector<TenantRow> Service::tenants() const {
-  return store_->tenants();
+std::vector<TenantView> Service::tenants() const {
+  std::lock_guard lock(mu_);
+  std::vector<TenantView> out(tenants_.size());
+  for (TenantId t = 0; t < out.size(); ++t) {
+    out[t].name = tenants_.name(t);
+    const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
+    out[t].queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
+    out[t].pending_jobs = static_cast<int64_t>(pending_.count(t));
+  }
+  for (const auto& [id, jp] : active_) {
+    if (!jp->alloc.empty()) ++out[jp->spec.tenant].running_jobs;
+  }
+  for (const TenantRow& row : store_->tenants()) {
+    if (const std::optional<TenantId> t = tenants_.find(row.name)) {
+      out[*t].has_token = true;
+      out[*t].created_at = row.created_at;
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TenantView& a, const TenantView& b) { return a.name < b.name; });
+  return out;
 }
 
 std::vector<AuditEntry> Service::audit_log(size_t limit) const {

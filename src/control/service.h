@@ -208,7 +208,8 @@ class Service {
   // Every queue for the admin; a tenant's own leaf queue only for a tenant.
   std::vector<QueueView> queues(const Caller& caller) const;
   std::vector<NodeView> nodes() const;
-  std::vector<TenantRow> tenants() const;
+  // Every tenant, with a token or not, by name.
+  std::vector<TenantView> tenants() const;
   std::vector<AuditEntry> audit_log(size_t limit) const;
   ServiceMetrics metrics() const;
   // Why the service is degraded (its database refuses writes), or nullopt when healthy.

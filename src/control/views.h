@@ -25,6 +25,17 @@ struct QueueView {
   int64_t running_jobs = 0;
 };
 
+// A tenant as the admin sees it: those created with a token and those that exist only because
+// the admin submitted for them (issue 15, defect 9: the list left those out).
+struct TenantView {
+  std::string name;
+  bool has_token = false;
+  double created_at = -1;  // when its token was made; -1 for a tenant without one
+  std::string queue;       // its leaf queue's path
+  int64_t pending_jobs = 0;
+  int64_t running_jobs = 0;
+};
+
 struct GpuView {
   int32_t index = 0;
   int32_t free_milli = 0;
