@@ -32,7 +32,8 @@ CLI::App* add_colocate_command(CLI::App& app, ColocateArgs& a) {
   s->add_option("--policy", a.policy,
                 "all, or a comma list of fcfs, random, balance, min-indsd, min-indsd-eps, "
                 "min-indsd-eps-dir, max-pacsav, max-pacsav-mem, max-pacsav-eps, max-pacsav-dur, "
-                "max-pacsav-dur-mem, min-indsd-dur, min-indsd-dur-eps (each recommender policy "
+                "max-pacsav-dur-mem, max-pacsav-dur-pair, min-indsd-dur, min-indsd-dur-eps (each "
+                "recommender policy "
                 "also as <name>-greedy)");
   s->add_option("--sources", a.sources,
                 "measured jobs and pairs: all, or a comma list of lucid, seed, gavel");

@@ -537,8 +537,8 @@ class Simulation {
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);  // it wants to run again
     js.begun = false;
     js.phase = Phase::kPending;
-    // Requeued with priority: it keeps its place from its submission, where a preempted job
-    // queues again from the back.
+    // Requeued in its place from its submission (queue orders rank arrival by submit time, for
+    // preempted jobs too); its wait for starvation also counts from its submission.
     js.queued_since = s.submit_time;
     js.has_reason = false;
     js.recovering = record;
