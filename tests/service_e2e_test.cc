@@ -232,6 +232,48 @@ command: ["sh", "-c", "echo devices=$CUDA_VISIBLE_DEVICES"]
   EXPECT_EQ(json_of(unknown)["field"], "resources.gpu_types");
 }
 
+// Issue 15: the screens an operator reads every day, from a real server.
+TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
+  TempDir dir("screens");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const int64_t holder =
+      submit(admin, "name: holder\ntenant: team-a\nresources: {gpus: 2}\ncommand: [sleep, '30']\n");
+  ASSERT_TRUE(eventually([&] { return job_in(admin, holder, "running"); }));
+  const int64_t waiter =
+      submit(admin, "name: waiter\ntenant: team-a\nresources: {gpus: 2}\ncommand: [sleep, '1']\n");
+  ASSERT_TRUE(eventually([&] { return get_job(admin, waiter)["reason"].is_string(); }));
+  const std::string env = "TESSERA_ADDR=" + server.addr() + " TESSERA_TOKEN=" + kAdminToken + " ";
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const auto table = testing::run_tessera_env(env, "jobs");
+  ASSERT_EQ(table.status, 0) << table.output;
+  EXPECT_TRUE(has(table.output, "REASON")) << table.output;
+  EXPECT_TRUE(has(table.output, "FairShare")) << table.output;  // serve orders by fair share
+  // Newest first.
+  EXPECT_LT(table.output.find("waiter"), table.output.find("holder")) << table.output;
+  const auto running = testing::run_tessera_env(env, "jobs --state running,succeeded");
+  EXPECT_TRUE(has(running.output, "holder")) << running.output;
+  EXPECT_FALSE(has(running.output, "waiter")) << running.output;
+  const auto page = testing::run_tessera_env(env, "job " + std::to_string(waiter));
+  EXPECT_TRUE(has(page.output, "Reason:         FairShare: fair share")) << page.output;
+  EXPECT_TRUE(has(page.output, "Queue:          team-a")) << page.output;
+  const auto nodes = testing::run_tessera_env(env, "nodes");
+  EXPECT_TRUE(has(nodes.output, "JOBS")) << nodes.output;
+  EXPECT_TRUE(has(nodes.output, "  " + std::to_string(holder) + " ")) << nodes.output;
+  const auto tenants = testing::run_tessera_env(env, "tenant list");
+  EXPECT_TRUE(has(tenants.output, "team-a")) << tenants.output;
+  const auto watch = testing::run_tessera_env("timeout 2 env " + env, "jobs --watch 0.5");
+  size_t screens = 0;
+  for (size_t at = watch.output.find("Every 0.5 s"); at != std::string::npos;
+       at = watch.output.find("Every 0.5 s", at + 1)) {
+    ++screens;
+  }
+  EXPECT_GE(screens, 2u) << watch.output;
+}
+
 TEST(ServiceE2E, TheCliContractFromTheReadme) {
   TempDir dir("cli");
   ServerProcess server(dir.str(), {"--virtual-gpus", "2"});

@@ -178,20 +178,47 @@ int bind_server(httplib::Server& http, const std::string& host, int port) {
 JobFilter job_filter(const httplib::Request& req) {
   JobFilter f;
   if (const std::optional<std::string> given = query_param(req, "state")) {
-    JobState s;
+    // One state or several, comma-separated: state=pending,running.
+    size_t start = 0;
     const std::string& v = *given;
-    if (!parse_job_state(v, s)) {
-      throw ServiceError(ServiceError::kInvalid, "state",
-                         "state must be pending, running, succeeded, failed, cancelled or "
-                         "preempted, got '" +
-                             v + "'");
+    while (start <= v.size()) {
+      size_t end = v.find(',', start);
+      if (end == std::string::npos) end = v.size();
+      const std::string one = v.substr(start, end - start);
+      JobState s;
+      if (!parse_job_state(one, s)) {
+        throw ServiceError(ServiceError::kInvalid, "state",
+                           "state must be pending, running, succeeded, failed, cancelled or "
+                           "preempted (or several, comma-separated), got '" +
+                               one + "'");
+      }
+      f.states.push_back(s);
+      start = end + 1;
     }
-    f.state = s;
   }
   f.tenant = query_param(req, "tenant").value_or("");
   f.limit = static_cast<size_t>(int_param(req, "limit", 500, 1, 10000));
+  const std::string order = query_param(req, "order").value_or("asc");
+  if (order != "asc" && order != "desc") {
+    throw ServiceError(ServiceError::kInvalid, "order",
+                       "order must be asc or desc, got '" + order + "'");
+  }
+  f.newest_first = order == "desc";
   f.after = int_param(req, "after", 0, 0, INT64_MAX);
+  f.before = int_param(req, "before", 0, 0, INT64_MAX);
+  if (f.newest_first && f.after > 0) {
+    throw ServiceError(ServiceError::kInvalid, "after", "order=desc pages with before, not after");
+  }
+  if (!f.newest_first && f.before > 0) {
+    throw ServiceError(ServiceError::kInvalid, "before", "before pages order=desc only");
+  }
   return f;
+}
+
+void add_next_page(nlohmann::json& out, const std::vector<JobView>& page, const JobFilter& f) {
+  const nlohmann::json next =
+      page.size() == f.limit ? nlohmann::json(page.back().row.id) : nlohmann::json(nullptr);
+  out[f.newest_first ? "next_before" : "next_after"] = next;
 }
 
 }  // namespace tessera

@@ -52,5 +52,8 @@ int64_t path_id(const httplib::Request& req);
 int bind_server(httplib::Server& http, const std::string& host, int port);
 // GET /v1/jobs's query: state, tenant, limit, after.
 JobFilter job_filter(const httplib::Request& req);
+// The cursor of the next page of a job list: "next_after" (ascending) or "next_before"
+// (order=desc), null on the last page.
+void add_next_page(nlohmann::json& out, const std::vector<JobView>& page, const JobFilter& f);
 
 }  // namespace tessera

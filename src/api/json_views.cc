@@ -16,21 +16,25 @@ nlohmann::json to_json(const JobView& v) {
     placement.push_back(
         {{"rank", p.rank}, {"node", p.node}, {"gpus", p.gpus}, {"gpu_milli", p.gpu_milli}});
   }
-  return {{"id", r.id},
-          {"name", r.spec.name},
-          {"tenant", r.tenant},
-          {"state", to_string(r.state)},
-          {"spec", to_json(r.spec)},
-          {"submitted_at", r.submitted_at},
-          {"started_at", optional_time(r.started_at)},
-          {"finished_at", optional_time(r.finished_at)},
-          {"attempts", r.attempts},
-          {"preemptions", r.preemptions},
-          {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr)},
-          {"message", r.message},
-          {"pending_reason",
-           v.pending_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.pending_reason)},
-          {"allocation", placement}};
+  return {
+      {"id", r.id},
+      {"name", r.spec.name},
+      {"tenant", r.tenant},
+      {"state", to_string(r.state)},
+      {"spec", to_json(r.spec)},
+      {"submitted_at", r.submitted_at},
+      {"started_at", optional_time(r.started_at)},
+      {"finished_at", optional_time(r.finished_at)},
+      {"attempts", r.attempts},
+      {"preemptions", r.preemptions},
+      {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr)},
+      {"message", r.message},
+      {"pending_reason",
+       v.pending_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.pending_reason)},
+      {"reason", v.reason_code.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.reason_code)},
+      {"queue", v.queue},
+      {"priority_class", v.priority_class},
+      {"allocation", placement}};
 }
 
 nlohmann::json to_json(const QueueView& v) {
@@ -48,7 +52,7 @@ nlohmann::json to_json(const QueueView& v) {
 nlohmann::json to_json(const NodeView& v) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuView& g : v.gpus)
-    gpus.push_back({{"index", g.index}, {"free_milli", g.free_milli}});
+    gpus.push_back({{"index", g.index}, {"free_milli", g.free_milli}, {"jobs", g.jobs}});
   return {{"name", v.name},
           {"gpu_type", v.gpu_type},
           {"gpus", gpus},

@@ -88,8 +88,7 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
                nlohmann::json arr = nlohmann::json::array();
                for (const JobView& v : jobs) arr.push_back(to_json(v));
                nlohmann::json out{{"jobs", std::move(arr)}};
-               out["next_after"] = jobs.size() == f.limit ? nlohmann::json(jobs.back().row.id)
-                                                          : nlohmann::json(nullptr);
+               add_next_page(out, jobs, f);
                res.set_content(json_text(out), kJson);
              }));
   http_->Get(R"(/v1/jobs/([^/]+))",

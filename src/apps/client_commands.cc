@@ -2,19 +2,51 @@
 // flags, else TESSERA_ADDR / TESSERA_TOKEN).
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "api/client.h"
+#include "apps/client_tables.h"
+#include "apps/command_line.h"
 #include "apps/service_commands.h"
 #include "control/token.h"
 
 namespace tessera {
 
 namespace {
+
+// --state: one or more of the job states, comma-separated.
+CLI::Validator job_states_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        static const std::vector<std::string> kStates = {"pending", "running",   "succeeded",
+                                                         "failed",  "cancelled", "preempted"};
+        size_t start = 0;
+        while (start <= text.size()) {
+          size_t end = text.find(',', start);
+          if (end == std::string::npos) end = text.size();
+          const std::string one = text.substr(start, end - start);
+          if (std::find(kStates.begin(), kStates.end(), one) == kStates.end()) {
+            std::string hint;
+            if (const std::string guess = closest_match(one, kStates); !guess.empty()) {
+              hint = " (did you mean " + guess + "?)";
+            }
+            return "unknown state '" + one + "'" + hint +
+                   "; states: pending, running, succeeded, failed, cancelled, preempted";
+          }
+          start = end + 1;
+        }
+        return "";
+      },
+      "STATE[,STATE...] of pending|running|succeeded|failed|cancelled|preempted");
+}
 
 void add_common(CLI::App* s, ClientArgs& a) {
   s->add_option("--addr", a.addr, "server address host:port (default: TESSERA_ADDR)");
@@ -40,32 +72,8 @@ std::string ok_body(const HttpResult& r, const std::string& what) {
   return r.body;
 }
 
-std::string time_text(const nlohmann::json& t) {
-  if (!t.is_number()) return "-";
-  const auto secs = static_cast<time_t>(t.get<double>());
-  char buf[32];
-  std::tm tm{};
-  localtime_r(&secs, &tm);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
-
-void print_job_table(const nlohmann::json& jobs) {
-  std::cout << fmt::format("{:>6}  {:<20} {:<12} {:<10} {:>5}  {:<19}  {}\n", "ID", "NAME",
-                           "TENANT", "STATE", "GPUS", "SUBMITTED", "INFO");
-  for (const auto& j : jobs) {
-    const auto& spec = j["spec"];
-    const auto& res = spec.value("resources", nlohmann::json::object());
-    double gpus = res.contains("gpus") ? res["gpus"].get<double>() : 1.0;
-    const auto& gang = spec.value("gang", nlohmann::json::object());
-    gpus *= gang.value("max", 1);
-    std::string info = j["pending_reason"].is_string() ? j["pending_reason"].get<std::string>()
-                                                       : j["message"].get<std::string>();
-    std::cout << fmt::format("{:>6}  {:<20} {:<12} {:<10} {:>5g}  {:<19}  {}\n",
-                             j["id"].get<int64_t>(), j["name"].get<std::string>(),
-                             j["tenant"].get<std::string>(), j["state"].get<std::string>(), gpus,
-                             time_text(j["submitted_at"]), info);
-  }
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int submit(ApiClient& c, const ClientArgs& a) {
@@ -92,26 +100,47 @@ int submit(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
-int jobs(ApiClient& c, const ClientArgs& a) {
+// Newest first, `limit` at most (0: all), in pages of 10,000.
+nlohmann::json fetch_jobs(ApiClient& c, const ClientArgs& a) {
   nlohmann::json all = nlohmann::json::array();
-  int64_t after = 0;
+  int64_t before = 0;
   for (;;) {
     size_t page = 10000;
     if (a.limit > 0) page = std::min(page, a.limit - all.size());
-    std::string q = "/v1/jobs?limit=" + std::to_string(page) + "&after=" + std::to_string(after);
+    std::string q = "/v1/jobs?order=desc&limit=" + std::to_string(page);
+    if (before > 0) q += "&before=" + std::to_string(before);
     if (!a.state.empty()) q += "&state=" + a.state;
     if (!a.tenant.empty()) q += "&tenant=" + a.tenant;
     const auto j = nlohmann::json::parse(ok_body(c.get(q), "jobs"));
     for (const auto& job : j["jobs"]) all.push_back(job);
-    if (j["next_after"].is_null() || (a.limit > 0 && all.size() >= a.limit)) break;
-    after = j["next_after"].get<int64_t>();
+    if (j["next_before"].is_null() || (a.limit > 0 && all.size() >= a.limit)) break;
+    before = j["next_before"].get<int64_t>();
   }
-  if (a.json) {
-    std::cout << all.dump() << "\n";
-  } else {
-    print_job_table(all);
+  return all;
+}
+
+int jobs(ApiClient& c, const ClientArgs& a) {
+  if (!a.sort.empty()) {
+    nlohmann::json probe = nlohmann::json::array();
+    sort_jobs(probe, a.sort, 0);  // an unknown key fails before any request
   }
-  return 0;
+  for (;;) {
+    nlohmann::json all = fetch_jobs(c, a);
+    const double now = now_seconds();
+    if (!a.sort.empty()) sort_jobs(all, a.sort, now);
+    if (a.json) {
+      std::cout << all.dump() << "\n";
+    } else {
+      if (a.watch > 0) {
+        if (isatty(STDOUT_FILENO)) std::cout << "\033[H\033[2J";  // a fresh screen each time
+        std::cout << "Every " << a.watch << " s: tessera jobs    " << local_time(now) << "\n\n";
+      }
+      std::cout << job_table(all, now);
+    }
+    std::cout.flush();
+    if (a.watch <= 0) return 0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(a.watch));
+  }
 }
 
 int job(ApiClient& c, const ClientArgs& a) {
@@ -120,9 +149,7 @@ int job(ApiClient& c, const ClientArgs& a) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  print_job_table(nlohmann::json::array({j}));
-  std::cout << "\nspec:\n" << j["spec"].dump(2) << "\n";
-  if (!j["allocation"].empty()) std::cout << "placement:\n" << j["allocation"].dump(2) << "\n";
+  std::cout << job_page(j, now_seconds());
   return 0;
 }
 
@@ -161,17 +188,17 @@ int nodes(ApiClient& c, const ClientArgs& a) {
     std::cout << j["nodes"].dump() << "\n";
     return 0;
   }
-  for (const auto& n : j["nodes"]) {
-    std::cout << n["name"].get<std::string>() << "  " << n["gpu_type"].get<std::string>() << "  ";
-    for (const auto& g : n["gpus"]) {
-      std::cout << fmt::format(" {}:{:g}free", g["index"].get<int>(),
-                               g["free_milli"].get<double>() / 1000.0);
-    }
-    std::cout << fmt::format("  cpu {:g}/{:g}  mem {}/{} MiB free\n",
-                             n["free_cpu_milli"].get<double>() / 1000.0,
-                             n["cpu_milli"].get<double>() / 1000.0,
-                             n["free_mem_mib"].get<int64_t>(), n["mem_mib"].get<int64_t>());
+  std::cout << node_table(j["nodes"]);
+  return 0;
+}
+
+int tenant_list(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/tenants"), "tenant list"));
+  if (a.json) {
+    std::cout << j["tenants"].dump() << "\n";
+    return 0;
   }
+  std::cout << tenant_table(j["tenants"]);
   return 0;
 }
 
@@ -201,12 +228,22 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.submit = app.add_subcommand("submit", "Submit a job (YAML or JSON file, - for stdin)");
   c.submit->add_option("file", a.file, "job spec")->required();
   c.submit->add_flag("--json", a.json, "print the whole job, not just its id");
-  c.jobs = app.add_subcommand("jobs", "List jobs");
-  c.jobs->add_option("--state", a.state, "only jobs in this state");
+  c.jobs = app.add_subcommand(
+      "jobs",
+      "List jobs, newest first: queue, class, state, a short reason code for waiting jobs "
+      "(Resources, GangFit, Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, "
+      "TenantLimit, Preempting, Unrunnable; `tessera job ID` says it in words), GPUs, nodes, "
+      "attempts, age and elapsed time");
+  c.jobs->add_option("--state", a.state, "only jobs in these states, comma-separated")
+      ->check(job_states_check());
   c.jobs->add_option("--tenant", a.tenant, "only this tenant's jobs (admin)");
-  c.jobs->add_option("--limit", a.limit, "at most this many (default: all)");
+  c.jobs->add_option("--limit", a.limit, "at most this many, the newest (0: all)");
+  c.jobs->add_option("--sort", a.sort, "order of the rows (default: newest first)")
+      ->check(CLI::IsMember(job_sort_keys()));
+  c.jobs->add_option("--watch", a.watch, "print the list again every this many seconds")
+      ->check(non_negative_number());
   c.jobs->add_flag("--json", a.json, "print a JSON array");
-  c.job = app.add_subcommand("job", "Show one job, and why it waits");
+  c.job = app.add_subcommand("job", "Show one job: state, why it waits, placement, spec");
   c.job->add_option("id", a.id, "job id")->required();
   c.job->add_flag("--json", a.json, "print JSON");
   c.cancel = app.add_subcommand("cancel", "Cancel a job");
@@ -226,9 +263,12 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.tenant_create = c.tenant->add_subcommand("create", "Create a tenant; prints its token once");
   c.tenant_create->add_option("name", a.name, "tenant name")->required();
   c.tenant_create->add_flag("--json", a.json, "print JSON");
+  c.tenant_list = c.tenant->add_subcommand(
+      "list", "List tenants: with or without a token, queue, pending and running jobs");
+  c.tenant_list->add_flag("--json", a.json, "print JSON");
   c.tenant->require_subcommand(1);
-  for (CLI::App* s :
-       {c.submit, c.jobs, c.job, c.cancel, c.queues, c.nodes, c.logs, c.tenant_create}) {
+  for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.queues, c.nodes, c.logs, c.tenant_create,
+                      c.tenant_list}) {
     add_common(s, a);
   }
   return c;
@@ -246,6 +286,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);
   if (*c.tenant_create) return tenant_create(*client(), a);
+  if (*c.tenant_list) return tenant_list(*client(), a);
   return -1;
 }
 

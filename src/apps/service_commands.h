@@ -46,6 +46,8 @@ struct ClientArgs {
   int64_t id = 0;     // job, cancel, logs
   std::string state, tenant;
   size_t limit = 0;  // jobs: 0 = all
+  std::string sort;  // jobs: a key of job_sort_keys(); "" = newest first
+  double watch = 0;  // jobs: seconds between refreshes; 0 = once
   int rank = 0;
   int64_t tail_bytes = 65536;
   bool json = false;
@@ -62,6 +64,7 @@ struct ClientCommands {
   CLI::App* logs = nullptr;
   CLI::App* tenant = nullptr;
   CLI::App* tenant_create = nullptr;
+  CLI::App* tenant_list = nullptr;
 };
 ClientCommands add_client_commands(CLI::App& app, ClientArgs& args);
 // Runs whichever client command was given; -1 when none was.

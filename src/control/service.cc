@@ -1293,15 +1293,21 @@ void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std
 JobView Service::view_locked(const Job& j) const {
   JobView v;
   v.row = j.row;
+  const QueueId leaf = tree_ ? tree_->leaf_of(j.spec.tenant) : kNoId;
+  v.queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
+  v.priority_class = std::string(to_string(j.spec.priority));
   if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
+    v.reason_code = "Unrunnable";
     v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
                        "); it waits for a restart with what it needs, or a cancel";
   } else if (j.row.state == JobState::kPending && process_held_.count(j.row.id) != 0) {
+    v.reason_code = "TenantLimit";
     v.pending_reason =
         "waits for tenant " + j.row.tenant + "'s running jobs: it would take the tenant past " +
         std::to_string(limits_for_locked(j.spec.tenant).max_running_members) +
         " processes (--max-processes-per-tenant, or its queue's tenant_limits.max_processes)";
   } else if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
+    v.reason_code = "Preempting";
     std::string ids;
     for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
     v.pending_reason =
@@ -1309,6 +1315,7 @@ JobView Service::view_locked(const Job& j) const {
   } else if (auto it = reasons_.find(j.row.id);
              j.row.state == JobState::kPending && it != reasons_.end()) {
     const PendingReason& r = it->second;
+    v.reason_code = reason_code(r.code);
     const std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
     const std::string queue =
         r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
@@ -1349,12 +1356,23 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   }
   std::lock_guard lock(mu_);
   std::vector<JobView> out;
+  const auto wanted = [&](const Job& j) {
+    const JobRow& r = j.row;
+    if (!caller.admin && r.tenant != caller.tenant) return false;
+    if (!f.tenant.empty() && r.tenant != f.tenant) return false;
+    return f.states.empty() ||
+           std::find(f.states.begin(), f.states.end(), r.state) != f.states.end();
+  };
+  if (f.newest_first) {
+    auto it = f.before > 0 ? jobs_.lower_bound(f.before) : jobs_.end();
+    while (it != jobs_.begin() && out.size() < f.limit) {
+      --it;
+      if (wanted(*it->second)) out.push_back(view_locked(*it->second));
+    }
+    return out;
+  }
   for (auto it = jobs_.upper_bound(f.after); it != jobs_.end() && out.size() < f.limit; ++it) {
-    const JobRow& r = it->second->row;
-    if (!caller.admin && r.tenant != caller.tenant) continue;
-    if (!f.tenant.empty() && r.tenant != f.tenant) continue;
-    if (f.state && r.state != *f.state) continue;
-    out.push_back(view_locked(*it->second));
+    if (wanted(*it->second)) out.push_back(view_locked(*it->second));
   }
   return out;
 }
@@ -1423,7 +1441,13 @@ std::vector<QueueView> Service::queues(const Caller& caller) const {
 
 std::vector<NodeView> Service::nodes() const {
   std::lock_guard lock(mu_);
-  return node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
+  std::vector<NodeView> out = node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
+  std::vector<std::pair<int64_t, const Allocation*>> held;
+  for (const auto& [id, jp] : active_) {
+    if (!jp->alloc.empty()) held.emplace_back(id, &jp->alloc);
+  }
+  mark_gpu_holders(out, cluster_, held);
+  return out;
 }
 
 std::vector<TenantView> Service::tenants() const {

@@ -126,13 +126,23 @@ struct MemberPlacement {
 struct JobView {
   JobRow row;
   std::string pending_reason;  // in words; "" when not pending
+  // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
+  // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, Preempting,
+  // Unrunnable; "" when not pending or not yet decided.
+  std::string reason_code;
+  std::string queue;           // its leaf queue's path
+  std::string priority_class;  // the class it runs at (its own, else its queue's default)
   std::vector<MemberPlacement> placement;
 };
 
 struct JobFilter {
-  std::optional<JobState> state;
-  std::string tenant;  // "" = all the caller may see
-  int64_t after = 0;   // ids greater than this
+  std::vector<JobState> states;  // any of these; empty = every state
+  std::string tenant;            // "" = all the caller may see
+  // Ascending: ids greater than `after`; descending (newest first): ids less than `before`
+  // (0 = from the newest).
+  bool newest_first = false;
+  int64_t after = 0;
+  int64_t before = 0;
   size_t limit = 500;
 };
 

@@ -39,6 +39,7 @@ struct TenantView {
 struct GpuView {
   int32_t index = 0;
   int32_t free_milli = 0;
+  std::vector<int64_t> jobs;  // the jobs holding a share of it, by id
 };
 struct NodeView {
   std::string name;
@@ -56,5 +57,8 @@ std::vector<QueueView> queue_views(const Snapshot& snap, const DecayedUsage& dec
 // its host.
 std::vector<NodeView> node_views(const ClusterState& st,
                                  const std::function<int32_t(GpuId)>& index);
+// Marks on each GPU of `nodes` (as node_views made them) the jobs whose allocation holds it.
+void mark_gpu_holders(std::vector<NodeView>& nodes, const Cluster& c,
+                      const std::vector<std::pair<int64_t, const Allocation*>>& allocations);
 
 }  // namespace tessera

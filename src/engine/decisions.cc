@@ -4,6 +4,27 @@
 
 namespace tessera {
 
+// PendingCode -> the short reason code of job tables.
+const char* reason_code(PendingCode c) {
+  switch (c) {
+    case PendingCode::kInsufficientGpus:
+      return "Resources";
+    case PendingCode::kGangCannotFit:
+      return "GangFit";
+    case PendingCode::kWaitingForReservation:
+      return "Reservation";
+    case PendingCode::kBlockedByHead:
+      return "HeadOfLine";
+    case PendingCode::kQuotaExceeded:
+      return "Quota";
+    case PendingCode::kOverFairShare:
+      return "FairShare";
+    case PendingCode::kReservedForInference:
+      return "InferenceReserve";
+  }
+  return "Resources";
+}
+
 const char* to_string(PendingCode c) {
   switch (c) {
     case PendingCode::kInsufficientGpus:

@@ -45,6 +45,9 @@ struct PendingReason {
 std::string describe(const PendingReason& r, const std::string& blocker_name = "",
                      const std::string& queue_path = "");
 const char* to_string(PendingCode c);
+// A short code for job tables, as Slurm's squeue REASON: Resources, GangFit, Reservation,
+// HeadOfLine, Quota, FairShare, InferenceReserve.
+const char* reason_code(PendingCode c);
 
 struct Start {
   JobId job = 0;

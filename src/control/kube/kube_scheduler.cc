@@ -788,6 +788,7 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
       v.pending_reason = g.waiting;
     } else if (r != reasons_.end()) {
       const PendingReason& pr = r->second;
+      v.reason_code = reason_code(pr.code);
       v.pending_reason = describe(
           pr, "", pr.queue < model_.tree().size() ? model_.tree().queue(pr.queue).path : "");
     }
@@ -800,13 +801,17 @@ std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
   std::vector<JobView> out;
   for (const auto& [key, g] : model_.gangs()) {
     JobView v = view_locked(g);
-    if (f.state && v.row.state != *f.state) continue;
+    if (!f.states.empty() &&
+        std::find(f.states.begin(), f.states.end(), v.row.state) == f.states.end()) {
+      continue;
+    }
     if (!f.tenant.empty() && v.row.tenant != f.tenant) continue;
-    if (v.row.id <= f.after) continue;
+    if (f.newest_first ? (f.before > 0 && v.row.id >= f.before) : v.row.id <= f.after) continue;
     out.push_back(std::move(v));
   }
-  std::sort(out.begin(), out.end(),
-            [](const JobView& a, const JobView& b) { return a.row.id < b.row.id; });
+  std::sort(out.begin(), out.end(), [&](const JobView& a, const JobView& b) {
+    return f.newest_first ? a.row.id > b.row.id : a.row.id < b.row.id;
+  });
   if (f.limit > 0 && out.size() > f.limit) out.resize(f.limit);
   return out;
 }

@@ -1,0 +1,210 @@
+#include "apps/client_tables.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <set>
+#include <stdexcept>
+
+namespace tessera {
+
+namespace {
+
+double number_or(const nlohmann::json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
+// GPUs the job asks for at its largest: members x GPUs per member.
+double gpus_of(const nlohmann::json& job) {
+  const nlohmann::json& spec = job["spec"];
+  const nlohmann::json res = spec.value("resources", nlohmann::json::object());
+  const double per_member = res.contains("gpus") ? res["gpus"].get<double>() : 1.0;
+  const nlohmann::json gang = spec.value("gang", nlohmann::json::object());
+  return per_member * gang.value("max", 1);
+}
+
+size_t nodes_of(const nlohmann::json& job) {
+  std::set<std::string> nodes;
+  for (const auto& p : job.value("allocation", nlohmann::json::array())) {
+    nodes.insert(p["node"].get<std::string>());
+  }
+  return nodes.size();
+}
+
+double age_of(const nlohmann::json& job, double now) {
+  return now - number_or(job, "submitted_at", now);
+}
+
+// Running: since it started; finished: how long it ran; otherwise -1.
+double elapsed_of(const nlohmann::json& job, double now) {
+  const double started = number_or(job, "started_at", -1);
+  if (started < 0) return -1;
+  const double finished = number_or(job, "finished_at", -1);
+  return (finished >= 0 ? finished : now) - started;
+}
+
+}  // namespace
+
+std::string short_duration(double s) {
+  if (s < 0) return "-";
+  const auto t = static_cast<int64_t>(s);
+  if (t < 60) return fmt::format("{}s", t);
+  if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
+  if (t < 86400) return fmt::format("{}h{:02}m", t / 3600, t % 3600 / 60);
+  return fmt::format("{}d{:02}h", t / 86400, t % 86400 / 3600);
+}
+
+std::string local_time(const nlohmann::json& t) {
+  if (!t.is_number()) return "-";
+  const auto secs = static_cast<time_t>(t.get<double>());
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S %Z", &tm);
+  return buf;
+}
+
+std::string fit(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  return width <= 3 ? text.substr(0, width) : text.substr(0, width - 3) + "...";
+}
+
+const std::vector<std::string>& job_sort_keys() {
+  static const std::vector<std::string> keys = {"id",  "name", "queue",  "state",
+                                                "age", "gpus", "elapsed"};
+  return keys;
+}
+
+void sort_jobs(nlohmann::json& jobs, const std::string& key, double now) {
+  const auto by = [&](auto value) {
+    std::stable_sort(
+        jobs.begin(), jobs.end(),
+        [&](const nlohmann::json& a, const nlohmann::json& b) { return value(a) < value(b); });
+  };
+  if (key == "id") {
+    by([](const nlohmann::json& j) { return j["id"].get<int64_t>(); });
+  } else if (key == "name") {
+    by([](const nlohmann::json& j) { return j["name"].get<std::string>(); });
+  } else if (key == "queue") {
+    by([](const nlohmann::json& j) { return text_or(j, "queue", ""); });
+  } else if (key == "state") {
+    by([](const nlohmann::json& j) { return j["state"].get<std::string>(); });
+  } else if (key == "age") {  // oldest first
+    by([&](const nlohmann::json& j) { return -age_of(j, now); });
+  } else if (key == "gpus") {  // largest first
+    by([](const nlohmann::json& j) { return -gpus_of(j); });
+  } else if (key == "elapsed") {  // longest first
+    by([&](const nlohmann::json& j) { return -elapsed_of(j, now); });
+  } else {
+    std::string known;
+    for (const std::string& k : job_sort_keys()) known += (known.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("--sort: unknown key '" + key + "' (" + known + ")");
+  }
+}
+
+std::string job_table(const nlohmann::json& jobs, double now) {
+  constexpr const char* kRow =
+      "{:>6}  {:<24} {:<14} {:<18} {:<10} {:<12} {:>5} {:>5} {:>4} {:>7} {:>7}\n";
+  std::string out = fmt::format(kRow, "ID", "NAME", "QUEUE", "CLASS", "STATE", "REASON", "GPUS",
+                                "NODES", "TRY", "AGE", "ELAPSED");
+  for (const auto& j : jobs) {
+    const size_t nodes = nodes_of(j);
+    out += fmt::format(kRow, j["id"].get<int64_t>(), fit(j["name"].get<std::string>(), 24),
+                       fit(text_or(j, "queue", j["tenant"].get<std::string>()), 14),
+                       fit(text_or(j, "priority_class", "-"), 18),
+                       fit(j["state"].get<std::string>(), 10), fit(text_or(j, "reason", "-"), 12),
+                       fmt::format("{:g}", gpus_of(j)), nodes > 0 ? std::to_string(nodes) : "-",
+                       j.value("attempts", 0), short_duration(age_of(j, now)),
+                       short_duration(elapsed_of(j, now)));
+  }
+  return out;
+}
+
+std::string job_page(const nlohmann::json& j, double now) {
+  std::string out;
+  const auto line = [&](const std::string& key, const std::string& value) {
+    out += fmt::format("{:<16}{}\n", key + ":", value);
+  };
+  line("Job", std::to_string(j["id"].get<int64_t>()));
+  line("Name", j["name"].get<std::string>());
+  line("Tenant", j["tenant"].get<std::string>());
+  line("Queue", text_or(j, "queue", "-"));
+  line("Class", text_or(j, "priority_class", "-"));
+  line("State", j["state"].get<std::string>());
+  if (j["pending_reason"].is_string()) {
+    line("Reason", text_or(j, "reason", "-") + ": " + j["pending_reason"].get<std::string>());
+  }
+  if (!text_or(j, "message", "").empty()) line("Message", j["message"].get<std::string>());
+  if (j.contains("exit_code") && !j["exit_code"].is_null()) {
+    line("Exit code", std::to_string(j["exit_code"].get<int64_t>()));
+  }
+  line("Submitted",
+       local_time(j["submitted_at"]) + " (" + short_duration(age_of(j, now)) + " ago)");
+  line("Started", local_time(j["started_at"]));
+  line("Finished", local_time(j["finished_at"]));
+  line("Elapsed", short_duration(elapsed_of(j, now)));
+  line("Attempts", std::to_string(j.value("attempts", 0)));
+  line("Preemptions", std::to_string(j.value("preemptions", 0)));
+  line("GPUs", fmt::format("{:g}", gpus_of(j)));
+  const nlohmann::json placement = j.value("allocation", nlohmann::json::array());
+  if (!placement.empty()) {
+    out += "Placement:\n";
+    for (const auto& p : placement) {
+      std::string gpus;
+      for (const auto& g : p["gpus"])
+        gpus += (gpus.empty() ? "" : ",") + std::to_string(g.get<int>());
+      out += fmt::format("  rank {:<4} {} GPU {} ({:g} each)\n", p["rank"].get<int>(),
+                         p["node"].get<std::string>(), gpus, p["gpu_milli"].get<double>() / 1000);
+    }
+  }
+  out += "Spec:\n" + j["spec"].dump(2) + "\n";
+  return out;
+}
+
+std::string node_table(const nlohmann::json& nodes) {
+  constexpr const char* kRow = "{:<20} {:<10} {:>4} {:>6}  {:<20} {:>13} {:>19}\n";
+  std::string out =
+      fmt::format(kRow, "NODE", "TYPE", "GPU", "FREE", "JOBS", "CPU FREE", "MEM FREE (MiB)");
+  for (const auto& n : nodes) {
+    const std::string cpu = fmt::format("{:g}/{:g}", n["free_cpu_milli"].get<double>() / 1000,
+                                        n["cpu_milli"].get<double>() / 1000);
+    const std::string mem =
+        fmt::format("{}/{}", n["free_mem_mib"].get<int64_t>(), n["mem_mib"].get<int64_t>());
+    bool first = true;
+    for (const auto& g : n["gpus"]) {
+      std::string jobs;
+      for (const auto& id : g.value("jobs", nlohmann::json::array())) {
+        jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<int64_t>());
+      }
+      out +=
+          fmt::format(kRow, first ? fit(n["name"].get<std::string>(), 20) : "",
+                      first ? fit(n["gpu_type"].get<std::string>(), 10) : "", g["index"].get<int>(),
+                      fmt::format("{:g}", g["free_milli"].get<double>() / 1000),
+                      jobs.empty() ? "-" : fit(jobs, 20), first ? cpu : "", first ? mem : "");
+      first = false;
+    }
+    if (n["gpus"].empty()) {
+      out += fmt::format(kRow, fit(n["name"].get<std::string>(), 20), "-", "-", "-", "-", cpu, mem);
+    }
+  }
+  return out;
+}
+
+std::string tenant_table(const nlohmann::json& tenants) {
+  constexpr const char* kRow = "{:<24} {:<6} {:<24} {:>8} {:>8}  {}\n";
+  std::string out = fmt::format(kRow, "TENANT", "TOKEN", "QUEUE", "PENDING", "RUNNING", "CREATED");
+  for (const auto& t : tenants) {
+    out += fmt::format(kRow, fit(t["name"].get<std::string>(), 24),
+                       t.value("has_token", false) ? "yes" : "no",
+                       fit(text_or(t, "queue", "-"), 24), t.value("pending_jobs", 0),
+                       t.value("running_jobs", 0), local_time(t["created_at"]));
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+// How the client commands print what the API returns: job lists (as squeue), one job (as
+// kubectl describe), nodes (as sinfo), queues and tenants. Pure functions of the JSON and the
+// current time, so tests can check them without a server.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera {
+
+// "42s", "5m12s", "2h05m", "3d04h": a duration for a table cell; "-" when negative.
+std::string short_duration(double seconds);
+// "2026-11-26 21:57:04 UTC": a timestamp in the local time zone, with its name; "-" for null.
+std::string local_time(const nlohmann::json& t);
+// A cell at most `width` characters wide: longer text ends in "...".
+std::string fit(const std::string& text, size_t width);
+
+// The columns of `tessera jobs`: ID NAME QUEUE CLASS STATE REASON GPUS NODES ATTEMPTS AGE
+// ELAPSED.
+std::string job_table(const nlohmann::json& jobs, double now);
+// Sorts a job list by one of job_sort_keys(); throws std::invalid_argument for another key.
+void sort_jobs(nlohmann::json& jobs, const std::string& key, double now);
+const std::vector<std::string>& job_sort_keys();
+// `tessera job ID`: every field, the reason in words, the placement per rank.
+std::string job_page(const nlohmann::json& job, double now);
+// `tessera nodes`: a row per GPU: node, type, free share, jobs holding it, CPU and memory.
+std::string node_table(const nlohmann::json& nodes);
+// `tessera tenant list`.
+std::string tenant_table(const nlohmann::json& tenants);
+
+}  // namespace tessera

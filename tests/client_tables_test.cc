@@ -1,0 +1,99 @@
+// The client's tables, from API JSON as the server sends it.
+#include "apps/client_tables.h"
+
+#include <gtest/gtest.h>
+
+namespace tessera {
+namespace {
+
+nlohmann::json job(int64_t id, const std::string& name, const std::string& state, double gpus,
+                   double submitted, double started = -1) {
+  nlohmann::json j = {
+      {"id", id},
+      {"name", name},
+      {"tenant", "team-a"},
+      {"queue", "org/team-a"},
+      {"priority_class", "research"},
+      {"state", state},
+      {"reason", state == "pending" ? nlohmann::json("Quota") : nlohmann::json()},
+      {"pending_reason", nullptr},
+      {"attempts", started >= 0 ? 1 : 0},
+      {"submitted_at", submitted},
+      {"started_at", started >= 0 ? nlohmann::json(started) : nlohmann::json()},
+      {"finished_at", nullptr},
+      {"spec", {{"resources", {{"gpus", gpus}}}, {"gang", {{"min", 2}, {"max", 2}}}}},
+      {"allocation", nlohmann::json::array()}};
+  if (started >= 0) {
+    j["allocation"] = {{{"rank", 0}, {"node", "n1"}, {"gpus", {0}}, {"gpu_milli", 1000}},
+                       {{"rank", 1}, {"node", "n2"}, {"gpus", {0}}, {"gpu_milli", 1000}}};
+  }
+  return j;
+}
+
+TEST(ClientTables, DurationsAreShortAndSigned) {
+  EXPECT_EQ(short_duration(42.9), "42s");
+  EXPECT_EQ(short_duration(312), "5m12s");
+  EXPECT_EQ(short_duration(2 * 3600 + 5 * 60), "2h05m");
+  EXPECT_EQ(short_duration(3 * 86400 + 4 * 3600), "3d04h");
+  EXPECT_EQ(short_duration(-1), "-");
+}
+
+TEST(ClientTables, LongNamesDoNotBreakTheColumns) {
+  const nlohmann::json jobs = {job(1, std::string(60, 'x'), "running", 4, 1000, 1100),
+                               job(22, "short", "pending", 1, 1500)};
+  const std::string table = job_table(jobs, 2000);
+  std::vector<size_t> state_column;
+  size_t start = 0;
+  while (start < table.size()) {
+    const size_t end = table.find('\n', start);
+    const std::string line = table.substr(start, end - start);
+    state_column.push_back(line.find(line.find("STATE") != std::string::npos     ? "STATE"
+                                     : line.find("running") != std::string::npos ? "running"
+                                                                                 : "pending"));
+    start = end + 1;
+  }
+  ASSERT_EQ(state_column.size(), 3u) << table;
+  EXPECT_EQ(state_column[0], state_column[1]) << table;
+  EXPECT_EQ(state_column[1], state_column[2]) << table;
+  EXPECT_NE(table.find("xxx..."), std::string::npos) << table;
+  // GPUs are members x GPUs per member; nodes are counted from the placement.
+  EXPECT_NE(table.find("org/team-a"), std::string::npos) << table;
+  EXPECT_NE(table.find("Quota"), std::string::npos) << table;
+  EXPECT_NE(table.find("     8     2"), std::string::npos) << table;
+  EXPECT_NE(table.find("16m40s"), std::string::npos) << table;  // age of job 1
+  EXPECT_NE(table.find("15m00s"), std::string::npos) << table;  // its elapsed time
+}
+
+TEST(ClientTables, SortKeysOrderTheRowsAndAnUnknownKeyIsRefused) {
+  nlohmann::json jobs = {job(1, "b", "running", 1, 1000, 1100), job(2, "a", "pending", 4, 1500),
+                         job(3, "c", "pending", 2, 1200)};
+  sort_jobs(jobs, "gpus", 2000);
+  EXPECT_EQ(jobs[0]["id"], 2);
+  sort_jobs(jobs, "name", 2000);
+  EXPECT_EQ(jobs[0]["name"], "a");
+  sort_jobs(jobs, "age", 2000);
+  EXPECT_EQ(jobs[0]["id"], 1);
+  EXPECT_THROW(sort_jobs(jobs, "colour", 2000), std::invalid_argument);
+}
+
+TEST(ClientTables, TheNodeTableNamesTheJobsOnEachGpu) {
+  const nlohmann::json nodes = {
+      {{"name", "n1"},
+       {"gpu_type", "H100"},
+       {"gpus",
+        {{{"index", 0}, {"free_milli", 0}, {"jobs", {7}}},
+         {{"index", 1}, {"free_milli", 500}, {"jobs", {8, 9}}},
+         {{"index", 2}, {"free_milli", 1000}, {"jobs", nlohmann::json::array()}}}},
+       {"cpu_milli", 64000},
+       {"free_cpu_milli", 32000},
+       {"mem_mib", 1024},
+       {"free_mem_mib", 512}}};
+  const std::string table = node_table(nodes);
+  EXPECT_NE(table.find("NODE"), std::string::npos);
+  EXPECT_NE(table.find("8,9"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.5"), std::string::npos) << table;
+  EXPECT_NE(table.find("32/64"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace tessera
