@@ -361,3 +361,29 @@ TEST(SimulateSurface, TheJsonRecordsHowTheResultWasProduced) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ProgressLine, LongRunsShowProgressOnATerminalAndNothingOtherwise) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1)";
+  const auto w = tmp("many.jsonl");
+  {
+    std::ofstream out(w);
+    for (int i = 0; i < 5000; ++i) {
+      out << R"({"name":"j)" << i << R"(","submit":)" << i << R"(,"work":600})"
+          << "\n";
+    }
+  }
+  const std::string args = "simulate --quiet --workload " + w.string();
+  // script(1) gives the command a terminal; its output comes back through a pipe.
+  const CmdResult tty = tessera::testing::run_tessera_cmd(
+      "script -qec '" + std::string(TESSERA_BINARY) + " " + args + "' /dev/null 2>&1");
+  ASSERT_EQ(tty.status, 0) << tty.output;
+  EXPECT_TRUE(has(tty.output, "simulate: ")) << tty.output;
+  EXPECT_TRUE(has(tty.output, "/5000)")) << tty.output;
+  const CmdResult piped = run(args);
+  ASSERT_EQ(piped.status, 0) << piped.output;
+  EXPECT_EQ(piped.output, "") << piped.output;
+}
+
+}  // namespace

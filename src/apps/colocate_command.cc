@@ -1,6 +1,7 @@
 #include "apps/colocate_command.h"
 #include "apps/data_dir.h"
 #include "apps/json_file.h"
+#include "apps/progress_line.h"
 
 #include <fmt/format.h>
 
@@ -147,7 +148,12 @@ int run_colocate(const ColocateArgs& a) {
   opt.learn = !a.no_learn;
   opt.cold_start = a.cold_start;
   opt.estimate_error = a.estimate_error;
-  const auto results = run_colocation_experiment(world, policies, opt, a.seed, a.seeds);
+  std::vector<ColocSummary> results;
+  {
+    ProgressLine progress("colocate");  // cleared before the results are printed
+    opt.progress = progress.callback();
+    results = run_colocation_experiment(world, policies, opt, a.seed, a.seeds);
+  }
   const auto t2 = std::chrono::steady_clock::now();
 
   std::map<std::string, const ColocSummary*> by;

@@ -1,4 +1,5 @@
 #include "apps/frag_command.h"
+#include "apps/progress_line.h"
 
 #include <fmt/format.h>
 
@@ -63,7 +64,12 @@ int run_frag_command(const FragArgs& a) {
   opt.first_seed = static_cast<uint64_t>(a.first_seed);
   opt.inflate = a.inflate;
   const auto t0 = std::chrono::steady_clock::now();
-  const FragResult r = run_frag(cluster, pods, opt);
+  FragResult r;
+  {
+    ProgressLine progress("frag");  // cleared before the results are printed
+    opt.progress = progress.callback();
+    r = run_frag(cluster, pods, opt);
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_out.empty()) {
     std::ofstream out(a.json_out);

@@ -1,5 +1,6 @@
 #include "apps/predict_command.h"
 #include "apps/json_file.h"
+#include "apps/progress_line.h"
 
 #include <fmt/format.h>
 
@@ -52,7 +53,12 @@ int run_predict(const PredictArgs& a) {
   const Workload w = read_workload(a.workload, f, ro);
   PredictionEvalOptions opt;
   opt.skip = a.skip;
-  const auto results = evaluate_predictors(w, predictors, opt);
+  std::vector<PredictorAccuracy> results;
+  {
+    ProgressLine progress("predict");
+    opt.progress = progress.callback();
+    results = evaluate_predictors(w, predictors, opt);
+  }
   const size_t scored = results.empty() ? 0 : results.front().jobs;
   if (scored == 0) {
     // An all-zero table reads as perfect accuracy (issue 15, defect 5): say why, and fail.

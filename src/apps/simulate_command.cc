@@ -11,6 +11,7 @@
 #include "apps/commands.h"
 #include "apps/data_dir.h"
 #include "apps/json_file.h"
+#include "apps/progress_line.h"
 #include "apps/provenance.h"
 #include "engine/admission.h"
 #include "engine/policy.h"
@@ -280,7 +281,12 @@ int run_simulate(const SimulateArgs& a) {
       {"recovery", a.recovery}};
   run["data_dir"] = data_dir(a);
   run["warnings"] = warnings;
-  const SimResult r = simulate(w, cluster, policy, *model, opt);
+  SimResult r;
+  {
+    ProgressLine progress("simulate");
+    opt.progress = progress.callback();
+    r = simulate(w, cluster, policy, *model, opt);
+  }
   ReportContext ctx{policy.name(), a.seed, source, run};
   const auto report = make_report(w, cluster, r, ctx);
   write_json_file(a.json_out, report);

@@ -407,6 +407,9 @@ std::vector<ColocSummary> run_colocation_experiment(const ColocWorld& world,
   for (size_t p = 0; p < policies.size(); ++p) out[p].policy = policies[p].name;
   const double n = static_cast<double>(std::max<size_t>(1, seeds));
   for (size_t s = 0; s < seeds; ++s) {
+    if (opt.progress) {
+      opt.progress(Progress{static_cast<double>(s), static_cast<double>(seeds), "seeds"});
+    }
     const auto jobs = make_colocation_workload(world, opt, seed + s);
     for (size_t p = 0; p < policies.size(); ++p) {
       // The policy's own random stream depends on its name, not on its place in the list, so a

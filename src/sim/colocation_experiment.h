@@ -23,6 +23,7 @@
 #include "insight/interference_model.h"
 #include "insight/knowledge_base.h"
 #include "insight/recommender.h"
+#include "model/progress.h"
 #include "sim/interference_data.h"
 
 namespace tessera {
@@ -72,6 +73,7 @@ struct ColocOptions {
   // An estimated remaining time never drops below this share of the estimate (a job that
   // overran its estimate is expected to end soon, not to have ended).
   double min_remaining_share = 0.05;
+  ProgressFn progress;  // run_colocation_experiment tells it after each seed (null: never)
 };
 
 struct ColocJob {

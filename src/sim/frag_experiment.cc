@@ -139,6 +139,10 @@ FragResult run_frag(const AlibabaCluster& cluster, const AlibabaPods& pods,
     const uint64_t seed = opt.first_seed + static_cast<uint64_t>(s);
     r.seeds.push_back(seed);
     r.runs.push_back(run_frag_once(cluster.nodes, pods.pods, memo, opt.policy, seed, opt.inflate));
+    if (opt.progress) {
+      opt.progress(Progress{static_cast<double>(s + 1), static_cast<double>(opt.seeds),
+                            "seeds of " + opt.policy});
+    }
   }
   r.curve.resize(r.runs.front().curve.size());
   for (size_t b = 0; b < r.curve.size(); ++b) {

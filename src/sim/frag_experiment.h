@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/frag.h"
+#include "model/progress.h"
 #include "sim/alibaba_reader.h"
 
 namespace tessera {
@@ -23,6 +24,7 @@ struct FragOptions {
   uint64_t first_seed = 42;  // the paper's
   double inflate = 1.3;      // arrived GPU demand at the end, as a multiple of capacity
   double popularity = 0.95;  // target workload: the shapes covering this share of pods
+  ProgressFn progress;       // told after each seed's run (null: never)
 };
 
 struct FragPoint {

@@ -42,6 +42,9 @@ std::vector<PredictorAccuracy> evaluate_predictors(const Workload& w,
   std::priority_queue<Finish, std::vector<Finish>, std::greater<>> running;
   for (size_t j = 0; j < w.jobs.size(); ++j) {
     const JobSpec& s = w.jobs[j];
+    if (opt.progress && j % 4096 == 0) {
+      opt.progress(Progress{static_cast<double>(j), static_cast<double>(w.jobs.size()), "jobs"});
+    }
     if (j > 0 && s.submit_time < w.jobs[j - 1].submit_time) {
       throw std::invalid_argument("evaluate_predictors: workload is not sorted by submit time");
     }

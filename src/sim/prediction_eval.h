@@ -12,6 +12,7 @@
 
 #include "insight/runtime_predictor.h"
 #include "model/job.h"
+#include "model/progress.h"
 
 namespace tessera {
 
@@ -33,6 +34,7 @@ struct PredictionEvalOptions {
   size_t skip = 0;
   // The submitting user of job i, where the trace has one (empty: none).
   std::vector<std::string> users;
+  ProgressFn progress;  // told every 4,096 jobs (null: never)
 };
 
 // The actual duration of a job is its work_seconds (the trace's duration); jobs without one

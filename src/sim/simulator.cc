@@ -116,7 +116,13 @@ class Simulation {
     now_ = result_.first_submit;
     size_t next_submit = 0;
     // Until every job is done: later events (a tick, a node failure) change nothing measured.
+    uint64_t steps = 0;
     while ((next_submit < w_.jobs.size() || !events_.empty()) && done_ < w_.jobs.size()) {
+      if (opt_.progress && ++steps % 1024 == 0) {
+        opt_.progress(Progress{static_cast<double>(done_), static_cast<double>(w_.jobs.size()),
+                               fmt::format("simulated {:.1f} h, {} waiting",
+                                           (now_ - result_.first_submit) / 3600, pending_.size())});
+      }
       double t = events_.empty() ? w_.jobs[next_submit].submit_time : events_.top().time;
       if (next_submit < w_.jobs.size()) t = std::min(t, w_.jobs[next_submit].submit_time);
       advance_to(t);

@@ -10,6 +10,7 @@
 #include "engine/policy.h"
 #include "model/cluster.h"
 #include "model/job.h"
+#include "model/progress.h"
 #include "model/queue_tree.h"
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
@@ -52,6 +53,9 @@ struct SimOptions {
   // Not owned; it learns.
   RuntimePredictor* predictor = nullptr;
   bool keep_trace_estimates = false;
+  // Told now and then how many jobs have finished and how far simulated time has come (for a
+  // progress line); it changes nothing in the run. Null: never.
+  ProgressFn progress;
 };
 
 struct HistoryEntry {
