@@ -317,6 +317,46 @@ TEST(QueueTreeTest, ValidationErrorsNameFileLineAndField) {
   }
 }
 
+TEST(QueueTreeTest, TimeLimitsAreInheritedAndADefaultAboveTheMaximumIsRefused) {
+  const QueueTree t = parse(R"(queues:
+  - name: batch
+    time_limit: {default: 1h, max: 4h}
+    queues:
+      - name: a
+      - name: b
+        time_limit: {max: 2h}
+)");
+  const auto by_path = [&](const std::string& path) -> const QueueSpec& {
+    for (const QueueSpec& q : t.queues()) {
+      if (q.path == path) return q;
+    }
+    ADD_FAILURE() << "no queue " << path;
+    return t.queue(0);
+  };
+  const QueueSpec& a = by_path("batch/a");
+  const QueueSpec& b = by_path("batch/b");
+  EXPECT_EQ(a.default_time_limit_seconds, 3600);
+  EXPECT_EQ(a.max_time_limit_seconds, 4 * 3600);
+  EXPECT_EQ(b.default_time_limit_seconds, 3600);
+  EXPECT_EQ(b.max_time_limit_seconds, 2 * 3600);
+  std::string e = parse_error(R"(queues:
+  - name: a
+    time_limit: {default: 5h, max: 4h}
+)");
+  EXPECT_TRUE(Contains(e, "time_limit.default")) << e;
+  e = parse_error(R"(queues:
+  - name: a
+    time_limit: {maximum: 4h}
+)");
+  EXPECT_TRUE(Contains(e, "queues.yaml:3")) << e;
+  EXPECT_TRUE(Contains(e, "maximum")) << e;
+  e = parse_error(R"(queues:
+  - name: a
+    time_limit: {max: 0s}
+)");
+  EXPECT_TRUE(Contains(e, "more than 0")) << e;
+}
+
 TEST(QueueTreeTest, LoadsFileAndNamesUnreadablePath) {
   const auto path = std::filesystem::temp_directory_path() / "tessera_qt_queues.yaml";
   std::ofstream(path) << kTwoLevel;

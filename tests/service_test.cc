@@ -274,6 +274,71 @@ TEST_F(ServiceTest, TheTenantListHasTenantsTheAdminSubmittedForWithoutAToken) {
   EXPECT_EQ(all[1].running_jobs + all[1].pending_jobs, 0);
 }
 
+TEST_F(ServiceTest, ARunIsStoppedAtItsTimeLimitWithTheGraceAndEndsAsTimeout) {
+  // Issue 15: time_limit is enforced (SIGTERM, the grace, SIGKILL; state timeout), while a
+  // duration_estimate that is exceeded stops nothing.
+  auto s = make(2);
+  backend_->ignore_term_of.insert("stubborn");
+  const int64_t limited =
+      s->submit(as("lab"),
+                job("name: stubborn\ntime_limit: 60s\ncheckpoint_grace: 10s\ncommand: [x]\n"), "",
+                nullptr)
+          .row.id;
+  const int64_t estimated =
+      s->submit(as("lab"), job("name: est\nduration_estimate: 30s\ncommand: [x]\n"), "", nullptr)
+          .row.id;
+  s->tick();
+  ASSERT_EQ(state(*s, limited), JobState::kRunning);
+  now_ += 59;
+  s->tick();
+  EXPECT_TRUE(backend_->signals_of(limited, 0).empty());
+  now_ += 1;  // the limit: SIGTERM, which it ignores
+  s->tick();
+  EXPECT_EQ(backend_->signals_of(limited, 0), std::vector<int>{SIGTERM});
+  now_ += 10;  // past the grace: SIGKILL
+  s->tick();
+  s->tick();
+  EXPECT_EQ(backend_->signals_of(limited, 0), (std::vector<int>{SIGTERM, SIGKILL}));
+  const JobView v = s->job(Caller{true, ""}, limited);
+  EXPECT_EQ(v.row.state, JobState::kTimeout);
+  EXPECT_EQ(v.row.message, "stopped at its time limit of 60 s");
+  EXPECT_TRUE(is_terminal(v.row.state));
+  EXPECT_EQ(state(*s, estimated), JobState::kRunning);  // 70 s past a 30 s estimate
+  EXPECT_TRUE(backend_->signals_of(estimated, 0).empty());
+}
+
+TEST_F(ServiceTest, AQueueGivesItsDefaultTimeLimitAndRefusesMoreThanItsMaximum) {
+  const std::string queues = dir_.file("queues.yaml");
+  std::ofstream(queues) << R"(queues:
+  - name: batch
+    time_limit: {default: 1h, max: 4h}
+    queues:
+      - name: team-a
+      - name: team-b
+        time_limit: {default: 10m}
+)";
+  ServiceOptions o = options(4);
+  o.queues_path = queues;
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  Service s(o, std::move(b));
+  const auto limit_of = [&](const std::string& tenant, const std::string& extra) {
+    const JobView v =
+        s.submit(as(tenant), job("name: j\n" + extra + "command: [x]\n"), "", nullptr);
+    return v.row.spec.time_limit_seconds;
+  };
+  EXPECT_EQ(limit_of("team-a", ""), 3600);  // its parent's default
+  EXPECT_EQ(limit_of("team-b", ""), 600);   // its own default
+  EXPECT_EQ(limit_of("team-a", "time_limit: 2h\n"), 7200);
+  try {
+    limit_of("team-b", "time_limit: 5h\n");  // the inherited maximum holds
+    FAIL() << "a time limit above the queue's maximum was accepted";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.field(), "time_limit");
+    EXPECT_NE(std::string(e.what()).find("batch/team-b"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");

@@ -189,7 +189,7 @@ JobFilter job_filter(const httplib::Request& req) {
       if (!parse_job_state(one, s)) {
         throw ServiceError(ServiceError::kInvalid, "state",
                            "state must be pending, running, succeeded, failed, cancelled or "
-                           "preempted (or several, comma-separated), got '" +
+                           "preempted, timeout (or several, comma-separated), got '" +
                                one + "'");
       }
       f.states.push_back(s);

@@ -26,8 +26,8 @@ namespace {
 CLI::Validator job_states_check() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        static const std::vector<std::string> kStates = {"pending", "running",   "succeeded",
-                                                         "failed",  "cancelled", "preempted"};
+        static const std::vector<std::string> kStates = {
+            "pending", "running", "succeeded", "failed", "cancelled", "preempted", "timeout"};
         size_t start = 0;
         while (start <= text.size()) {
           size_t end = text.find(',', start);
@@ -39,13 +39,13 @@ CLI::Validator job_states_check() {
               hint = " (did you mean " + guess + "?)";
             }
             return "unknown state '" + one + "'" + hint +
-                   "; states: pending, running, succeeded, failed, cancelled, preempted";
+                   "; states: pending, running, succeeded, failed, cancelled, preempted, timeout";
           }
           start = end + 1;
         }
         return "";
       },
-      "STATE[,STATE...] of pending|running|succeeded|failed|cancelled|preempted");
+      "STATE[,STATE...] of pending|running|succeeded|failed|cancelled|preempted|timeout");
 }
 
 void add_common(CLI::App* s, ClientArgs& a) {

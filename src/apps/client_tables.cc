@@ -109,9 +109,9 @@ void sort_jobs(nlohmann::json& jobs, const std::string& key, double now) {
 
 std::string job_table(const nlohmann::json& jobs, double now) {
   constexpr const char* kRow =
-      "{:>6}  {:<24} {:<14} {:<18} {:<10} {:<12} {:>5} {:>5} {:>4} {:>7} {:>7}\n";
+      "{:>6}  {:<24} {:<14} {:<18} {:<10} {:<12} {:>5} {:>5} {:>4} {:>7} {:>7} {:>7}\n";
   std::string out = fmt::format(kRow, "ID", "NAME", "QUEUE", "CLASS", "STATE", "REASON", "GPUS",
-                                "NODES", "TRY", "AGE", "ELAPSED");
+                                "NODES", "TRY", "AGE", "ELAPSED", "LIMIT");
   for (const auto& j : jobs) {
     const size_t nodes = nodes_of(j);
     out += fmt::format(kRow, j["id"].get<int64_t>(), fit(j["name"].get<std::string>(), 24),
@@ -120,7 +120,8 @@ std::string job_table(const nlohmann::json& jobs, double now) {
                        fit(j["state"].get<std::string>(), 10), fit(text_or(j, "reason", "-"), 12),
                        fmt::format("{:g}", gpus_of(j)), nodes > 0 ? std::to_string(nodes) : "-",
                        j.value("attempts", 0), short_duration(age_of(j, now)),
-                       short_duration(elapsed_of(j, now)));
+                       short_duration(elapsed_of(j, now)),
+                       short_duration(number_or(j["spec"], "time_limit", -1)));
   }
   return out;
 }
@@ -148,6 +149,7 @@ std::string job_page(const nlohmann::json& j, double now) {
   line("Started", local_time(j["started_at"]));
   line("Finished", local_time(j["finished_at"]));
   line("Elapsed", short_duration(elapsed_of(j, now)));
+  line("Time limit", short_duration(number_or(j["spec"], "time_limit", -1)));
   line("Attempts", std::to_string(j.value("attempts", 0)));
   line("Preemptions", std::to_string(j.value("preemptions", 0)));
   line("GPUs", fmt::format("{:g}", gpus_of(j)));

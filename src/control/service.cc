@@ -46,6 +46,7 @@ struct Service::Job {
   // GPU type gone, a queue that no longer allows its priority); such a job waits, out of the
   // cycle, rather than being failed for a change of configuration.
   std::string unrunnable;
+  bool timed_out = false;  // being stopped because its run reached its time limit
 };
 
 namespace {
@@ -606,6 +607,13 @@ void Service::poll_processes() {
         backend_->signal(j.members, SIGKILL);
         j.kill_at = -1;
       }
+      // Its run reached its time limit (a duration estimate only plans backfill; this stops).
+      const double limit = j.row.spec.time_limit_seconds;
+      if (j.row.state == JobState::kRunning && !j.stopping && limit > 0 &&
+          t - j.row.started_at >= limit) {
+        j.timed_out = true;
+        ask_to_stop_locked(j, t);
+      }
       continue;
     }
     // Every member is gone. It ended when the last one did, if the backend knows (members
@@ -632,7 +640,14 @@ void Service::poll_processes() {
           if (m.phase == MemberPhase::kExited && !code) code = m.exit_code;
         }
         if (j.failure_code) code = j.failure_code;
-        if (why.empty()) {
+        if (j.timed_out) {
+          j.row.state = JobState::kTimeout;
+          j.row.exit_code = code;
+          char msg[160];
+          std::snprintf(msg, sizeof msg, "stopped at its time limit of %g s",
+                        j.row.spec.time_limit_seconds);
+          j.row.message = msg;
+        } else if (why.empty()) {
           j.row.state = JobState::kSucceeded;
           j.row.exit_code = 0;
         } else {
@@ -660,6 +675,7 @@ void Service::poll_processes() {
     }
     j.failure.clear();
     j.failure_code.reset();
+    j.timed_out = false;
     release_locked(j);
     dirty.push_back(&j.row);
     dirty_ = true;
@@ -667,6 +683,21 @@ void Service::poll_processes() {
   if (!dirty.empty()) save_rows_locked(dirty);
   std::erase_if(active_,
                 [](const auto& e) { return e.second->alloc.empty() && e.second->members.empty(); });
+}
+
+void Service::apply_time_limit_locked(JobRequest& req, TenantId t) const {
+  const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
+  if (leaf == kNoId) return;
+  const QueueSpec& q = tree_->queue(leaf);
+  if (req.time_limit_seconds < 0) {
+    req.time_limit_seconds =
+        q.default_time_limit_seconds >= 0 ? q.default_time_limit_seconds : q.max_time_limit_seconds;
+  } else if (q.max_time_limit_seconds >= 0 && req.time_limit_seconds > q.max_time_limit_seconds) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg, "%g s is more than queue %s allows (time_limit.max %g s)",
+                  req.time_limit_seconds, q.path.c_str(), q.max_time_limit_seconds);
+    throw ServiceError(ServiceError::kInvalid, "time_limit", msg);
+  }
 }
 
 void Service::ask_to_stop_locked(Job& j, double t) {
@@ -1147,6 +1178,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   const TenantId tid = *tenants_.find(req.tenant);
   const double t = now();
   check_limits_locked(ctx.caller, req, tid, t);
+  apply_time_limit_locked(req, tid);
   auto j = std::make_unique<Job>();
   j->spec = to_spec_locked(req, tid, "submitted job");
   j->spec.submit_time = t;  // arrival order and SLA deadlines count from it

@@ -240,6 +240,9 @@ class Service {
   TenantLimits limits_for_locked(TenantId t) const;
   // Refuses a submission past the tenant's limits (gang size, waiting jobs, rate).
   void check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t, double now_s);
+  // The job's time limit from its queue: the default when it names none; more than the
+  // queue's maximum is refused (ServiceError on field time_limit).
+  void apply_time_limit_locked(JobRequest& req, TenantId t) const;
   // Processes (members) each tenant's jobs run or are about to run, by tenant id.
   std::vector<int64_t> running_members_locked() const;
   // Each tenant's process limit, by tenant id.

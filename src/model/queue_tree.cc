@@ -232,6 +232,15 @@ void inherit_classes_and_defaults(std::vector<QueueSpec>& qs, QueueId q) {
       s.default_class = p.default_class;
     }
     if (s.default_sla_seconds < 0) s.default_sla_seconds = p.default_sla_seconds;
+    if (s.default_time_limit_seconds < 0) {
+      s.default_time_limit_seconds = p.default_time_limit_seconds;
+    }
+    if (s.max_time_limit_seconds < 0) s.max_time_limit_seconds = p.max_time_limit_seconds;
+  }
+  if (s.default_time_limit_seconds >= 0 && s.max_time_limit_seconds >= 0 &&
+      s.default_time_limit_seconds > s.max_time_limit_seconds) {
+    queue_fail(qs, q, "time_limit.default",
+               "the default time limit of " + describe(s) + " is more than its maximum");
   }
   if (s.has_default_class && (s.allowed_classes & class_bit(s.default_class)) == 0) {
     queue_fail(qs, q, "default_priority_class",
@@ -425,7 +434,7 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
   check_keys(origin_, n, field,
              {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
-              "default_priority_class", "default_sla", "tenant_limits", "queues"});
+              "default_priority_class", "default_sla", "time_limit", "tenant_limits", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));
@@ -458,6 +467,17 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
     }
   }
   if (n["default_sla"]) s.default_sla_seconds = duration(n["default_sla"], field + ".default_sla");
+  if (const YAML::Node tl = n["time_limit"]) {
+    const std::string f = field + ".time_limit";
+    check_keys(origin_, tl, f, {"default", "max"});
+    if (tl["default"]) s.default_time_limit_seconds = duration(tl["default"], f + ".default");
+    if (tl["max"]) s.max_time_limit_seconds = duration(tl["max"], f + ".max");
+    for (const char* k : {"default", "max"}) {
+      if (tl[k] && !(duration(tl[k], f + "." + k) > 0)) {
+        yaml_fail(origin_, tl[k], f + "." + k, "must be more than 0");
+      }
+    }
+  }
   if (const YAML::Node lim = n["tenant_limits"]) {
     const std::string f = field + ".tenant_limits";
     check_keys(origin_, lim, f,

@@ -21,6 +21,7 @@
 //       priority_classes: [research, best-effort]   # absent = all classes
 //       default_priority_class: research            # for jobs whose trace names none
 //       default_sla: 10m           # max queueing delay for its jobs that name none
+//       time_limit: {default: 4h, max: 24h}   # run-time limits of its jobs (tessera serve)
 //       queues: [...]              # children (a queue with children holds no jobs)
 //
 // Invariants after loading (finish() checks them, naming the queue and field):
@@ -105,6 +106,10 @@ struct QueueSpec {
   bool has_default_class = false;
   PriorityClass default_class = PriorityClass::kResearch;
   double default_sla_seconds = kUnknown;  // max queueing delay; kUnknown = none
+  // Time limits of its jobs' runs (`time_limit: {default, max}`), inherited from the nearest
+  // queue above that sets them; kUnknown = none. default <= max.
+  double default_time_limit_seconds = kUnknown;
+  double max_time_limit_seconds = kUnknown;
   // What each tenant under this queue may ask of `tessera serve` (`tenant_limits:`); -1: not
   // set here (the nearest queue above that sets it, else the server's flag, applies).
   int64_t max_pending_jobs = -1;

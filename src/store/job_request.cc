@@ -69,7 +69,7 @@ class Reader {
     if (!j.is_object()) fail("", "expected an object (the job spec), got " + show(j));
     check_keys(j, "",
                {"name", "tenant", "gang", "resources", "priority_class", "span", "sla",
-                "duration_estimate", "checkpoint_grace", "command", "env"});
+                "duration_estimate", "checkpoint_grace", "time_limit", "command", "env"});
     JobRequest r;
     r.name = name(required(j, "name", ""), "name");
     if (const json* v = optional(j, "tenant")) r.tenant = tenant(*v, "tenant");
@@ -101,6 +101,10 @@ class Reader {
       r.duration_estimate_seconds = duration(*v, "duration_estimate");
     if (const json* v = optional(j, "checkpoint_grace"))
       r.checkpoint_grace_seconds = duration(*v, "checkpoint_grace");
+    if (const json* v = optional(j, "time_limit")) {
+      r.time_limit_seconds = duration(*v, "time_limit");
+      if (!(r.time_limit_seconds > 0)) fail("time_limit", "must be more than 0");
+    }
     command(required(j, "command", ""), r);
     if (const json* v = optional(j, "env")) env(*v, r);
     return r;
@@ -500,6 +504,7 @@ nlohmann::json to_json(const JobRequest& r) {
   if (r.sla_max_queueing_seconds >= 0) j["sla"] = {{"max_queueing", r.sla_max_queueing_seconds}};
   if (r.duration_estimate_seconds >= 0) j["duration_estimate"] = r.duration_estimate_seconds;
   if (r.checkpoint_grace_seconds >= 0) j["checkpoint_grace"] = r.checkpoint_grace_seconds;
+  if (r.time_limit_seconds >= 0) j["time_limit"] = r.time_limit_seconds;
   j["command"] = r.command;
   json env = json::object();
   for (const auto& [k, v] : r.env) env[k] = v;

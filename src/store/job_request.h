@@ -15,6 +15,9 @@
 //   sla: {max_queueing: 10m}         # optional
 //   duration_estimate: 2h            # optional: seconds, or a number with s, m, h or d
 //   checkpoint_grace: 30s            # optional: SIGTERM .. SIGKILL on preemption
+//   time_limit: 4h                   # optional: each run is stopped (SIGTERM, the grace,
+//                                    # SIGKILL) after this long, state timeout; the queue's
+//                                    # default when absent, never more than its maximum
 //   command: ["python", "train.py"]  # required, non-empty argv (no shell unless you ask)
 //   env: {BATCH: "64"}               # optional; names [A-Za-z_][A-Za-z0-9_]*
 //
@@ -47,6 +50,7 @@ struct JobRequest {
   double sla_max_queueing_seconds = -1;
   double duration_estimate_seconds = -1;
   double checkpoint_grace_seconds = -1;  // -1 = the server's default
+  double time_limit_seconds = -1;        // -1 = none (the queue's default applies at submit)
   std::vector<std::string> command;
   std::vector<std::pair<std::string, std::string>> env;  // sorted by name, names unique
   bool operator==(const JobRequest&) const = default;

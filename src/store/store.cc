@@ -1,8 +1,8 @@
 #include "store/store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,8 +16,8 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 6> kStateNames = {"pending", "running",   "succeeded",
-                                                         "failed",  "cancelled", "preempted"};
+constexpr std::array<std::string_view, 7> kStateNames = {
+    "pending", "running", "succeeded", "failed", "cancelled", "preempted", "timeout"};
 
 void bind_optional_time(Statement& s, int i, double t) {
   if (t < 0) {

@@ -27,11 +27,21 @@ namespace tessera {
 // A service job's life: pending -> running -> succeeded | failed, with cancelled reachable from
 // pending and running, and preempted while a preempted gang is being stopped (it returns to
 // pending once its processes are gone).
-enum class JobState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled, kPreempted };
+// kTimeout: stopped at its time limit (terminal, like kFailed).
+enum class JobState : uint8_t {
+  kPending,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kPreempted,
+  kTimeout
+};
 std::string_view to_string(JobState s);
 bool parse_job_state(std::string_view s, JobState& out);
 inline bool is_terminal(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
+         s == JobState::kTimeout;
 }
 
 struct JobRow {
