@@ -263,6 +263,16 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   const auto nodes = testing::run_tessera_env(env, "nodes");
   EXPECT_TRUE(has(nodes.output, "JOBS")) << nodes.output;
   EXPECT_TRUE(has(nodes.output, "  " + std::to_string(holder) + " ")) << nodes.output;
+  // Job control from the CLI: hold shows as the reason, release lifts it.
+  const auto hold = testing::run_tessera_env(env, "hold " + std::to_string(waiter));
+  EXPECT_EQ(hold.status, 0) << hold.output;
+  EXPECT_TRUE(has(hold.output, "pending (Held)")) << hold.output;
+  EXPECT_TRUE(has(testing::run_tessera_env(env, "jobs --state pending").output, "Held"));
+  const auto release = testing::run_tessera_env(env, "release " + std::to_string(waiter));
+  EXPECT_EQ(release.status, 0) << release.output;
+  const auto again = testing::run_tessera_env(env, "release " + std::to_string(waiter));
+  EXPECT_EQ(again.status, 2);
+  EXPECT_TRUE(has(again.output, "is not held")) << again.output;
   const auto tenants = testing::run_tessera_env(env, "tenant list");
   EXPECT_TRUE(has(tenants.output, "team-a")) << tenants.output;
   const auto watch = testing::run_tessera_env("timeout 2 env " + env, "jobs --watch 0.5");

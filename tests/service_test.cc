@@ -339,6 +339,38 @@ TEST_F(ServiceTest, AQueueGivesItsDefaultTimeLimitAndRefusesMoreThanItsMaximum) 
   }
 }
 
+TEST_F(ServiceTest, AHeldJobWaitsUntilReleasedAndARequeuedJobRunsAgain) {
+  // Issue 15: tessera hold / release / requeue, with the hold kept across a restart.
+  auto s = make(1);
+  const int64_t first = s->submit(as("lab"), job("name: a\ncommand: [x]\n"), "", nullptr).row.id;
+  const int64_t second = s->submit(as("lab"), job("name: b\ncommand: [x]\n"), "", nullptr).row.id;
+  s->hold(as("lab"), first);
+  s->tick();
+  EXPECT_EQ(state(*s, first), JobState::kPending);
+  EXPECT_EQ(state(*s, second), JobState::kRunning);  // the held job lets the next one run
+  const JobView held = s->job(Caller{true, ""}, first);
+  EXPECT_EQ(held.reason_code, "Held");
+  EXPECT_NE(held.pending_reason.find("held by lab"), std::string::npos) << held.pending_reason;
+  // Holding a running job, or releasing one not held, is a conflict.
+  EXPECT_THROW(s->hold(as("lab"), second), ServiceError);
+  EXPECT_THROW(s->release(as("lab"), second), ServiceError);
+  // Requeue: the running job stops and waits again; the held one stays held.
+  s->requeue(as("lab"), second);
+  EXPECT_EQ(backend_->signals_of(second, 0), std::vector<int>{SIGTERM});
+  s->tick();
+  s->tick();
+  const JobView again = s->job(Caller{true, ""}, second);
+  EXPECT_EQ(again.row.state, JobState::kRunning);  // requeued, and the free GPU is its again
+  EXPECT_EQ(again.row.attempts, 2);
+  EXPECT_EQ(state(*s, first), JobState::kPending);
+  // A restart keeps the hold.
+  s.reset();
+  s = make(1);
+  EXPECT_EQ(s->job(Caller{true, ""}, first).reason_code, "Held");
+  s->release(as("lab"), first);
+  EXPECT_EQ(s->job(Caller{true, ""}, first).reason_code, "");
+}
+
 TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");

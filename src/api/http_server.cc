@@ -151,6 +151,21 @@ void ApiServer::routes() {
           res.set_content(json_text(to_json(svc.job(c, path_id(req)))), kJson);
         }));
 
+  // Job control: hold / release / requeue, by the job's tenant or the admin.
+  for (const char* action : {"hold", "release", "requeue"}) {
+    const std::string what = action;
+    route(
+        "POST", std::string(R"(/v1/jobs/([^/]+)/)") + action,
+        guarded([&svc, what](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const RequestContext ctx{c, req.method, req.path};
+          const int64_t id = path_id(req);
+          const JobView v = what == "hold"      ? svc.hold(ctx, id)
+                            : what == "release" ? svc.release(ctx, id)
+                                                : svc.requeue(ctx, id);
+          res.set_content(json_text(to_json(v)), kJson);
+        }));
+  }
+
   route("POST", R"(/v1/jobs/([^/]+)/cancel)",
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
           const JobView v = svc.cancel(RequestContext{c, req.method, req.path}, path_id(req),

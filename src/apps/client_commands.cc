@@ -162,6 +162,18 @@ int cancel(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+// hold, release, requeue: POST /v1/jobs/ID/ACTION.
+int job_action(ApiClient& c, const ClientArgs& a, const std::string& action) {
+  const auto j = nlohmann::json::parse(ok_body(
+      c.post("/v1/jobs/" + std::to_string(a.id) + "/" + action, "", "application/json"), action));
+  std::cout << "job " << j["id"].get<int64_t>() << ": " << j["state"].get<std::string>()
+            << (j.value("reason", nlohmann::json()).is_string()
+                    ? " (" + j["reason"].get<std::string>() + ")"
+                    : std::string())
+            << "\n";
+  return 0;
+}
+
 int queues(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(ok_body(c.get("/v1/queues"), "queues"));
   if (a.json) {
@@ -232,7 +244,7 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "jobs",
       "List jobs, newest first: queue, class, state, a short reason code for waiting jobs "
       "(Resources, GangFit, Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, "
-      "TenantLimit, Preempting, Unrunnable; `tessera job ID` says it in words), GPUs, nodes, "
+      "TenantLimit, Preempting, Unrunnable, Held; `tessera job ID` says it in words), GPUs, nodes, "
       "attempts, age and elapsed time");
   c.jobs->add_option("--state", a.state, "only jobs in these states, comma-separated")
       ->check(job_states_check());
@@ -251,6 +263,13 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.cancel->add_flag("--force", a.force,
                      "kill it now (SIGKILL) instead of waiting for its checkpoint grace; also "
                      "for a job already cancelled that is still stopping");
+  c.hold = app.add_subcommand("hold", "Hold a waiting job: it is not started until released");
+  c.hold->add_option("id", a.id, "job id")->required();
+  c.release = app.add_subcommand("release", "Release a held job: it may start again");
+  c.release->add_option("id", a.id, "job id")->required();
+  c.requeue = app.add_subcommand(
+      "requeue", "Stop a running job (SIGTERM, its grace, SIGKILL) and queue it again");
+  c.requeue->add_option("id", a.id, "job id")->required();
   c.queues = app.add_subcommand("queues", "Show the queue tree and current shares");
   c.queues->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
@@ -267,8 +286,8 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "list", "List tenants: with or without a token, queue, pending and running jobs");
   c.tenant_list->add_flag("--json", a.json, "print JSON");
   c.tenant->require_subcommand(1);
-  for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.queues, c.nodes, c.logs, c.tenant_create,
-                      c.tenant_list}) {
+  for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.queues,
+                      c.nodes, c.logs, c.tenant_create, c.tenant_list}) {
     add_common(s, a);
   }
   return c;
@@ -282,6 +301,9 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.jobs) return jobs(*client(), a);
   if (*c.job) return job(*client(), a);
   if (*c.cancel) return cancel(*client(), a);
+  if (*c.hold) return job_action(*client(), a, "hold");
+  if (*c.release) return job_action(*client(), a, "release");
+  if (*c.requeue) return job_action(*client(), a, "requeue");
   if (*c.queues) return queues(*client(), a);
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);

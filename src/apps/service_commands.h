@@ -59,6 +59,9 @@ struct ClientCommands {
   CLI::App* jobs = nullptr;
   CLI::App* job = nullptr;
   CLI::App* cancel = nullptr;
+  CLI::App* hold = nullptr;
+  CLI::App* release = nullptr;
+  CLI::App* requeue = nullptr;
   CLI::App* queues = nullptr;
   CLI::App* nodes = nullptr;
   CLI::App* logs = nullptr;

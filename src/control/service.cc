@@ -46,7 +46,8 @@ struct Service::Job {
   // GPU type gone, a queue that no longer allows its priority); such a job waits, out of the
   // cycle, rather than being failed for a change of configuration.
   std::string unrunnable;
-  bool timed_out = false;  // being stopped because its run reached its time limit
+  bool timed_out = false;   // being stopped because its run reached its time limit
+  std::string requeued_by;  // being stopped to be queued again (tessera requeue), by whom
 };
 
 namespace {
@@ -640,7 +641,12 @@ void Service::poll_processes() {
           if (m.phase == MemberPhase::kExited && !code) code = m.exit_code;
         }
         if (j.failure_code) code = j.failure_code;
-        if (j.timed_out) {
+        if (!j.requeued_by.empty()) {
+          j.row.state = JobState::kPending;
+          j.row.message = "requeued by " + j.requeued_by;
+          j.queued_since = ended;
+          pending_.push_back(&j);
+        } else if (j.timed_out) {
           j.row.state = JobState::kTimeout;
           j.row.exit_code = code;
           char msg[160];
@@ -676,6 +682,7 @@ void Service::poll_processes() {
     j.failure.clear();
     j.failure_code.reset();
     j.timed_out = false;
+    j.requeued_by.clear();
     release_locked(j);
     dirty.push_back(&j.row);
     dirty_ = true;
@@ -923,7 +930,7 @@ std::vector<PendingJob> Service::pending_snapshot_locked() const {
   std::vector<PendingJob> out;
   out.reserve(pending_.size());
   for (const Job* j : pending_) {
-    if (!j->unrunnable.empty()) continue;  // no decision can start it
+    if (!j->unrunnable.empty() || j->row.held) continue;  // no decision can start it
     out.push_back(
         PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
   }
@@ -1263,6 +1270,68 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
   return view_locked(j);
 }
 
+JobView Service::hold(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (j.row.state != JobState::kPending || !j.waits_for.empty() || !j.alloc.empty()) {
+    throw ServiceError(
+        ServiceError::kConflict, "",
+        what + " is " +
+            (j.row.state == JobState::kPending ? std::string("starting")
+                                               : std::string(to_string(j.row.state))) +
+            ": only a waiting job can be held (tessera requeue stops a running one)");
+  }
+  if (j.row.held) return view_locked(j);
+  JobRow next = j.row;
+  next.held = true;
+  next.message = "held by " + ctx.caller.actor();
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->update_job(next, &audit); });
+  j.row = std::move(next);
+  dirty_ = true;
+  return view_locked(j);
+}
+
+JobView Service::release(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (!j.row.held) {
+    throw ServiceError(ServiceError::kConflict, "", what + " is not held");
+  }
+  JobRow next = j.row;
+  next.held = false;
+  next.message.clear();
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->update_job(next, &audit); });
+  j.row = std::move(next);
+  dirty_ = true;
+  wake_.notify_one();
+  return view_locked(j);
+}
+
+JobView Service::requeue(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (j.row.state != JobState::kRunning || j.members.empty()) {
+    throw ServiceError(ServiceError::kConflict, "",
+                       what + " is " + std::string(to_string(j.row.state)) +
+                           ": only a running job can be requeued");
+  }
+  if (j.stopping) {
+    throw ServiceError(ServiceError::kConflict, "", what + " is already stopping");
+  }
+  const double t = now();
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->add_audit(audit); });
+  j.requeued_by = ctx.caller.actor();
+  ask_to_stop_locked(j, t);
+  dirty_ = true;
+  return view_locked(j);
+}
+
 std::string Service::create_tenant(const RequestContext& ctx, const std::string& name) {
   if (!ctx.caller.admin) {
     throw ServiceError(ServiceError::kForbidden, "", "only the admin creates tenants");
@@ -1328,7 +1397,11 @@ JobView Service::view_locked(const Job& j) const {
   const QueueId leaf = tree_ ? tree_->leaf_of(j.spec.tenant) : kNoId;
   v.queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
   v.priority_class = std::string(to_string(j.spec.priority));
-  if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
+  if (j.row.state == JobState::kPending && j.row.held) {
+    v.reason_code = "Held";
+    v.pending_reason =
+        j.row.message + "; it starts only after `tessera release " + std::to_string(j.row.id) + "`";
+  } else if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
     v.reason_code = "Unrunnable";
     v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
                        "); it waits for a restart with what it needs, or a cancel";

@@ -128,7 +128,7 @@ struct JobView {
   std::string pending_reason;  // in words; "" when not pending
   // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
   // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, Preempting,
-  // Unrunnable; "" when not pending or not yet decided.
+  // Unrunnable, Held; "" when not pending or not yet decided.
   std::string reason_code;
   std::string queue;           // its leaf queue's path
   std::string priority_class;  // the class it runs at (its own, else its queue's default)
@@ -205,6 +205,13 @@ class Service {
   // whose processes are still stopping may be cancelled again (answered, not refused);
   // `force` sends SIGKILL now, for its owner or the admin. kConflict once it has ended.
   JobView cancel(const RequestContext& ctx, int64_t id, bool force = false);
+  // Job control (as Slurm's scontrol hold/release/requeue), by the job's tenant or the admin:
+  // a held job stays pending and is not started until released (kConflict unless it is
+  // pending and not already starting); requeue stops a running job (SIGTERM, the grace,
+  // SIGKILL) and queues it again, in its place from its submission.
+  JobView hold(const RequestContext& ctx, int64_t id);
+  JobView release(const RequestContext& ctx, int64_t id);
+  JobView requeue(const RequestContext& ctx, int64_t id);
   // Returns the new tenant's token (shown once).
   std::string create_tenant(const RequestContext& ctx, const std::string& name);
   // A refused mutating request still leaves a trace.

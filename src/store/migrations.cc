@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<std::string_view, 4> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -53,6 +53,10 @@ CREATE UNIQUE INDEX jobs_idempotency ON jobs(tenant, idempotency_key)
     // a new database (an old one lost or truncated) never reuses another's directories.
     R"sql(
 INSERT OR IGNORE INTO settings (key, value) VALUES ('database_id', lower(hex(randomblob(16))));
+)sql",
+    // 4: a pending job an operator or its owner holds back (tessera hold / release).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

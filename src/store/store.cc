@@ -27,8 +27,9 @@ void bind_optional_time(Statement& s, int i, double t) {
   }
 }
 
-// The fields a job's transitions change, as parameters ?2..?10 of both the insert and the
-// update statement (so the two cannot disagree on them).
+// The fields a job's transitions change, as parameters ?2..?12 of both the insert and the
+// update statement (so the two cannot disagree on them): the spec too, which `tessera update`
+// changes.
 void bind_state(Statement& s, const JobRow& row) {
   s.bind(2, to_string(row.state));
   bind_optional_time(s, 3, row.started_at);
@@ -40,6 +41,7 @@ void bind_state(Statement& s, const JobRow& row) {
     s.bind_null(7);
   }
   s.bind(8, row.message).bind(9, row.allocation).bind(10, row.processes);
+  s.bind(11, int64_t{row.held ? 1 : 0}).bind(12, to_json(row.spec).dump());
 }
 
 double optional_time(const Statement& s, int col) {
@@ -103,12 +105,13 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
     migrate(*db_);
     insert_job_.emplace(db_->prepare(
         "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
-        "message, allocation, processes, tenant, name, spec, submitted_at, idempotency_key) "
-        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+        "message, allocation, processes, held, spec, tenant, name, submitted_at, "
+        "idempotency_key) "
+        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"));
     update_job_.emplace(db_->prepare(
         "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
-        "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10 "
-        "WHERE id = ?1"));
+        "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10, "
+        "held = ?11, spec = ?12 WHERE id = ?1"));
     insert_audit_.emplace(
         db_->prepare("INSERT INTO audit_log (at, actor, method, path, status, target) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -146,17 +149,16 @@ void Store::write_audit(const AuditEntry& e) {
 }
 
 int64_t Store::insert_job(JobRow& row, const AuditEntry* audit) {
-  const std::string spec = to_json(row.spec).dump();
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   Statement& s = *insert_job_;
   s.reset();
   bind_state(s, row);
-  s.bind(11, row.tenant).bind(12, row.spec.name).bind(13, spec).bind(14, row.submitted_at);
+  s.bind(13, row.tenant).bind(14, row.spec.name).bind(15, row.submitted_at);
   if (row.idempotency_key.empty()) {
-    s.bind_null(15);
+    s.bind_null(16);
   } else {
-    s.bind(15, row.idempotency_key);
+    s.bind(16, row.idempotency_key);
   }
   s.run();
   row.id = db_->last_insert_rowid();
@@ -194,7 +196,7 @@ std::vector<JobRow> Store::load_jobs() {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare(
       "SELECT id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, "
-      "preemptions, exit_code, message, allocation, processes, idempotency_key "
+      "preemptions, exit_code, message, allocation, processes, idempotency_key, held "
       "FROM jobs ORDER BY id");
   std::vector<JobRow> out;
   while (s.step()) {
@@ -221,6 +223,7 @@ std::vector<JobRow> Store::load_jobs() {
     r.allocation = s.text(11);
     r.processes = s.text(12);
     r.idempotency_key = s.text(13);
+    r.held = s.int64(14) != 0;
     out.push_back(std::move(r));
   }
   return out;

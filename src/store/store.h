@@ -59,6 +59,7 @@ struct JobRow {
   std::string allocation;       // the control layer's JSON of where it runs; "" = nowhere
   std::string processes;        // the backend's JSON of its member processes; "" = none
   std::string idempotency_key;  // unique per tenant when not empty
+  bool held = false;            // pending, but not to be started until released
 };
 
 struct AuditEntry {
