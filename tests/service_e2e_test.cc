@@ -273,6 +273,15 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   const auto again = testing::run_tessera_env(env, "release " + std::to_string(waiter));
   EXPECT_EQ(again.status, 2);
   EXPECT_TRUE(has(again.output, "is not held")) << again.output;
+  const auto update = testing::run_tessera_env(
+      env, "update " + std::to_string(waiter) + " --time-limit 2h --priority-class production");
+  EXPECT_EQ(update.status, 0) << update.output;
+  EXPECT_TRUE(has(update.output, "Time limit:     2h00m")) << update.output;
+  EXPECT_TRUE(has(update.output, "Class:          production")) << update.output;
+  const HttpResult wrong =
+      admin.patch("/v1/jobs/" + std::to_string(waiter), R"({"gang": 4})", "application/json");
+  EXPECT_EQ(wrong.status, 400) << wrong.body;
+  EXPECT_TRUE(has(wrong.body, "only priority_class and time_limit")) << wrong.body;
   const auto tenants = testing::run_tessera_env(env, "tenant list");
   EXPECT_TRUE(has(tenants.output, "team-a")) << tenants.output;
   const auto watch = testing::run_tessera_env("timeout 2 env " + env, "jobs --watch 0.5");

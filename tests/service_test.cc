@@ -371,6 +371,50 @@ TEST_F(ServiceTest, AHeldJobWaitsUntilReleasedAndARequeuedJobRunsAgain) {
   EXPECT_EQ(s->job(Caller{true, ""}, first).reason_code, "");
 }
 
+TEST_F(ServiceTest, UpdateChangesAClassOrATimeLimitWithinWhatTheQueueAllows) {
+  const std::string queues = dir_.file("queues.yaml");
+  std::ofstream(queues) << R"(queues:
+  - name: lab
+    priority_classes: [research, best-effort]
+    time_limit: {max: 4h}
+)";
+  ServiceOptions o = options(1);
+  o.queues_path = queues;
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  Service s(o, std::move(b));
+  const RequestContext admin{Caller{true, ""}, "PATCH", "/v1/jobs/1"};
+  const int64_t running =
+      s.submit(as("lab"), job("name: r\ntime_limit: 1h\ncommand: [x]\n"), "", nullptr).row.id;
+  s.tick();
+  const int64_t waiting = s.submit(as("lab"), job("name: w\ncommand: [x]\n"), "", nullptr).row.id;
+  const auto kind_of = [&](const RequestContext& ctx, int64_t id,
+                           const JobUpdate& u) -> std::optional<ServiceError::Kind> {
+    try {
+      s.update(ctx, id, u);
+    } catch (const ServiceError& e) {
+      return e.kind();
+    }
+    return std::nullopt;
+  };
+  // A waiting job's class, to one its queue allows.
+  EXPECT_EQ(s.update(as("lab"), waiting, JobUpdate{"best-effort", std::nullopt}).priority_class,
+            "best-effort");
+  EXPECT_EQ(kind_of(as("lab"), waiting, JobUpdate{"production", std::nullopt}),
+            ServiceError::kForbidden);  // as a submission naming it
+  EXPECT_EQ(kind_of(as("lab"), running, JobUpdate{"research", std::nullopt}),
+            ServiceError::kConflict);
+  // Time limits: a tenant may lower its own, only the admin raise it, nobody past the maximum.
+  EXPECT_EQ(s.update(as("lab"), running, JobUpdate{std::nullopt, 1800}).row.spec.time_limit_seconds,
+            1800);
+  EXPECT_EQ(kind_of(as("lab"), running, JobUpdate{std::nullopt, 3600}), ServiceError::kForbidden);
+  EXPECT_EQ(s.update(admin, running, JobUpdate{std::nullopt, 3600}).row.spec.time_limit_seconds,
+            3600);
+  EXPECT_EQ(kind_of(admin, running, JobUpdate{std::nullopt, 5 * 3600}), ServiceError::kInvalid);
+  // What the update stored is what a restart reads.
+  EXPECT_EQ(s.job(Caller{true, ""}, waiting).priority_class, "best-effort");
+}
+
 TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");

@@ -76,4 +76,10 @@ HttpResult ApiClient::post(const std::string& path, const std::string& body,
   return with_retries(opt_.attempts, [&] { return http_->Post(path, h, body, content_type); });
 }
 
+HttpResult ApiClient::patch(const std::string& path, const std::string& body,
+                            const std::string& content_type) {
+  // An update sets values (it is idempotent), so a retry after a lost answer is safe.
+  return with_retries(opt_.attempts, [&] { return http_->Patch(path, body, content_type); });
+}
+
 }  // namespace tessera

@@ -44,6 +44,8 @@ class ApiClient {
   // `headers`: extra name/value pairs (e.g. Idempotency-Key).
   HttpResult post(const std::string& path, const std::string& body, const std::string& content_type,
                   const std::vector<std::pair<std::string, std::string>>& headers = {});
+  HttpResult patch(const std::string& path, const std::string& body,
+                   const std::string& content_type);
 
  private:
   ClientOptions opt_;

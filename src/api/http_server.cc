@@ -83,6 +83,8 @@ void ApiServer::routes() {
     routes_.emplace_back(std::regex(pattern), method);
     if (method == "GET") {
       http_->Get(pattern, std::move(h));
+    } else if (method == "PATCH") {
+      http_->Patch(pattern, std::move(h));
     } else {
       http_->Post(pattern, std::move(h));
     }
@@ -149,6 +151,29 @@ void ApiServer::routes() {
   route("GET", R"(/v1/jobs/([^/]+))",
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
           res.set_content(json_text(to_json(svc.job(c, path_id(req)))), kJson);
+        }));
+
+  // tessera update: a job's priority class or time limit. The body names only those; the job
+  // spec reader checks their types and ranges, the service what the queue allows.
+  route("PATCH", R"(/v1/jobs/([^/]+))",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const nlohmann::json body = json_body(req);
+          if (!body.is_object() || body.empty()) {
+            throw FieldError("", "expected {\"priority_class\": ..., \"time_limit\": ...}");
+          }
+          nlohmann::json probe = {{"name", "update"}, {"command", {"true"}}};
+          for (const auto& [key, value] : body.items()) {
+            if (key != "priority_class" && key != "time_limit") {
+              throw FieldError(key, "only priority_class and time_limit can be updated");
+            }
+            probe[key] = value;
+          }
+          const JobRequest r = job_request_from_json(probe);
+          JobUpdate u;
+          if (body.contains("priority_class")) u.priority_class = r.priority_class;
+          if (body.contains("time_limit")) u.time_limit_seconds = r.time_limit_seconds;
+          const JobView v = svc.update(RequestContext{c, req.method, req.path}, path_id(req), u);
+          res.set_content(json_text(to_json(v)), kJson);
         }));
 
   // Job control: hold / release / requeue, by the job's tenant or the admin.

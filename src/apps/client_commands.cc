@@ -174,6 +174,19 @@ int job_action(ApiClient& c, const ClientArgs& a, const std::string& action) {
   return 0;
 }
 
+int update(ApiClient& c, const ClientArgs& a) {
+  nlohmann::json body = nlohmann::json::object();
+  if (!a.priority_class.empty()) body["priority_class"] = a.priority_class;
+  if (!a.time_limit.empty()) body["time_limit"] = a.time_limit;
+  if (body.empty()) {
+    throw std::invalid_argument("update: give --priority-class or --time-limit (or both)");
+  }
+  const auto j = nlohmann::json::parse(ok_body(
+      c.patch("/v1/jobs/" + std::to_string(a.id), body.dump(), "application/json"), "update"));
+  std::cout << job_page(j, now_seconds());
+  return 0;
+}
+
 int queues(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(ok_body(c.get("/v1/queues"), "queues"));
   if (a.json) {
@@ -270,6 +283,14 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.requeue = app.add_subcommand(
       "requeue", "Stop a running job (SIGTERM, its grace, SIGKILL) and queue it again");
   c.requeue->add_option("id", a.id, "job id")->required();
+  c.update = app.add_subcommand(
+      "update",
+      "Change a job's priority class (while it waits) or time limit (within its queue's "
+      "maximum; only the admin may raise it)");
+  c.update->add_option("id", a.id, "job id")->required();
+  c.update->add_option("--priority-class", a.priority_class, "new priority class")
+      ->check(CLI::IsMember({"inference-critical", "production", "research", "best-effort"}));
+  c.update->add_option("--time-limit", a.time_limit, "new time limit: seconds, or 30m, 4h, 2d");
   c.queues = app.add_subcommand("queues", "Show the queue tree and current shares");
   c.queues->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
@@ -286,8 +307,8 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "list", "List tenants: with or without a token, queue, pending and running jobs");
   c.tenant_list->add_flag("--json", a.json, "print JSON");
   c.tenant->require_subcommand(1);
-  for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.queues,
-                      c.nodes, c.logs, c.tenant_create, c.tenant_list}) {
+  for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.update,
+                      c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list}) {
     add_common(s, a);
   }
   return c;
@@ -304,6 +325,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.hold) return job_action(*client(), a, "hold");
   if (*c.release) return job_action(*client(), a, "release");
   if (*c.requeue) return job_action(*client(), a, "requeue");
+  if (*c.update) return update(*client(), a);
   if (*c.queues) return queues(*client(), a);
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);

@@ -51,8 +51,9 @@ struct ClientArgs {
   int rank = 0;
   int64_t tail_bytes = 65536;
   bool json = false;
-  bool force = false;  // cancel: SIGKILL now, without the checkpoint grace
-  std::string name;    // tenant create
+  bool force = false;                      // cancel: SIGKILL now, without the checkpoint grace
+  std::string name;                        // tenant create
+  std::string priority_class, time_limit;  // update: "" = unchanged
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;
@@ -62,6 +63,7 @@ struct ClientCommands {
   CLI::App* hold = nullptr;
   CLI::App* release = nullptr;
   CLI::App* requeue = nullptr;
+  CLI::App* update = nullptr;
   CLI::App* queues = nullptr;
   CLI::App* nodes = nullptr;
   CLI::App* logs = nullptr;

@@ -1332,6 +1332,45 @@ JobView Service::requeue(const RequestContext& ctx, int64_t id) {
   return view_locked(j);
 }
 
+JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& u) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (is_terminal(j.row.state)) {
+    throw ServiceError(ServiceError::kConflict, "",
+                       what + " already " + std::string(to_string(j.row.state)));
+  }
+  JobRow next = j.row;
+  if (u.priority_class) {
+    if (j.row.state != JobState::kPending || !j.alloc.empty()) {
+      throw ServiceError(ServiceError::kConflict, "priority_class",
+                         what + " is " + std::string(to_string(j.row.state)) +
+                             ": only a waiting job's class can change");
+    }
+    next.spec.priority_class = *u.priority_class;
+  }
+  if (u.time_limit_seconds) {
+    const double was = j.row.spec.time_limit_seconds;
+    if (!ctx.caller.admin && was >= 0 && *u.time_limit_seconds > was) {
+      throw ServiceError(ServiceError::kForbidden, "time_limit",
+                         "only the admin may raise a job's time limit");
+    }
+    next.spec.time_limit_seconds = *u.time_limit_seconds;
+    apply_time_limit_locked(next.spec, j.spec.tenant);  // the queue's maximum holds
+  }
+  // The class must be one the queue allows: the spec is built again, refusing otherwise.
+  JobSpec spec = to_spec_locked(next.spec, j.spec.tenant, what);
+  spec.submit_time = j.spec.submit_time;
+  spec.source = j.spec.source;
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->update_job(next, &audit); });
+  j.row = std::move(next);
+  j.spec = std::move(spec);
+  dirty_ = true;
+  wake_.notify_one();
+  return view_locked(j);
+}
+
 std::string Service::create_tenant(const RequestContext& ctx, const std::string& name) {
   if (!ctx.caller.admin) {
     throw ServiceError(ServiceError::kForbidden, "", "only the admin creates tenants");

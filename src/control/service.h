@@ -135,6 +135,12 @@ struct JobView {
   std::vector<MemberPlacement> placement;
 };
 
+// What `tessera update` changes; unset fields stay as they are.
+struct JobUpdate {
+  std::optional<std::string> priority_class;
+  std::optional<double> time_limit_seconds;
+};
+
 struct JobFilter {
   std::vector<JobState> states;  // any of these; empty = every state
   std::string tenant;            // "" = all the caller may see
@@ -212,6 +218,9 @@ class Service {
   JobView hold(const RequestContext& ctx, int64_t id);
   JobView release(const RequestContext& ctx, int64_t id);
   JobView requeue(const RequestContext& ctx, int64_t id);
+  // A waiting job's priority class (one its queue allows); a waiting or running job's time
+  // limit (within its queue's maximum; only the admin may raise it, as in Slurm).
+  JobView update(const RequestContext& ctx, int64_t id, const JobUpdate& u);
   // Returns the new tenant's token (shown once).
   std::string create_tenant(const RequestContext& ctx, const std::string& name);
   // A refused mutating request still leaves a trace.
