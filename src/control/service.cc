@@ -48,6 +48,9 @@ struct Service::Job {
   std::string unrunnable;
   bool timed_out = false;   // being stopped because its run reached its time limit
   std::string requeued_by;  // being stopped to be queued again (tessera requeue), by whom
+  // A spec changed by `tessera update`, waiting to replace `spec`: a cycle may be reading
+  // `spec` unlocked, so it is swapped in only between cycles (run_cycle, under the lock).
+  std::optional<JobSpec> next_spec;
 };
 
 namespace {
@@ -948,6 +951,14 @@ void Service::run_cycle() {
     // Decisions wait until the database can record them.
     if (!retry_writes_locked()) return;
     dirty_ = false;
+    // Specs `tessera update` changed, swapped in now that no cycle reads them.
+    for (const int64_t id : spec_updates_) {
+      if (auto it = jobs_.find(id); it != jobs_.end() && it->second->next_spec) {
+        it->second->spec = std::move(*it->second->next_spec);
+        it->second->next_spec.reset();
+      }
+    }
+    spec_updates_.clear();
     snap.now = now();
     snap.cycle = ++cycle_no_;
     pending = pending_snapshot_locked();
@@ -1365,7 +1376,10 @@ JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& 
   const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
   api_write([&] { store_->update_job(next, &audit); });
   j.row = std::move(next);
-  j.spec = std::move(spec);
+  if (u.priority_class) {
+    j.next_spec = std::move(spec);
+    spec_updates_.push_back(id);
+  }
   dirty_ = true;
   wake_.notify_one();
   return view_locked(j);
@@ -1435,7 +1449,7 @@ JobView Service::view_locked(const Job& j) const {
   v.row = j.row;
   const QueueId leaf = tree_ ? tree_->leaf_of(j.spec.tenant) : kNoId;
   v.queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
-  v.priority_class = std::string(to_string(j.spec.priority));
+  v.priority_class = std::string(to_string(j.next_spec ? j.next_spec->priority : j.spec.priority));
   if (j.row.state == JobState::kPending && j.row.held) {
     v.reason_code = "Held";
     v.pending_reason =

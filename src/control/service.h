@@ -331,6 +331,7 @@ class Service {
   std::map<int64_t, std::unique_ptr<Job>> jobs_;  // every job; entries are never erased
   TenantQueue<Job> pending_;                      // waiting for a cycle, in arrival order
   std::vector<TokenBucket> submissions_;          // by tenant: the submission rate limit
+  std::vector<int64_t> spec_updates_;             // jobs whose next_spec waits for the next cycle
   std::set<int64_t> process_held_;  // waiting for their tenant's processes to end (last cycle)
   // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
   // cycles walk, so their cost does not grow with the jobs ever submitted.
