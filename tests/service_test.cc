@@ -415,6 +415,47 @@ TEST_F(ServiceTest, UpdateChangesAClassOrATimeLimitWithinWhatTheQueueAllows) {
   EXPECT_EQ(s.job(Caller{true, ""}, waiting).priority_class, "best-effort");
 }
 
+TEST_F(ServiceTest, DependenciesHoldJobsBackAndAFailedOneCancelsItsDependents) {
+  // Issue 15: after_ok waits for success (a failure cancels the dependent, and its own
+  // dependents, with the reason); after_any waits for the end, whatever it was.
+  auto s = make(4);
+  const auto sub = [&](const std::string& name, const std::string& deps) {
+    return s->submit(as("lab"), job("name: " + name + "\n" + deps + "command: [x]\n"), "", nullptr)
+        .row.id;
+  };
+  const int64_t a = sub("a", "");
+  const int64_t b = sub("b", "after_ok: [" + std::to_string(a) + "]\n");
+  const int64_t c = sub("c", "after_any: [" + std::to_string(a) + "]\n");
+  const int64_t d = sub("d", "after_ok: [" + std::to_string(b) + "]\n");
+  s->tick();
+  EXPECT_EQ(state(*s, a), JobState::kRunning);
+  for (int64_t id : {b, c, d}) {
+    const JobView v = s->job(Caller{true, ""}, id);
+    EXPECT_EQ(v.row.state, JobState::kPending) << id;
+    EXPECT_EQ(v.reason_code, "Dependency") << id;
+  }
+  EXPECT_NE(
+      s->job(Caller{true, ""}, b).pending_reason.find("job " + std::to_string(a) + " (running)"),
+      std::string::npos);
+  backend_->exit(a, 0, 1);
+  s->tick();
+  s->tick();
+  EXPECT_EQ(state(*s, a), JobState::kFailed);
+  const JobView vb = s->job(Caller{true, ""}, b);
+  EXPECT_EQ(vb.row.state, JobState::kCancelled);
+  EXPECT_EQ(vb.row.message,
+            "dependency never satisfied: job " + std::to_string(a) + " ended failed (after_ok)");
+  EXPECT_EQ(state(*s, d), JobState::kCancelled);  // the chain, in one pass
+  EXPECT_EQ(state(*s, c), JobState::kRunning);
+  // A dependency on a job that does not exist (or is another tenant's) is refused.
+  try {
+    sub("e", "after_ok: [999]\n");
+    FAIL() << "a dependency on no job was accepted";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.field(), "after_ok[0]");
+  }
+}
+
 TEST_F(ServiceTest, CancellingAPlacedJobBeforeItLaunchesFreesItsGpus) {
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");

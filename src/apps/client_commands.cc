@@ -257,7 +257,8 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "jobs",
       "List jobs, newest first: queue, class, state, a short reason code for waiting jobs "
       "(Resources, GangFit, Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, "
-      "TenantLimit, Preempting, Unrunnable, Held; `tessera job ID` says it in words), GPUs, nodes, "
+      "TenantLimit, Preempting, Unrunnable, Held, Dependency; `tessera job ID` says it in words), "
+      "GPUs, nodes, "
       "attempts, age and elapsed time");
   c.jobs->add_option("--state", a.state, "only jobs in these states, comma-separated")
       ->check(job_states_check());

@@ -934,6 +934,7 @@ std::vector<PendingJob> Service::pending_snapshot_locked() const {
   out.reserve(pending_.size());
   for (const Job* j : pending_) {
     if (!j->unrunnable.empty() || j->row.held) continue;  // no decision can start it
+    if (dependencies_locked(j->row).state != DependencyState::kMet) continue;
     out.push_back(
         PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
   }
@@ -951,6 +952,7 @@ void Service::run_cycle() {
     // Decisions wait until the database can record them.
     if (!retry_writes_locked()) return;
     dirty_ = false;
+    cancel_unmet_dependencies_locked(now());
     // Specs `tessera update` changed, swapped in now that no cycle reads them.
     for (const int64_t id : spec_updates_) {
       if (auto it = jobs_.find(id); it != jobs_.end() && it->second->next_spec) {
@@ -1197,6 +1199,19 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   const double t = now();
   check_limits_locked(ctx.caller, req, tid, t);
   apply_time_limit_locked(req, tid);
+  // Dependencies name jobs the caller can see (another tenant's ids are not found).
+  for (const auto* list : {&req.after_ok, &req.after_any}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const int64_t dep = (*list)[i];
+      const auto it = jobs_.find(dep);
+      if (it == jobs_.end() || (!ctx.caller.admin && it->second->row.tenant != ctx.caller.tenant)) {
+        throw ServiceError(ServiceError::kInvalid,
+                           std::string(list == &req.after_ok ? "after_ok" : "after_any") + "[" +
+                               std::to_string(i) + "]",
+                           "job " + std::to_string(dep) + " not found");
+      }
+    }
+  }
   auto j = std::make_unique<Job>();
   j->spec = to_spec_locked(req, tid, "submitted job");
   j->spec.submit_time = t;  // arrival order and SLA deadlines count from it
@@ -1279,6 +1294,56 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
   dirty_ = true;
   wake_.notify_one();
   return view_locked(j);
+}
+
+Service::DependencyState Service::dependencies_locked(const JobRow& row) const {
+  DependencyState out;
+  std::string waiting;
+  const auto check = [&](const std::vector<int64_t>& ids, bool must_succeed) {
+    for (const int64_t dep : ids) {
+      const auto it = jobs_.find(dep);
+      if (it == jobs_.end()) continue;  // checked at submission; never erased
+      const JobState s = it->second->row.state;
+      const std::string name = "job " + std::to_string(dep);
+      if (!is_terminal(s)) {
+        waiting += (waiting.empty() ? "" : ", ") + name + " (" + std::string(to_string(s)) + ")";
+      } else if (must_succeed && s != JobState::kSucceeded &&
+                 out.state != DependencyState::kNever) {
+        out.state = DependencyState::kNever;
+        out.why = "dependency never satisfied: " + name + " ended " + std::string(to_string(s)) +
+                  " (after_ok)";
+      }
+    }
+  };
+  check(row.spec.after_ok, true);
+  check(row.spec.after_any, false);
+  if (out.state == DependencyState::kNever) return out;
+  if (!waiting.empty()) {
+    out.state = DependencyState::kWaiting;
+    out.why = "waits for " + waiting + " to end (after_ok / after_any)";
+  }
+  return out;
+}
+
+void Service::cancel_unmet_dependencies_locked(double t) {
+  std::vector<const JobRow*> dirty;
+  // Until nothing changes: a cancelled job can leave its own dependents unsatisfiable.
+  for (;;) {
+    std::vector<Job*> never;
+    for (Job* j : pending_) {
+      if (j->row.spec.after_ok.empty() || !j->waits_for.empty()) continue;
+      if (dependencies_locked(j->row).state == DependencyState::kNever) never.push_back(j);
+    }
+    if (never.empty()) break;
+    for (Job* j : never) {
+      j->row.message = dependencies_locked(j->row).why;
+      j->row.state = JobState::kCancelled;
+      j->row.finished_at = t;
+      pending_.erase(j);
+      dirty.push_back(&j->row);
+    }
+  }
+  if (!dirty.empty()) save_rows_locked(dirty);
 }
 
 JobView Service::hold(const RequestContext& ctx, int64_t id) {
@@ -1450,10 +1515,15 @@ JobView Service::view_locked(const Job& j) const {
   const QueueId leaf = tree_ ? tree_->leaf_of(j.spec.tenant) : kNoId;
   v.queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
   v.priority_class = std::string(to_string(j.next_spec ? j.next_spec->priority : j.spec.priority));
+  const DependencyState deps =
+      j.row.state == JobState::kPending ? dependencies_locked(j.row) : DependencyState{};
   if (j.row.state == JobState::kPending && j.row.held) {
     v.reason_code = "Held";
     v.pending_reason =
         j.row.message + "; it starts only after `tessera release " + std::to_string(j.row.id) + "`";
+  } else if (deps.state == DependencyState::kWaiting) {
+    v.reason_code = "Dependency";
+    v.pending_reason = deps.why;
   } else if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
     v.reason_code = "Unrunnable";
     v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +

@@ -128,7 +128,7 @@ struct JobView {
   std::string pending_reason;  // in words; "" when not pending
   // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
   // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, Preempting,
-  // Unrunnable, Held; "" when not pending or not yet decided.
+  // Unrunnable, Held, Dependency; "" when not pending or not yet decided.
   std::string reason_code;
   std::string queue;           // its leaf queue's path
   std::string priority_class;  // the class it runs at (its own, else its queue's default)
@@ -259,6 +259,15 @@ class Service {
   // The job's time limit from its queue: the default when it names none; more than the
   // queue's maximum is refused (ServiceError on field time_limit).
   void apply_time_limit_locked(JobRequest& req, TenantId t) const;
+  // Where a job's dependencies (after_ok, after_any) stand: all met, still waiting (why, in
+  // words), or never to be met (why).
+  struct DependencyState {
+    enum { kMet, kWaiting, kNever } state = kMet;
+    std::string why;
+  };
+  DependencyState dependencies_locked(const JobRow& row) const;
+  // Cancels the waiting jobs whose dependencies can never be met, saying which and why.
+  void cancel_unmet_dependencies_locked(double t);
   // Processes (members) each tenant's jobs run or are about to run, by tenant id.
   std::vector<int64_t> running_members_locked() const;
   // Each tenant's process limit, by tenant id.

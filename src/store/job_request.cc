@@ -69,7 +69,8 @@ class Reader {
     if (!j.is_object()) fail("", "expected an object (the job spec), got " + show(j));
     check_keys(j, "",
                {"name", "tenant", "gang", "resources", "priority_class", "span", "sla",
-                "duration_estimate", "checkpoint_grace", "time_limit", "command", "env"});
+                "duration_estimate", "checkpoint_grace", "time_limit", "after_ok", "after_any",
+                "command", "env"});
     JobRequest r;
     r.name = name(required(j, "name", ""), "name");
     if (const json* v = optional(j, "tenant")) r.tenant = tenant(*v, "tenant");
@@ -105,6 +106,8 @@ class Reader {
       r.time_limit_seconds = duration(*v, "time_limit");
       if (!(r.time_limit_seconds > 0)) fail("time_limit", "must be more than 0");
     }
+    if (const json* v = optional(j, "after_ok")) r.after_ok = job_ids(*v, "after_ok");
+    if (const json* v = optional(j, "after_any")) r.after_any = job_ids(*v, "after_any");
     command(required(j, "command", ""), r);
     if (const json* v = optional(j, "env")) env(*v, r);
     return r;
@@ -327,6 +330,21 @@ class Reader {
     if (r.command[0].empty()) fail("command[0]", "the program must not be empty");
   }
 
+  // A list of job ids (dependencies): at most 100, each > 0, none twice.
+  std::vector<int64_t> job_ids(const json& v, const std::string& field) const {
+    if (!v.is_array()) fail(field, "expected a list of job ids, got " + show(v));
+    if (v.size() > 100) fail(field, "at most 100 jobs");
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      const int64_t id = integer(v[i], f, 1, INT64_MAX);
+      if (std::find(out.begin(), out.end(), id) != out.end())
+        fail(f, "job " + std::to_string(id) + " listed twice");
+      out.push_back(id);
+    }
+    return out;
+  }
+
   void env(const json& v, JobRequest& r) const {
     if (!v.is_object()) fail("env", "expected an object of NAME: value, got " + show(v));
     // json objects iterate in key order with unique keys: the sorted, unique list JobRequest
@@ -505,6 +523,8 @@ nlohmann::json to_json(const JobRequest& r) {
   if (r.duration_estimate_seconds >= 0) j["duration_estimate"] = r.duration_estimate_seconds;
   if (r.checkpoint_grace_seconds >= 0) j["checkpoint_grace"] = r.checkpoint_grace_seconds;
   if (r.time_limit_seconds >= 0) j["time_limit"] = r.time_limit_seconds;
+  if (!r.after_ok.empty()) j["after_ok"] = r.after_ok;
+  if (!r.after_any.empty()) j["after_any"] = r.after_any;
   j["command"] = r.command;
   json env = json::object();
   for (const auto& [k, v] : r.env) env[k] = v;

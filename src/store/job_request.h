@@ -18,6 +18,9 @@
 //   time_limit: 4h                   # optional: each run is stopped (SIGTERM, the grace,
 //                                    # SIGKILL) after this long, state timeout; the queue's
 //                                    # default when absent, never more than its maximum
+//   after_ok: [12, 13]               # optional: start only after these jobs succeeded (one
+//                                    # that ends otherwise cancels this one)
+//   after_any: [14]                  # optional: start only after these jobs ended, as they may
 //   command: ["python", "train.py"]  # required, non-empty argv (no shell unless you ask)
 //   env: {BATCH: "64"}               # optional; names [A-Za-z_][A-Za-z0-9_]*
 //
@@ -51,6 +54,8 @@ struct JobRequest {
   double duration_estimate_seconds = -1;
   double checkpoint_grace_seconds = -1;  // -1 = the server's default
   double time_limit_seconds = -1;        // -1 = none (the queue's default applies at submit)
+  std::vector<int64_t> after_ok;         // job ids that must succeed first
+  std::vector<int64_t> after_any;        // job ids that must end first, however
   std::vector<std::string> command;
   std::vector<std::pair<std::string, std::string>> env;  // sorted by name, names unique
   bool operator==(const JobRequest&) const = default;
