@@ -293,6 +293,28 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   EXPECT_GE(screens, 2u) << watch.output;
 }
 
+TEST(ServiceE2E, LogsFollowInterleavesEveryRankUntilTheJobEnds) {
+  TempDir dir("follow");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const int64_t id = submit(admin,
+                            "name: chatty\ntenant: lab\ngang: 2\ncommand: [sh, -c, 'for i in 1 2 "
+                            "3; do echo line$i; sleep 0.3; done']\n");
+  const std::string env = "TESSERA_ADDR=" + server.addr() + " TESSERA_TOKEN=" + kAdminToken + " ";
+  // Started at once: it waits for the job to start, prints as lines come, ends with the job.
+  const auto out =
+      testing::run_tessera_env("timeout 30 env " + env, "logs " + std::to_string(id) + " --follow");
+  EXPECT_EQ(out.status, 0) << out.output;
+  for (const char* line : {"[0] line1", "[0] line3", "[1] line1", "[1] line3"}) {
+    EXPECT_NE(out.output.find(line), std::string::npos) << line << "\n" << out.output;
+  }
+  EXPECT_EQ(get_job(admin, id)["state"], "succeeded");
+  const auto one =
+      testing::run_tessera_env(env, "logs " + std::to_string(id) + " --follow --rank 1");
+  EXPECT_EQ(one.output, "line1\nline2\nline3\n");
+}
+
 TEST(ServiceE2E, TheCliContractFromTheReadme) {
   TempDir dir("cli");
   ServerProcess server(dir.str(), {"--virtual-gpus", "2"});

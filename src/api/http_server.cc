@@ -202,8 +202,15 @@ void ApiServer::routes() {
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
           const auto rank = static_cast<int32_t>(int_param(req, "rank", 0, 0, 100000));
           const int64_t tail = int_param(req, "tail_bytes", 65536, 0, int64_t{1} << 30);
+          // offset: from this byte on (at most tail_bytes of it), for a client that follows.
+          const int64_t from =
+              req.has_param("offset") ? int_param(req, "offset", 0, 0, INT64_MAX) : int64_t{-1};
           // Streamed in pieces from the open file: a log of any size costs one buffer.
-          auto slice = std::make_shared<const LogSlice>(svc.logs(c, path_id(req), rank, tail));
+          auto slice =
+              std::make_shared<const LogSlice>(svc.logs(c, path_id(req), rank, tail, from));
+          // Where the bytes start, and whose run they are from: a follower's next offset.
+          res.set_header("X-Log-Offset", std::to_string(slice->offset));
+          res.set_header("X-Log-Attempt", std::to_string(slice->attempt));
           res.set_content_provider(static_cast<size_t>(slice->length), "text/plain",
                                    [slice](size_t offset, size_t length, httplib::DataSink& sink) {
                                      std::array<char, 64 * 1024> buf{};

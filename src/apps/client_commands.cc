@@ -227,10 +227,64 @@ int tenant_list(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+// --follow: every rank's log (or the one --rank names) as it grows, whole lines, each with
+// its rank in front when there are several, until the job has ended and nothing is left. A
+// new attempt (a requeue, a preemption) starts its logs from the beginning.
+int follow_logs(ApiClient& c, const ClientArgs& a) {
+  int64_t attempt = -1;
+  std::vector<int64_t> offset;
+  std::vector<std::string> partial;
+  for (;;) {
+    const auto job =
+        nlohmann::json::parse(ok_body(c.get("/v1/jobs/" + std::to_string(a.id)), "logs"));
+    const std::string state = job["state"].get<std::string>();
+    const bool ended =
+        state == "succeeded" || state == "failed" || state == "cancelled" || state == "timeout";
+    const int64_t attempts = job["attempts"].get<int64_t>();
+    const int world = job["spec"].value("gang", nlohmann::json::object()).value("max", 1);
+    if (attempts != attempt && attempts > 0) {
+      attempt = attempts;
+      offset.assign(static_cast<size_t>(world), 0);
+      partial.assign(static_cast<size_t>(world), "");
+      if (attempt > 1) std::cout << "--- attempt " << attempt << " ---\n";
+    }
+    bool got = false;
+    for (int r = 0; r < world && attempt > 0; ++r) {
+      if (a.rank >= 0 && r != a.rank) continue;
+      const auto k = static_cast<size_t>(r);
+      const HttpResult res = c.get(fmt::format("/v1/jobs/{}/logs?rank={}&offset={}&tail_bytes={}",
+                                               a.id, r, offset[k], 1 << 20));
+      if (res.status == 404) continue;  // not started yet
+      const std::string chunk = ok_body(res, "logs");
+      offset[k] += static_cast<int64_t>(chunk.size());
+      got = got || !chunk.empty();
+      partial[k] += chunk;
+      size_t start = 0;
+      for (size_t nl = partial[k].find('\n'); nl != std::string::npos;
+           nl = partial[k].find('\n', start)) {
+        if (a.rank < 0 && world > 1) std::cout << "[" << r << "] ";
+        std::cout << partial[k].substr(start, nl + 1 - start);
+        start = nl + 1;
+      }
+      partial[k].erase(0, start);
+    }
+    std::cout.flush();
+    if (ended && !got) break;
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  for (size_t k = 0; k < partial.size(); ++k) {  // a last line without its newline
+    if (partial[k].empty()) continue;
+    if (a.rank < 0 && partial.size() > 1) std::cout << "[" << k << "] ";
+    std::cout << partial[k] << "\n";
+  }
+  return 0;
+}
+
 int logs(ApiClient& c, const ClientArgs& a) {
-  std::cout << ok_body(
-      c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id, a.rank, a.tail_bytes)),
-      "logs");
+  if (a.follow) return follow_logs(c, a);
+  std::cout << ok_body(c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id,
+                                         std::max(a.rank, 0), a.tail_bytes)),
+                       "logs");
   return 0;
 }
 
@@ -298,7 +352,10 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.nodes->add_flag("--json", a.json, "print JSON");
   c.logs = app.add_subcommand("logs", "Print a job's log (its latest attempt)");
   c.logs->add_option("id", a.id, "job id")->required();
-  c.logs->add_option("--rank", a.rank, "gang member (default 0)");
+  c.logs->add_option("--rank", a.rank, "gang member (-1: rank 0, or every rank with --follow)");
+  c.logs->add_flag("--follow,-f", a.follow,
+                   "keep printing as the log grows, until the job ends; every rank, each line "
+                   "prefixed with [RANK], unless --rank names one");
   c.logs->add_option("--tail-bytes", a.tail_bytes, "at most this many bytes from the end");
   c.tenant = app.add_subcommand("tenant", "Manage tenants (admin)");
   c.tenant_create = c.tenant->add_subcommand("create", "Create a tenant; prints its token once");

@@ -45,10 +45,11 @@ struct ClientArgs {
   std::string file;   // submit
   int64_t id = 0;     // job, cancel, logs
   std::string state, tenant;
-  size_t limit = 0;  // jobs: 0 = all
-  std::string sort;  // jobs: a key of job_sort_keys(); "" = newest first
-  double watch = 0;  // jobs: seconds between refreshes; 0 = once
-  int rank = 0;
+  size_t limit = 0;     // jobs: 0 = all
+  std::string sort;     // jobs: a key of job_sort_keys(); "" = newest first
+  double watch = 0;     // jobs: seconds between refreshes; 0 = once
+  int rank = -1;        // logs: -1 = rank 0, or every rank with --follow
+  bool follow = false;  // logs: keep printing until the job ends
   int64_t tail_bytes = 65536;
   bool json = false;
   bool force = false;                      // cancel: SIGKILL now, without the checkpoint grace

@@ -1605,7 +1605,8 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   return out;
 }
 
-LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const {
+LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes,
+                       int64_t from_offset) const {
   uint32_t attempt = 0;
   {
     std::lock_guard lock(mu_);
@@ -1628,6 +1629,13 @@ LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t t
     throw ServiceError(ServiceError::kForbidden, "", "job " + std::to_string(id) + ": " + e.what());
   }
   const int64_t size = out.file.size();
+  out.attempt = attempt;
+  if (from_offset >= 0) {
+    out.offset = std::min(from_offset, size);
+    out.length = size - out.offset;
+    if (tail_bytes > 0) out.length = std::min(out.length, tail_bytes);
+    return out;
+  }
   out.offset = tail_bytes > 0 && size > tail_bytes ? size - tail_bytes : 0;
   out.length = size - out.offset;
   return out;

@@ -158,6 +158,7 @@ struct LogSlice {
   LogFile file;
   int64_t offset = 0;
   int64_t length = 0;
+  uint32_t attempt = 0;  // whose log it is (a requeued job starts a new one)
 };
 
 struct ServiceMetrics {
@@ -230,7 +231,10 @@ class Service {
   std::vector<JobView> jobs(const Caller& caller, const JobFilter& f) const;
   // The last `tail_bytes` of a member's log (all of it for 0), opened but not read: the caller
   // streams it in pieces. A log the job replaced with a link or a FIFO is kForbidden.
-  LogSlice logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes) const;
+  // With `from_offset` >= 0 instead: from that byte on, at most `tail_bytes` of it (following
+  // a log: `tessera logs --follow`).
+  LogSlice logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes,
+                int64_t from_offset = -1) const;
   // Every queue for the admin; a tenant's own leaf queue only for a tenant.
   std::vector<QueueView> queues(const Caller& caller) const;
   std::vector<NodeView> nodes() const;
