@@ -282,6 +282,16 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
       admin.patch("/v1/jobs/" + std::to_string(waiter), R"({"gang": 4})", "application/json");
   EXPECT_EQ(wrong.status, 400) << wrong.body;
   EXPECT_TRUE(has(wrong.body, "only priority_class and time_limit")) << wrong.body;
+  // The audit log, filtered: what was done to the waiting job, and what was refused.
+  const auto audit = testing::run_tessera_env(
+      env, "audit --target 'job " + std::to_string(waiter) + "' --actor admin --since 1");
+  EXPECT_EQ(audit.status, 0) << audit.output;
+  EXPECT_TRUE(has(audit.output, "/hold")) << audit.output;
+  EXPECT_TRUE(has(audit.output, "/release")) << audit.output;
+  EXPECT_FALSE(has(audit.output, "/v1/tenants")) << audit.output;
+  const auto refused = testing::run_tessera_env(env, "audit --refused");
+  EXPECT_TRUE(has(refused.output, "409")) << refused.output;
+  EXPECT_FALSE(has(refused.output, " 200 ")) << refused.output;
   const auto tenants = testing::run_tessera_env(env, "tenant list");
   EXPECT_TRUE(has(tenants.output, "team-a")) << tenants.output;
   const auto watch = testing::run_tessera_env("timeout 2 env " + env, "jobs --watch 0.5");

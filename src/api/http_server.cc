@@ -279,8 +279,14 @@ void ApiServer::routes() {
                                    const Caller& c) {
           admin_only(c);
           const auto limit = static_cast<size_t>(int_param(req, "limit", 100, 1, 10000));
+          AuditFilter f;
+          f.actor = query_param(req, "actor").value_or("");
+          f.target = query_param(req, "target").value_or("");
+          f.since = static_cast<double>(int_param(req, "since", -1, -1, INT64_MAX));
+          f.until = static_cast<double>(int_param(req, "until", -1, -1, INT64_MAX));
+          f.refused_only = bool_param(req, "refused");
           nlohmann::json arr = nlohmann::json::array();
-          for (const AuditEntry& e : svc.audit_log(limit)) arr.push_back(to_json(e));
+          for (const AuditEntry& e : svc.audit_log(limit, f)) arr.push_back(to_json(e));
           res.set_content(json_text(nlohmann::json{{"entries", arr}}), kJson);
         }));
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,19 @@
 namespace tessera {
 
 namespace {
+
+// A query parameter's value, percent-encoded (RFC 3986: all but unreserved characters).
+std::string query_escape(const std::string& v) {
+  std::string out;
+  for (const unsigned char ch : v) {
+    if (std::isalnum(ch) != 0 || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += fmt::format("%{:02X}", ch);
+    }
+  }
+  return out;
+}
 
 // --state: one or more of the job states, comma-separated.
 CLI::Validator job_states_check() {
@@ -187,6 +201,23 @@ int update(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+int audit(ApiClient& c, const ClientArgs& a) {
+  std::string q = "/v1/audit?limit=" + std::to_string(a.limit > 0 ? a.limit : 100);
+  if (!a.actor.empty()) q += "&actor=" + a.actor;
+  if (!a.target.empty()) q += "&target=" + query_escape(a.target);
+  if (a.since_hours >= 0) {
+    q += "&since=" + std::to_string(static_cast<int64_t>(now_seconds() - a.since_hours * 3600));
+  }
+  if (a.refused) q += "&refused=true";
+  const auto j = nlohmann::json::parse(ok_body(c.get(q), "audit"));
+  if (a.json) {
+    std::cout << j["entries"].dump() << "\n";
+  } else {
+    std::cout << audit_table(j["entries"]);
+  }
+  return 0;
+}
+
 int queues(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(ok_body(c.get("/v1/queues"), "queues"));
   if (a.json) {
@@ -346,6 +377,15 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.update->add_option("--priority-class", a.priority_class, "new priority class")
       ->check(CLI::IsMember({"inference-critical", "production", "research", "best-effort"}));
   c.update->add_option("--time-limit", a.time_limit, "new time limit: seconds, or 30m, 4h, 2d");
+  c.audit = app.add_subcommand(
+      "audit", "Read the audit log (admin): who did what, newest first, with filters");
+  c.audit->add_option("--actor", a.actor, "only this actor: admin, anonymous or a tenant");
+  c.audit->add_option("--target", a.target, "only this target, e.g. \"job 12\"");
+  c.audit->add_option("--since", a.since_hours, "only the last this many hours")
+      ->check(non_negative_number());
+  c.audit->add_flag("--refused", a.refused, "only refused requests (status 400 and above)");
+  c.audit->add_option("--limit", a.limit, "at most this many entries (0: 100)");
+  c.audit->add_flag("--json", a.json, "print JSON");
   c.queues = app.add_subcommand("queues", "Show the queue tree and current shares");
   c.queues->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
@@ -366,7 +406,7 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.tenant_list->add_flag("--json", a.json, "print JSON");
   c.tenant->require_subcommand(1);
   for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.update,
-                      c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list}) {
+                      c.audit, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list}) {
     add_common(s, a);
   }
   return c;
@@ -384,6 +424,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.release) return job_action(*client(), a, "release");
   if (*c.requeue) return job_action(*client(), a, "requeue");
   if (*c.update) return update(*client(), a);
+  if (*c.audit) return audit(*client(), a);
   if (*c.queues) return queues(*client(), a);
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);

@@ -197,6 +197,17 @@ std::string node_table(const nlohmann::json& nodes) {
   return out;
 }
 
+std::string audit_table(const nlohmann::json& entries) {
+  constexpr const char* kRow = "{:<27} {:<16} {:<7} {:<32} {:>6}  {}\n";
+  std::string out = fmt::format(kRow, "TIME", "ACTOR", "METHOD", "PATH", "STATUS", "TARGET");
+  for (const auto& e : entries) {
+    out += fmt::format(kRow, local_time(e["at"]), fit(e["actor"].get<std::string>(), 16),
+                       e["method"].get<std::string>(), fit(e["path"].get<std::string>(), 32),
+                       e["status"].get<int>(), text_or(e, "target", ""));
+  }
+  return out;
+}
+
 std::string tenant_table(const nlohmann::json& tenants) {
   constexpr const char* kRow = "{:<24} {:<6} {:<24} {:>8} {:>8}  {}\n";
   std::string out = fmt::format(kRow, "TENANT", "TOKEN", "QUEUE", "PENDING", "RUNNING", "CREATED");

@@ -27,6 +27,8 @@ const std::vector<std::string>& job_sort_keys();
 std::string job_page(const nlohmann::json& job, double now);
 // `tessera nodes`: a row per GPU: node, type, free share, jobs holding it, CPU and memory.
 std::string node_table(const nlohmann::json& nodes);
+// `tessera audit`: newest first.
+std::string audit_table(const nlohmann::json& entries);
 // `tessera tenant list`.
 std::string tenant_table(const nlohmann::json& tenants);
 

@@ -55,6 +55,9 @@ struct ClientArgs {
   bool force = false;                      // cancel: SIGKILL now, without the checkpoint grace
   std::string name;                        // tenant create
   std::string priority_class, time_limit;  // update: "" = unchanged
+  std::string actor, target;               // audit filters
+  double since_hours = -1;                 // audit: only the last this many hours
+  bool refused = false;                    // audit: only refused requests
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;
@@ -65,6 +68,7 @@ struct ClientCommands {
   CLI::App* release = nullptr;
   CLI::App* requeue = nullptr;
   CLI::App* update = nullptr;
+  CLI::App* audit = nullptr;
   CLI::App* queues = nullptr;
   CLI::App* nodes = nullptr;
   CLI::App* logs = nullptr;

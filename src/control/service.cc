@@ -1709,8 +1709,8 @@ std::vector<TenantView> Service::tenants() const {
   return out;
 }
 
-std::vector<AuditEntry> Service::audit_log(size_t limit) const {
-  return store_->audit_log(limit);
+std::vector<AuditEntry> Service::audit_log(size_t limit, const AuditFilter& f) const {
+  return store_->audit_log(limit, f);
 }
 
 ServiceMetrics Service::metrics() const {

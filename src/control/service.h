@@ -240,7 +240,7 @@ class Service {
   std::vector<NodeView> nodes() const;
   // Every tenant, with a token or not, by name.
   std::vector<TenantView> tenants() const;
-  std::vector<AuditEntry> audit_log(size_t limit) const;
+  std::vector<AuditEntry> audit_log(size_t limit, const AuditFilter& f = {}) const;
   ServiceMetrics metrics() const;
   // Why the service is degraded (its database refuses writes), or nullopt when healthy.
   std::optional<std::string> degraded() const { return health_.problem(); }

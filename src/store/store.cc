@@ -234,12 +234,16 @@ void Store::add_audit(const AuditEntry& e) {
   write_audit(e);
 }
 
-std::vector<AuditEntry> Store::audit_log(size_t limit) {
+std::vector<AuditEntry> Store::audit_log(size_t limit, const AuditFilter& f) {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare(
-      "SELECT id, at, actor, method, path, status, target FROM audit_log ORDER BY id DESC "
-      "LIMIT ?1");
+      "SELECT id, at, actor, method, path, status, target FROM audit_log "
+      "WHERE (?2 = '' OR actor = ?2) AND (?3 = '' OR target = ?3) AND (?4 < 0 OR at >= ?4) "
+      "AND (?5 < 0 OR at < ?5) AND (?6 = 0 OR status >= 400) "
+      "ORDER BY id DESC LIMIT ?1");
   s.bind(1, static_cast<int64_t>(limit));
+  s.bind(2, f.actor).bind(3, f.target).bind(4, f.since).bind(5, f.until);
+  s.bind(6, int64_t{f.refused_only ? 1 : 0});
   std::vector<AuditEntry> out;
   while (s.step()) {
     out.push_back(AuditEntry{s.int64(0), s.real(1), s.text(2), s.text(3), s.text(4),

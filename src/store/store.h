@@ -78,6 +78,15 @@ struct TenantRow {
   double created_at = 0;
 };
 
+// Which audit entries to read; empty fields match all.
+struct AuditFilter {
+  std::string actor;
+  std::string target;         // exactly ("job 12")
+  double since = -1;          // at >= since (unix seconds)
+  double until = -1;          // at < until
+  bool refused_only = false;  // status >= 400
+};
+
 class Store {
  public:
   struct Options {
@@ -105,7 +114,8 @@ class Store {
 
   void add_audit(const AuditEntry& e);
   // The newest `limit` entries, newest first.
-  std::vector<AuditEntry> audit_log(size_t limit);
+  // Newest first, at most `limit`, of those that match `f`.
+  std::vector<AuditEntry> audit_log(size_t limit, const AuditFilter& f = {});
 
   // False (and nothing written) if a tenant of that name exists.
   bool add_tenant(const TenantRow& t, const AuditEntry* audit = nullptr);
