@@ -224,17 +224,7 @@ int queues(ApiClient& c, const ClientArgs& a) {
     std::cout << j["queues"].dump() << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<24} {:>6} {:>9} {:>7} {:>6} {:>10} {:>8} {:>8}\n", "QUEUE", "WEIGHT",
-                           "GUARANTEE", "LIMIT", "HOLDS", "FAIR SHARE", "PENDING", "RUNNING");
-  for (const auto& q : j["queues"]) {
-    std::cout << fmt::format(
-        "{:<24} {:>6g} {:>9g} {:>7} {:>6g} {:>10.3g} {:>8} {:>8}\n", q["path"].get<std::string>(),
-        q["weight"].get<double>(), q["guarantee_gpus"].get<double>(),
-        q["limit_gpus"].is_null() ? std::string("-")
-                                  : fmt::format("{:g}", q["limit_gpus"].get<double>()),
-        q["holds_gpus"].get<double>(), q["fair_share_gpus"].get<double>(),
-        q["pending_jobs"].get<int64_t>(), q["running_jobs"].get<int64_t>());
-  }
+  std::cout << queue_table(j["queues"]);
   return 0;
 }
 
@@ -386,7 +376,10 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.audit->add_flag("--refused", a.refused, "only refused requests (status 400 and above)");
   c.audit->add_option("--limit", a.limit, "at most this many entries (0: 100)");
   c.audit->add_flag("--json", a.json, "print JSON");
-  c.queues = app.add_subcommand("queues", "Show the queue tree and current shares");
+  c.queues = app.add_subcommand(
+      "queues",
+      "Show the queue tree: shares, holdings, long-term usage, who borrows or is over "
+      "its fair share");
   c.queues->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
   c.nodes->add_flag("--json", a.json, "print JSON");

@@ -197,6 +197,30 @@ std::string node_table(const nlohmann::json& nodes) {
   return out;
 }
 
+std::string queue_table(const nlohmann::json& queues) {
+  constexpr const char* kRow = "{:<24} {:>6} {:>9} {:>6} {:>6} {:>10} {:>8} {:>7} {:>7}  {}\n";
+  std::string out = fmt::format(kRow, "QUEUE", "WEIGHT", "GUARANTEE", "LIMIT", "HOLDS",
+                                "FAIR SHARE", "DECAYED", "PENDING", "RUNNING", "STATUS");
+  for (const auto& q : queues) {
+    const double holds = q["holds_gpus"].get<double>();
+    const double guarantee = q["guarantee_gpus"].get<double>();
+    const double share = q["fair_share_gpus"].get<double>();
+    std::string status;
+    // A small tolerance: shares are computed in doubles.
+    if (holds > guarantee + 1e-9) status += "borrowing";
+    if (holds > share + 1e-6) status += std::string(status.empty() ? "" : ", ") + "over-share";
+    out += fmt::format(
+        kRow, fit(q["path"].get<std::string>().empty() ? "/" : q["path"].get<std::string>(), 24),
+        fmt::format("{:g}", q["weight"].get<double>()), fmt::format("{:g}", guarantee),
+        q["limit_gpus"].is_null() ? std::string("-")
+                                  : fmt::format("{:g}", q["limit_gpus"].get<double>()),
+        fmt::format("{:g}", holds), fmt::format("{:.3g}", share),
+        fmt::format("{:.3g}", number_or(q, "decayed_gpus", 0)), q["pending_jobs"].get<int64_t>(),
+        q["running_jobs"].get<int64_t>(), status.empty() ? "-" : status);
+  }
+  return out;
+}
+
 std::string audit_table(const nlohmann::json& entries) {
   constexpr const char* kRow = "{:<27} {:<16} {:<7} {:<32} {:>6}  {}\n";
   std::string out = fmt::format(kRow, "TIME", "ACTOR", "METHOD", "PATH", "STATUS", "TARGET");

@@ -27,6 +27,10 @@ const std::vector<std::string>& job_sort_keys();
 std::string job_page(const nlohmann::json& job, double now);
 // `tessera nodes`: a row per GPU: node, type, free share, jobs holding it, CPU and memory.
 std::string node_table(const nlohmann::json& nodes);
+// `tessera queues`: weight, guarantee, limit, holdings against the fair share, long-term
+// (decayed) usage, jobs, and a mark for a queue that borrows (holds more than its guarantee)
+// or is over its fair share (and so may be reclaimed from).
+std::string queue_table(const nlohmann::json& queues);
 // `tessera audit`: newest first.
 std::string audit_table(const nlohmann::json& entries);
 // `tessera tenant list`.
