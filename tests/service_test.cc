@@ -134,6 +134,16 @@ class ServiceTest : public ::testing::Test {
     backend_ = b.get();
     return std::make_unique<Service>(options(gpus), std::move(b));
   }
+  // The same over the queue tree `yaml` (written to queues.yaml).
+  std::unique_ptr<Service> make_with_queues(int gpus, const std::string& yaml) {
+    const std::string path = dir_.file("queues.yaml");
+    std::ofstream(path) << yaml;
+    ServiceOptions o = options(gpus);
+    o.queues_path = path;
+    auto b = std::make_unique<FakeBackend>();
+    backend_ = b.get();
+    return std::make_unique<Service>(o, std::move(b));
+  }
   static RequestContext as(const std::string& tenant) {
     return RequestContext{Caller{false, tenant}, "POST", "/v1/jobs"};
   }
@@ -308,23 +318,17 @@ TEST_F(ServiceTest, ARunIsStoppedAtItsTimeLimitWithTheGraceAndEndsAsTimeout) {
 }
 
 TEST_F(ServiceTest, AQueueGivesItsDefaultTimeLimitAndRefusesMoreThanItsMaximum) {
-  const std::string queues = dir_.file("queues.yaml");
-  std::ofstream(queues) << R"(queues:
+  auto s = make_with_queues(4, R"(queues:
   - name: batch
     time_limit: {default: 1h, max: 4h}
     queues:
       - name: team-a
       - name: team-b
         time_limit: {default: 10m}
-)";
-  ServiceOptions o = options(4);
-  o.queues_path = queues;
-  auto b = std::make_unique<FakeBackend>();
-  backend_ = b.get();
-  Service s(o, std::move(b));
+)");
   const auto limit_of = [&](const std::string& tenant, const std::string& extra) {
     const JobView v =
-        s.submit(as(tenant), job("name: j\n" + extra + "command: [x]\n"), "", nullptr);
+        s->submit(as(tenant), job("name: j\n" + extra + "command: [x]\n"), "", nullptr);
     return v.row.spec.time_limit_seconds;
   };
   EXPECT_EQ(limit_of("team-a", ""), 3600);  // its parent's default
@@ -372,47 +376,42 @@ TEST_F(ServiceTest, AHeldJobWaitsUntilReleasedAndARequeuedJobRunsAgain) {
 }
 
 TEST_F(ServiceTest, UpdateChangesAClassOrATimeLimitWithinWhatTheQueueAllows) {
-  const std::string queues = dir_.file("queues.yaml");
-  std::ofstream(queues) << R"(queues:
+  auto s = make_with_queues(1, R"(queues:
   - name: lab
     priority_classes: [research, best-effort]
     time_limit: {max: 4h}
-)";
-  ServiceOptions o = options(1);
-  o.queues_path = queues;
-  auto b = std::make_unique<FakeBackend>();
-  backend_ = b.get();
-  Service s(o, std::move(b));
+)");
   const RequestContext admin{Caller{true, ""}, "PATCH", "/v1/jobs/1"};
   const int64_t running =
-      s.submit(as("lab"), job("name: r\ntime_limit: 1h\ncommand: [x]\n"), "", nullptr).row.id;
-  s.tick();
-  const int64_t waiting = s.submit(as("lab"), job("name: w\ncommand: [x]\n"), "", nullptr).row.id;
+      s->submit(as("lab"), job("name: r\ntime_limit: 1h\ncommand: [x]\n"), "", nullptr).row.id;
+  s->tick();
+  const int64_t waiting = s->submit(as("lab"), job("name: w\ncommand: [x]\n"), "", nullptr).row.id;
   const auto kind_of = [&](const RequestContext& ctx, int64_t id,
                            const JobUpdate& u) -> std::optional<ServiceError::Kind> {
     try {
-      s.update(ctx, id, u);
+      s->update(ctx, id, u);
     } catch (const ServiceError& e) {
       return e.kind();
     }
     return std::nullopt;
   };
   // A waiting job's class, to one its queue allows.
-  EXPECT_EQ(s.update(as("lab"), waiting, JobUpdate{"best-effort", std::nullopt}).priority_class,
+  EXPECT_EQ(s->update(as("lab"), waiting, JobUpdate{"best-effort", std::nullopt}).priority_class,
             "best-effort");
   EXPECT_EQ(kind_of(as("lab"), waiting, JobUpdate{"production", std::nullopt}),
             ServiceError::kForbidden);  // as a submission naming it
   EXPECT_EQ(kind_of(as("lab"), running, JobUpdate{"research", std::nullopt}),
             ServiceError::kConflict);
   // Time limits: a tenant may lower its own, only the admin raise it, nobody past the maximum.
-  EXPECT_EQ(s.update(as("lab"), running, JobUpdate{std::nullopt, 1800}).row.spec.time_limit_seconds,
-            1800);
+  EXPECT_EQ(
+      s->update(as("lab"), running, JobUpdate{std::nullopt, 1800}).row.spec.time_limit_seconds,
+      1800);
   EXPECT_EQ(kind_of(as("lab"), running, JobUpdate{std::nullopt, 3600}), ServiceError::kForbidden);
-  EXPECT_EQ(s.update(admin, running, JobUpdate{std::nullopt, 3600}).row.spec.time_limit_seconds,
+  EXPECT_EQ(s->update(admin, running, JobUpdate{std::nullopt, 3600}).row.spec.time_limit_seconds,
             3600);
   EXPECT_EQ(kind_of(admin, running, JobUpdate{std::nullopt, 5 * 3600}), ServiceError::kInvalid);
   // What the update stored is what a restart reads.
-  EXPECT_EQ(s.job(Caller{true, ""}, waiting).priority_class, "best-effort");
+  EXPECT_EQ(s->job(Caller{true, ""}, waiting).priority_class, "best-effort");
 }
 
 TEST_F(ServiceTest, DependenciesHoldJobsBackAndAFailedOneCancelsItsDependents) {
@@ -629,36 +628,31 @@ namespace tessera {
 namespace {
 
 TEST_F(ServiceTest, AQueueTreeHoldsQuotasAndRefusesTenantsItDoesNotName) {
-  const std::string queues = dir_.file("queues.yaml");
-  std::ofstream(queues) << R"(queues:
+  auto s = make_with_queues(4, R"(queues:
   - name: team-a
     guarantee: {gpus: 1}
     borrow_limit: {gpus: 0}
   - name: team-b
-)";
-  ServiceOptions o = options(4);
-  o.queues_path = queues;
-  auto b = std::make_unique<FakeBackend>();
-  backend_ = b.get();
-  Service s(o, std::move(b));
-  const int64_t first = s.submit(as("team-a"), job("name: a1\ncommand: [x]\n"), "", nullptr).row.id;
+)");
+  const int64_t first =
+      s->submit(as("team-a"), job("name: a1\ncommand: [x]\n"), "", nullptr).row.id;
   const int64_t second =
-      s.submit(as("team-a"), job("name: a2\ncommand: [x]\n"), "", nullptr).row.id;
-  s.tick();
-  EXPECT_EQ(state(s, first), JobState::kRunning);
-  const JobView held = s.job(Caller{true, ""}, second);
+      s->submit(as("team-a"), job("name: a2\ncommand: [x]\n"), "", nullptr).row.id;
+  s->tick();
+  EXPECT_EQ(state(*s, first), JobState::kRunning);
+  const JobView held = s->job(Caller{true, ""}, second);
   EXPECT_EQ(held.row.state, JobState::kPending);
   EXPECT_NE(held.pending_reason.find("quota"), std::string::npos) << held.pending_reason;
-  EXPECT_EQ(free_gpus(s), 3);  // free GPUs, but team-a may hold only 1
+  EXPECT_EQ(free_gpus(*s), 3);  // free GPUs, but team-a may hold only 1
   try {
-    s.submit(RequestContext{Caller{true, ""}, "POST", "/v1/jobs"},
-             job("name: c\ntenant: team-c\ncommand: [x]\n"), "", nullptr);
+    s->submit(RequestContext{Caller{true, ""}, "POST", "/v1/jobs"},
+              job("name: c\ntenant: team-c\ncommand: [x]\n"), "", nullptr);
     FAIL() << "a tenant outside the queue tree was accepted";
   } catch (const ServiceError& e) {
     EXPECT_EQ(e.kind(), ServiceError::kInvalid);
     EXPECT_EQ(e.field(), "tenant");
   }
-  const std::vector<QueueView> qs = s.queues(Caller{true, ""});
+  const std::vector<QueueView> qs = s->queues(Caller{true, ""});
   ASSERT_EQ(qs.size(), 3u);
   EXPECT_EQ(qs[1].path, "team-a");
   EXPECT_EQ(qs[1].limit_gpus, 1);

@@ -201,6 +201,18 @@ int update(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+// GET `path` and print its list `key` as JSON (--json) or as `table` renders it.
+int print_list(ApiClient& c, const ClientArgs& a, const std::string& path, const char* key,
+               const std::string& what, std::string (*table)(const nlohmann::json&)) {
+  const auto j = nlohmann::json::parse(ok_body(c.get(path), what));
+  if (a.json) {
+    std::cout << j[key].dump() << "\n";
+  } else {
+    std::cout << table(j[key]);
+  }
+  return 0;
+}
+
 int audit(ApiClient& c, const ClientArgs& a) {
   std::string q = "/v1/audit?limit=" + std::to_string(a.limit > 0 ? a.limit : 100);
   if (!a.actor.empty()) q += "&actor=" + a.actor;
@@ -209,43 +221,19 @@ int audit(ApiClient& c, const ClientArgs& a) {
     q += "&since=" + std::to_string(static_cast<int64_t>(now_seconds() - a.since_hours * 3600));
   }
   if (a.refused) q += "&refused=true";
-  const auto j = nlohmann::json::parse(ok_body(c.get(q), "audit"));
-  if (a.json) {
-    std::cout << j["entries"].dump() << "\n";
-  } else {
-    std::cout << audit_table(j["entries"]);
-  }
-  return 0;
+  return print_list(c, a, q, "entries", "audit", audit_table);
 }
 
 int queues(ApiClient& c, const ClientArgs& a) {
-  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/queues"), "queues"));
-  if (a.json) {
-    std::cout << j["queues"].dump() << "\n";
-    return 0;
-  }
-  std::cout << queue_table(j["queues"]);
-  return 0;
+  return print_list(c, a, "/v1/queues", "queues", "queues", queue_table);
 }
 
 int nodes(ApiClient& c, const ClientArgs& a) {
-  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/nodes"), "nodes"));
-  if (a.json) {
-    std::cout << j["nodes"].dump() << "\n";
-    return 0;
-  }
-  std::cout << node_table(j["nodes"]);
-  return 0;
+  return print_list(c, a, "/v1/nodes", "nodes", "nodes", node_table);
 }
 
 int tenant_list(ApiClient& c, const ClientArgs& a) {
-  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/tenants"), "tenant list"));
-  if (a.json) {
-    std::cout << j["tenants"].dump() << "\n";
-    return 0;
-  }
-  std::cout << tenant_table(j["tenants"]);
-  return 0;
+  return print_list(c, a, "/v1/tenants", "tenants", "tenant list", tenant_table);
 }
 
 // --follow: every rank's log (or the one --rank names) as it grows, whole lines, each with
