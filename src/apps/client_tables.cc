@@ -109,13 +109,13 @@ void sort_jobs(nlohmann::json& jobs, const std::string& key, double now) {
 
 std::string job_table(const nlohmann::json& jobs, double now) {
   constexpr const char* kRow =
-      "{:>6}  {:<24} {:<14} {:<18} {:<10} {:<12} {:>5} {:>5} {:>4} {:>7} {:>7} {:>7}\n";
+      "{:>6}  {:<24} {:<20} {:<18} {:<10} {:<12} {:>5} {:>5} {:>4} {:>7} {:>7} {:>7}\n";
   std::string out = fmt::format(kRow, "ID", "NAME", "QUEUE", "CLASS", "STATE", "REASON", "GPUS",
                                 "NODES", "TRY", "AGE", "ELAPSED", "LIMIT");
   for (const auto& j : jobs) {
     const size_t nodes = nodes_of(j);
     out += fmt::format(kRow, j["id"].get<int64_t>(), fit(j["name"].get<std::string>(), 24),
-                       fit(text_or(j, "queue", j["tenant"].get<std::string>()), 14),
+                       fit(text_or(j, "queue", j["tenant"].get<std::string>()), 20),
                        fit(text_or(j, "priority_class", "-"), 18),
                        fit(j["state"].get<std::string>(), 10), fit(text_or(j, "reason", "-"), 12),
                        fmt::format("{:g}", gpus_of(j)), nodes > 0 ? std::to_string(nodes) : "-",
@@ -206,9 +206,12 @@ std::string queue_table(const nlohmann::json& queues) {
     const double guarantee = q["guarantee_gpus"].get<double>();
     const double share = q["fair_share_gpus"].get<double>();
     std::string status;
+    const bool root = q["path"].get<std::string>().empty();  // it lends to no one
     // A small tolerance: shares are computed in doubles.
-    if (holds > guarantee + 1e-9) status += "borrowing";
-    if (holds > share + 1e-6) status += std::string(status.empty() ? "" : ", ") + "over-share";
+    if (!root && holds > guarantee + 1e-9) status += "borrowing";
+    if (!root && holds > share + 1e-6) {
+      status += std::string(status.empty() ? "" : ", ") + "over-share";
+    }
     out += fmt::format(
         kRow, fit(q["path"].get<std::string>().empty() ? "/" : q["path"].get<std::string>(), 24),
         fmt::format("{:g}", q["weight"].get<double>()), fmt::format("{:g}", guarantee),
