@@ -102,8 +102,8 @@ TEST(ClientTables, TheQueueTableMarksBorrowersAndQueuesOverTheirShare) {
         {"limit_gpus", nullptr}, {"holds_gpus", holds}, {"fair_share_gpus", share},
         {"decayed_gpus", 1.5},   {"pending_jobs", 0},   {"running_jobs", 1}};
   };
-  const std::string table =
-      queue_table({queue("a", 4, 6, 8), queue("b", 4, 10, 8), queue("c", 4, 2, 8)});
+  const std::string table = queue_table(
+      {queue("/", 0, 18, 24), queue("a", 4, 6, 8), queue("b", 4, 10, 8), queue("c", 4, 2, 8)});
   const auto row = [&](const std::string& name) {
     const size_t at = table.find("\n" + name + " ");
     return table.substr(at + 1, table.find('\n', at + 1) - at - 1);
@@ -111,6 +111,7 @@ TEST(ClientTables, TheQueueTableMarksBorrowersAndQueuesOverTheirShare) {
   EXPECT_TRUE(row("a").ends_with("borrowing")) << table;
   EXPECT_TRUE(row("b").ends_with("borrowing, over-share")) << table;
   EXPECT_TRUE(row("c").ends_with("-")) << table;
+  EXPECT_TRUE(row("/").ends_with("-")) << table;  // the root lends to no one
   EXPECT_NE(table.find("DECAYED"), std::string::npos);
   EXPECT_NE(row("a").find("1.5"), std::string::npos) << table;
 }

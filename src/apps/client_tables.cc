@@ -206,7 +206,8 @@ std::string queue_table(const nlohmann::json& queues) {
     const double guarantee = q["guarantee_gpus"].get<double>();
     const double share = q["fair_share_gpus"].get<double>();
     std::string status;
-    const bool root = q["path"].get<std::string>().empty();  // it lends to no one
+    const std::string path = q["path"].get<std::string>();
+    const bool root = path.empty() || path == "/";  // it lends to no one
     // A small tolerance: shares are computed in doubles.
     if (!root && holds > guarantee + 1e-9) status += "borrowing";
     if (!root && holds > share + 1e-6) {
