@@ -325,6 +325,35 @@ TEST(ServiceE2E, LogsFollowInterleavesEveryRankUntilTheJobEnds) {
   EXPECT_EQ(one.output, "line1\nline2\nline3\n");
 }
 
+TEST(ServiceE2E, ARotatedTokenReplacesTheOldOneAndARevokedOneStopsWorking) {
+  TempDir dir("tokens");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string first = create_tenant(admin, "team-z");
+  EXPECT_EQ(server.client(first).get("/v1/jobs").status, 200);
+  const std::string env = "TESSERA_ADDR=" + server.addr() + " TESSERA_TOKEN=" + kAdminToken + " ";
+  const auto rotated = testing::run_tessera_env(env, "token rotate team-z");
+  ASSERT_EQ(rotated.status, 0) << rotated.output;
+  const std::string second = rotated.output.substr(0, rotated.output.find('\n'));
+  EXPECT_EQ(server.client(first).get("/v1/jobs").status, 401);
+  EXPECT_EQ(server.client(second).get("/v1/jobs").status, 200);
+  const auto revoked = testing::run_tessera_env(env, "token revoke team-z");
+  EXPECT_EQ(revoked.status, 0) << revoked.output;
+  EXPECT_EQ(server.client(second).get("/v1/jobs").status, 401);
+  const auto again = testing::run_tessera_env(env, "token revoke team-z");
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.output.find("has no token"), std::string::npos) << again.output;
+  // A tenant may not rotate tokens, its own included.
+  const std::string other = create_tenant(admin, "team-y");
+  EXPECT_EQ(server.client(other).post("/v1/tenants/team-y/token", "", "application/json").status,
+            403);
+  // The tenant is still listed, without a token, and can be given one again.
+  const auto list = testing::run_tessera_env(env, "tenant list");
+  EXPECT_NE(list.output.find("team-z"), std::string::npos) << list.output;
+  EXPECT_FALSE(create_tenant(admin, "team-z").empty());
+}
+
 TEST(ServiceE2E, TheCliContractFromTheReadme) {
   TempDir dir("cli");
   ServerProcess server(dir.str(), {"--virtual-gpus", "2"});

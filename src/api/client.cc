@@ -76,6 +76,11 @@ HttpResult ApiClient::post(const std::string& path, const std::string& body,
   return with_retries(opt_.attempts, [&] { return http_->Post(path, h, body, content_type); });
 }
 
+HttpResult ApiClient::del(const std::string& path) {
+  // Revoking twice leaves the same state, so a retry is safe.
+  return with_retries(opt_.attempts, [&] { return http_->Delete(path); });
+}
+
 HttpResult ApiClient::patch(const std::string& path, const std::string& body,
                             const std::string& content_type) {
   // An update sets values (it is idempotent), so a retry after a lost answer is safe.

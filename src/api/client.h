@@ -46,6 +46,7 @@ class ApiClient {
                   const std::vector<std::pair<std::string, std::string>>& headers = {});
   HttpResult patch(const std::string& path, const std::string& body,
                    const std::string& content_type);
+  HttpResult del(const std::string& path);
 
  private:
   ClientOptions opt_;

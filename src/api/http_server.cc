@@ -85,6 +85,8 @@ void ApiServer::routes() {
       http_->Get(pattern, std::move(h));
     } else if (method == "PATCH") {
       http_->Patch(pattern, std::move(h));
+    } else if (method == "DELETE") {
+      http_->Delete(pattern, std::move(h));
     } else {
       http_->Post(pattern, std::move(h));
     }
@@ -256,6 +258,20 @@ void ApiServer::routes() {
         res.status = 201;
         res.set_content(json_text(nlohmann::json{{"name", name}, {"token", token}}), kJson);
       }));
+
+  // The admin rotates (POST: a new token, shown once) or revokes (DELETE) a tenant's token.
+  route("POST", R"(/v1/tenants/([^/]+)/token)",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string name = req.matches[1];
+          const std::string token = svc.rotate_token(RequestContext{c, req.method, req.path}, name);
+          res.set_content(json_text(nlohmann::json{{"name", name}, {"token", token}}), kJson);
+        }));
+  route("DELETE", R"(/v1/tenants/([^/]+)/token)",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string name = req.matches[1];
+          svc.revoke_token(RequestContext{c, req.method, req.path}, name);
+          res.set_content(json_text(nlohmann::json{{"name", name}, {"revoked", true}}), kJson);
+        }));
 
   route(
       "GET", "/v1/tenants",

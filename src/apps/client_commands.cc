@@ -297,6 +297,19 @@ int logs(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+int token_rotate(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(
+      ok_body(c.post("/v1/tenants/" + a.name + "/token", "", "application/json"), "token rotate"));
+  std::cout << (a.json ? j.dump() : j["token"].get<std::string>()) << "\n";
+  return 0;
+}
+
+int token_revoke(ApiClient& c, const ClientArgs& a) {
+  ok_body(c.del("/v1/tenants/" + a.name + "/token"), "token revoke");
+  std::cout << "tenant " << a.name << ": token revoked\n";
+  return 0;
+}
+
 int tenant_create(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(
       ok_body(c.post("/v1/tenants", nlohmann::json{{"name", a.name}}.dump(), "application/json"),
@@ -386,8 +399,18 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "list", "List tenants: with or without a token, queue, pending and running jobs");
   c.tenant_list->add_flag("--json", a.json, "print JSON");
   c.tenant->require_subcommand(1);
+  c.token = app.add_subcommand("token", "Manage tenants' tokens (admin)");
+  c.token_rotate = c.token->add_subcommand(
+      "rotate", "Give a tenant a new token (printed once); the old one stops working at once");
+  c.token_rotate->add_option("name", a.name, "tenant name")->required();
+  c.token_rotate->add_flag("--json", a.json, "print JSON");
+  c.token_revoke = c.token->add_subcommand(
+      "revoke", "Remove a tenant's token: nothing authenticates as it (its jobs stay)");
+  c.token_revoke->add_option("name", a.name, "tenant name")->required();
+  c.token->require_subcommand(1);
   for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.update,
-                      c.audit, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list}) {
+                      c.audit, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list,
+                      c.token_rotate, c.token_revoke}) {
     add_common(s, a);
   }
   return c;
@@ -411,6 +434,8 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.logs) return logs(*client(), a);
   if (*c.tenant_create) return tenant_create(*client(), a);
   if (*c.tenant_list) return tenant_list(*client(), a);
+  if (*c.token_rotate) return token_rotate(*client(), a);
+  if (*c.token_revoke) return token_revoke(*client(), a);
   return -1;
 }
 

@@ -75,6 +75,9 @@ struct ClientCommands {
   CLI::App* tenant = nullptr;
   CLI::App* tenant_create = nullptr;
   CLI::App* tenant_list = nullptr;
+  CLI::App* token = nullptr;
+  CLI::App* token_rotate = nullptr;
+  CLI::App* token_revoke = nullptr;
 };
 ClientCommands add_client_commands(CLI::App& app, ClientArgs& args);
 // Runs whichever client command was given; -1 when none was.

@@ -1479,6 +1479,38 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
   return token;
 }
 
+std::string Service::rotate_token(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin rotates tokens");
+  }
+  std::lock_guard lock(mu_);
+  const std::string token = new_token();
+  const std::string hash = sha256_hex(token);
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, "tenant " + name};
+  bool changed = false;
+  api_write([&] { changed = store_->set_tenant_token(name, hash, &audit); });
+  if (!changed) {
+    throw ServiceError(ServiceError::kNotFound, "", "tenant " + name + " has no token");
+  }
+  std::erase_if(token_tenant_, [&](const auto& e) { return e.second == name; });
+  token_tenant_[hash] = name;
+  return token;
+}
+
+void Service::revoke_token(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin revokes tokens");
+  }
+  std::lock_guard lock(mu_);
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, "tenant " + name};
+  bool removed = false;
+  api_write([&] { removed = store_->remove_tenant_token(name, &audit); });
+  if (!removed) {
+    throw ServiceError(ServiceError::kNotFound, "", "tenant " + name + " has no token");
+  }
+  std::erase_if(token_tenant_, [&](const auto& e) { return e.second == name; });
+}
+
 void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target) {
   const double t = now();
   // A refused request's path may be anything a client sent: kept, made valid UTF-8.

@@ -224,6 +224,10 @@ class Service {
   JobView update(const RequestContext& ctx, int64_t id, const JobUpdate& u);
   // Returns the new tenant's token (shown once).
   std::string create_tenant(const RequestContext& ctx, const std::string& name);
+  // The admin replaces a tenant's token (the old one stops working at once; the new one is
+  // returned, shown once) or revokes it (no token works for the tenant; its jobs stay).
+  std::string rotate_token(const RequestContext& ctx, const std::string& name);
+  void revoke_token(const RequestContext& ctx, const std::string& name);
   // A refused mutating request still leaves a trace.
   void audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target);
 

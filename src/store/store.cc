@@ -266,6 +266,31 @@ bool Store::add_tenant(const TenantRow& t, const AuditEntry* audit) {
   return true;
 }
 
+bool Store::set_tenant_token(const std::string& name, const std::string& token_sha256,
+                             const AuditEntry* audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement s = db_->prepare("UPDATE tenants SET token_sha256 = ?2 WHERE name = ?1");
+  s.bind(1, name).bind(2, token_sha256);
+  s.run();
+  if (db_->changes() == 0) return false;
+  if (audit != nullptr) write_audit(*audit);
+  tx.commit();
+  return true;
+}
+
+bool Store::remove_tenant_token(const std::string& name, const AuditEntry* audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement s = db_->prepare("DELETE FROM tenants WHERE name = ?1");
+  s.bind(1, name);
+  s.run();
+  if (db_->changes() == 0) return false;
+  if (audit != nullptr) write_audit(*audit);
+  tx.commit();
+  return true;
+}
+
 std::vector<TenantRow> Store::tenants() {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare("SELECT name, token_sha256, created_at FROM tenants ORDER BY name");

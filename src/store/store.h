@@ -120,6 +120,11 @@ class Store {
   // False (and nothing written) if a tenant of that name exists.
   bool add_tenant(const TenantRow& t, const AuditEntry* audit = nullptr);
   std::vector<TenantRow> tenants();
+  // A tenant's token hash replaced (rotate) or its row removed (revoke: the tenant keeps its
+  // jobs and can be given a token again); false when it has no token row.
+  bool set_tenant_token(const std::string& name, const std::string& token_sha256,
+                        const AuditEntry* audit);
+  bool remove_tenant_token(const std::string& name, const AuditEntry* audit);
 
   std::optional<std::string> setting(std::string_view key);
   void set_setting(std::string_view key, std::string_view value);
