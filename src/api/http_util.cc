@@ -179,21 +179,11 @@ JobFilter job_filter(const httplib::Request& req) {
   JobFilter f;
   if (const std::optional<std::string> given = query_param(req, "state")) {
     // One state or several, comma-separated: state=pending,running.
-    size_t start = 0;
-    const std::string& v = *given;
-    while (start <= v.size()) {
-      size_t end = v.find(',', start);
-      if (end == std::string::npos) end = v.size();
-      const std::string one = v.substr(start, end - start);
-      JobState s;
-      if (!parse_job_state(one, s)) {
-        throw ServiceError(ServiceError::kInvalid, "state",
-                           "state must be pending, running, succeeded, failed, cancelled or "
-                           "preempted, timeout (or several, comma-separated), got '" +
-                               one + "'");
-      }
-      f.states.push_back(s);
-      start = end + 1;
+    std::string bad;
+    if (!parse_job_states(*given, f.states, bad)) {
+      throw ServiceError(ServiceError::kInvalid, "state",
+                         "state must be one of " + job_state_names() +
+                             " (or several, comma-separated), got '" + bad + "'");
     }
   }
   f.tenant = query_param(req, "tenant").value_or("");

@@ -18,6 +18,7 @@
 #include "apps/command_line.h"
 #include "apps/service_commands.h"
 #include "control/token.h"
+#include "store/store.h"
 
 namespace tessera {
 
@@ -40,26 +41,15 @@ std::string query_escape(const std::string& v) {
 CLI::Validator job_states_check() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        static const std::vector<std::string> kStates = {
-            "pending", "running", "succeeded", "failed", "cancelled", "preempted", "timeout"};
-        size_t start = 0;
-        while (start <= text.size()) {
-          size_t end = text.find(',', start);
-          if (end == std::string::npos) end = text.size();
-          const std::string one = text.substr(start, end - start);
-          if (std::find(kStates.begin(), kStates.end(), one) == kStates.end()) {
-            std::string hint;
-            if (const std::string guess = closest_match(one, kStates); !guess.empty()) {
-              hint = " (did you mean " + guess + "?)";
-            }
-            return "unknown state '" + one + "'" + hint +
-                   "; states: pending, running, succeeded, failed, cancelled, preempted, timeout";
-          }
-          start = end + 1;
-        }
-        return "";
+        std::vector<JobState> states;
+        std::string bad;
+        if (parse_job_states(text, states, bad)) return "";
+        const std::string guess = closest_match(bad, job_state_list());
+        return "unknown state '" + bad + "'" +
+               (guess.empty() ? std::string() : " (did you mean " + guess + "?)") +
+               "; states: " + job_state_names();
       },
-      "STATE[,STATE...] of pending|running|succeeded|failed|cancelled|preempted|timeout");
+      "STATE[,STATE...] of " + job_state_names());
 }
 
 void add_common(CLI::App* s, ClientArgs& a) {

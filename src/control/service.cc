@@ -695,6 +695,12 @@ void Service::poll_processes() {
                 [](const auto& e) { return e.second->alloc.empty() && e.second->members.empty(); });
 }
 
+std::string Service::leaf_path_locked(TenantId t) const {
+  const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
+  if (leaf == kNoId) return "";
+  return leaf == kRootQueue ? "/" : tree_->queue(leaf).path;
+}
+
 void Service::apply_time_limit_locked(JobRequest& req, TenantId t) const {
   const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
   if (leaf == kNoId) return;
@@ -1329,14 +1335,15 @@ void Service::cancel_unmet_dependencies_locked(double t) {
   std::vector<const JobRow*> dirty;
   // Until nothing changes: a cancelled job can leave its own dependents unsatisfiable.
   for (;;) {
-    std::vector<Job*> never;
+    std::vector<std::pair<Job*, std::string>> never;  // and why
     for (Job* j : pending_) {
       if (j->row.spec.after_ok.empty() || !j->waits_for.empty()) continue;
-      if (dependencies_locked(j->row).state == DependencyState::kNever) never.push_back(j);
+      DependencyState d = dependencies_locked(j->row);
+      if (d.state == DependencyState::kNever) never.emplace_back(j, std::move(d.why));
     }
     if (never.empty()) break;
-    for (Job* j : never) {
-      j->row.message = dependencies_locked(j->row).why;
+    for (auto& [j, why] : never) {
+      j->row.message = std::move(why);
       j->row.state = JobState::kCancelled;
       j->row.finished_at = t;
       pending_.erase(j);
@@ -1544,8 +1551,7 @@ void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std
 JobView Service::view_locked(const Job& j) const {
   JobView v;
   v.row = j.row;
-  const QueueId leaf = tree_ ? tree_->leaf_of(j.spec.tenant) : kNoId;
-  v.queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
+  v.queue = leaf_path_locked(j.spec.tenant);
   v.priority_class = std::string(to_string(j.next_spec ? j.next_spec->priority : j.spec.priority));
   const DependencyState deps =
       j.row.state == JobState::kPending ? dependencies_locked(j.row) : DependencyState{};
@@ -1620,8 +1626,7 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
     const JobRow& r = j.row;
     if (!caller.admin && r.tenant != caller.tenant) return false;
     if (!f.tenant.empty() && r.tenant != f.tenant) return false;
-    return f.states.empty() ||
-           std::find(f.states.begin(), f.states.end(), r.state) != f.states.end();
+    return f.wants(r.state);
   };
   if (f.newest_first) {
     auto it = f.before > 0 ? jobs_.lower_bound(f.before) : jobs_.end();
@@ -1699,9 +1704,7 @@ std::vector<QueueView> Service::queues(const Caller& caller) const {
   if (!caller.admin) {
     // A tenant sees its own queue only: the others' names and loads are theirs.
     const std::optional<TenantId> t = tenants_.find(caller.tenant);
-    const QueueId leaf = t ? tree_->leaf_of(*t) : kNoId;
-    const std::string mine =
-        leaf == kNoId ? "" : (leaf == kRootQueue ? "/" : tree_->queue(leaf).path);
+    const std::string mine = t ? leaf_path_locked(*t) : "";
     std::erase_if(out, [&](const QueueView& v) { return v.path != mine; });
   }
   return out;
@@ -1723,8 +1726,7 @@ std::vector<TenantView> Service::tenants() const {
   std::vector<TenantView> out(tenants_.size());
   for (TenantId t = 0; t < out.size(); ++t) {
     out[t].name = tenants_.name(t);
-    const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
-    out[t].queue = leaf == kNoId ? "" : tree_->queue(leaf).path;
+    out[t].queue = leaf_path_locked(t);
     out[t].pending_jobs = static_cast<int64_t>(pending_.count(t));
   }
   for (const auto& [id, jp] : active_) {

@@ -12,6 +12,7 @@
 // what changed meanwhile (a job cancelled during the cycle does not start).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -150,6 +151,9 @@ struct JobFilter {
   int64_t after = 0;
   int64_t before = 0;
   size_t limit = 500;
+  bool wants(JobState s) const {
+    return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
+  }
 };
 
 // Counters and gauges for /metrics.
@@ -267,6 +271,9 @@ class Service {
   // The job's time limit from its queue: the default when it names none; more than the
   // queue's maximum is refused (ServiceError on field time_limit).
   void apply_time_limit_locked(JobRequest& req, TenantId t) const;
+  // The path of tenant t's leaf queue as the queue list names it ("/" for the root), "" when
+  // it has none.
+  std::string leaf_path_locked(TenantId t) const;
   // Where a job's dependencies (after_ok, after_any) stand: all met, still waiting (why, in
   // words), or never to be met (why).
   struct DependencyState {

@@ -470,12 +470,11 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
   if (const YAML::Node tl = n["time_limit"]) {
     const std::string f = field + ".time_limit";
     check_keys(origin_, tl, f, {"default", "max"});
-    if (tl["default"]) s.default_time_limit_seconds = duration(tl["default"], f + ".default");
-    if (tl["max"]) s.max_time_limit_seconds = duration(tl["max"], f + ".max");
-    for (const char* k : {"default", "max"}) {
-      if (tl[k] && !(duration(tl[k], f + "." + k) > 0)) {
-        yaml_fail(origin_, tl[k], f + "." + k, "must be more than 0");
-      }
+    for (const auto& [key, into] : {std::pair{"default", &s.default_time_limit_seconds},
+                                    std::pair{"max", &s.max_time_limit_seconds}}) {
+      if (!tl[key]) continue;
+      *into = duration(tl[key], f + "." + key);
+      if (!(*into > 0)) yaml_fail(origin_, tl[key], f + "." + key, "must be more than 0");
     }
   }
   if (const YAML::Node lim = n["tenant_limits"]) {

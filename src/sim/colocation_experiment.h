@@ -73,7 +73,7 @@ struct ColocOptions {
   // An estimated remaining time never drops below this share of the estimate (a job that
   // overran its estimate is expected to end soon, not to have ended).
   double min_remaining_share = 0.05;
-  ProgressFn progress;  // run_colocation_experiment tells it after each seed (null: never)
+  ProgressFn progress;  // run_colocation_experiment: the seeds done, before each (null: never)
 };
 
 struct ColocJob {

@@ -64,6 +64,35 @@ bool parse_job_state(std::string_view s, JobState& out) {
   return false;
 }
 
+std::vector<std::string> job_state_list() {
+  return std::vector<std::string>(kStateNames.begin(), kStateNames.end());
+}
+
+std::string job_state_names() {
+  std::string out;
+  for (const std::string_view n : kStateNames) {
+    out += std::string(out.empty() ? "" : ", ") + std::string(n);
+  }
+  return out;
+}
+
+bool parse_job_states(std::string_view list, std::vector<JobState>& out, std::string& bad) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    const std::string_view one = list.substr(start, end - start);
+    JobState s;
+    if (!parse_job_state(one, s)) {
+      bad = std::string(one);
+      return false;
+    }
+    out.push_back(s);
+    start = end + 1;
+  }
+  return true;
+}
+
 Store::Store(const std::string& path, Options opt) : path_(path) {
   const std::string lock_path = path + ".lock";
   // O_CLOEXEC: the jobs the server starts must not inherit (and so keep) the lock.

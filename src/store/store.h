@@ -39,6 +39,12 @@ enum class JobState : uint8_t {
 };
 std::string_view to_string(JobState s);
 bool parse_job_state(std::string_view s, JobState& out);
+// Every state's name, in order; joined ("pending, running, ...") for messages and help.
+std::vector<std::string> job_state_list();
+std::string job_state_names();
+// A comma-separated list of states ("pending,running") into `out`; false, with the word that
+// names no state in `bad`, when one does not.
+bool parse_job_states(std::string_view list, std::vector<JobState>& out, std::string& bad);
 inline bool is_terminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
          s == JobState::kTimeout;

@@ -801,10 +801,7 @@ std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
   std::vector<JobView> out;
   for (const auto& [key, g] : model_.gangs()) {
     JobView v = view_locked(g);
-    if (!f.states.empty() &&
-        std::find(f.states.begin(), f.states.end(), v.row.state) == f.states.end()) {
-      continue;
-    }
+    if (!f.wants(v.row.state)) continue;
     if (!f.tenant.empty() && v.row.tenant != f.tenant) continue;
     if (f.newest_first ? (f.before > 0 && v.row.id >= f.before) : v.row.id <= f.after) continue;
     out.push_back(std::move(v));
