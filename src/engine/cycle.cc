@@ -1,14 +1,18 @@
 #include "engine/cycle.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <limits>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "engine/fair_share.h"
+#include "engine/pending_queue.h"
+#include "engine/queue_order.h"
 #include "engine/rng.h"
 
 namespace tessera {
@@ -118,7 +122,45 @@ class Cycle {
   }
 
   Decisions run() {
-    for (uint32_t idx : policy_.order->order(snap_, shares_)) consider(idx);
+    const auto walk = policy_.order->walk(snap_, shares_);
+    // With the caller's pending queue (kept for this order, so its ranks are this order's), the
+    // walk stops once no job it has not reached could start: the rest would only be looked at
+    // and left waiting, each for the reason it would get now, so only those whose reason the
+    // caller wants are considered (explain_rest). Where only a few jobs ending before EASY's
+    // shadow time could start, and the walk is one key across tenants, it jumps to them.
+    // Without a queue, every job is considered in order.
+    queue_ = snap_.pending_queue;
+    if (queue_ != nullptr && &queue_->order() != policy_.order.get()) queue_ = nullptr;
+    if (queue_ != nullptr) {
+      visited_.assign(queue_->size(), false);
+      tenant_visited_.assign(queue_->tenants(), 0);
+    }
+    // The bound is checked after 1, 2, 4, ... jobs since the last decision: its cost stays a
+    // small share of the walk's, and a stop is found at most twice as late.
+    size_t since_check = 0, gap = 1;
+    const bool by_key = policy_.order->interleave() == QueueOrder::Interleave::kByKey;
+    for (;;) {
+      if (queue_ != nullptr && since_check++ % gap == 0) {
+        const Bound b = what_more_can_start();
+        // The reasons of the jobs left name the head (the first that cannot start): walk on
+        // until it is chosen.
+        const bool head_known = head_ != kNoId || policy_.backfill == Backfill::kGreedy;
+        if (b == Bound::kNothing && head_known) {
+          explain_rest();
+          break;
+        }
+        if (b == Bound::kShortOnly && by_key && jump_to_short_jobs()) break;
+        gap = b == Bound::kNothing ? 1 : gap * 2;
+        since_check = 1;
+      }
+      const int64_t next = walk->next();
+      if (next < 0) break;
+      const auto idx = static_cast<uint32_t>(next);
+      if (queue_ != nullptr) visit(idx);
+      const size_t decided = decisions_made();
+      consider(idx);
+      if (decisions_made() != decided) gap = 1, since_check = 0;
+    }
     // What is left after every waiting job was considered goes to elastic gangs below their
     // maximum: the waiting jobs could not use it now, and any of them may take it back later
     // (try_take_back_growth).
@@ -317,12 +359,17 @@ class Cycle {
     reason.queue = q;
     reason.queue_holds_milli = live_[q][kGpuDim];
     reason.queue_bound_milli = tree_.queue(q).limit[kGpuDim];
-    out_.pending.push_back(reason);
+    report(reason);
+  }
+
+  void report(const PendingReason& reason) {
+    if (wants_reason_) out_.pending.push_back(reason);
   }
 
   void consider(uint32_t idx) {
     const PendingJob& pj = snap_.pending[idx];
     const JobSpec& job = *pj.spec;
+    wants_reason_ = pj.wants_reason;
     PendingReason reason;
     reason.job = pj.id;
     reason.need_gpu_milli = job.gpu_milli_per_gang(job.min_members);
@@ -330,7 +377,7 @@ class Cycle {
     if (policy_.backfill == Backfill::kNone && head_ != kNoId) {
       reason.code = PendingCode::kBlockedByHead;
       reason.blocker = head_;
-      out_.pending.push_back(reason);
+      report(reason);
       return;
     }
     current_leaf_ = shares_.leaf_of(job.tenant);
@@ -347,7 +394,7 @@ class Cycle {
             snap_.inference_reserve_milli) {
       reason.code = PendingCode::kReservedForInference;
       reason.queue_bound_milli = snap_.inference_reserve_milli;
-      out_.pending.push_back(reason);
+      report(reason);
       return;
     }
     // A job that could only start by eating into the reservation waits without trying to
@@ -415,10 +462,210 @@ class Cycle {
         reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
       }
     }
-    out_.pending.push_back(reason);
+    report(reason);
     if (head_ == kNoId && policy_.backfill != Backfill::kGreedy) {
       head_ = pj.id;
       if (policy_.backfill == Backfill::kEasy) reserve(job, reason.need_gpu_milli);
+    }
+  }
+
+  size_t decisions_made() const {
+    return out_.starts.size() + out_.preemptions.size() + out_.resizes.size() +
+           (reservation_active_ ? 1 : 0);
+  }
+
+  // What nothing_more_can_start() subtracts from the queue's aggregates: the jobs the walk
+  // reached, by gang size, rank, tenant and class.
+  void visit(uint32_t idx) {
+    visited_[idx] = true;
+    const PendingJob& pj = snap_.pending[idx];
+    const JobSpec& s = *pj.spec;
+    if (policy_.preemption) bump(rank_visited_, policy_.order->rank(s, pj.attained_gpu_seconds));
+    ++tenant_visited_[s.tenant];
+    ++class_visited_[static_cast<size_t>(s.priority)];
+  }
+  static void bump(std::vector<std::pair<int64_t, uint32_t>>& counts, int64_t key) {
+    for (auto& [k, n] : counts) {
+      if (k == key) {
+        ++n;
+        return;
+      }
+    }
+    counts.emplace_back(key, 1);
+  }
+  static uint32_t visited(const std::vector<std::pair<int64_t, uint32_t>>& counts, int64_t key) {
+    for (const auto& [k, n] : counts) {
+      if (k == key) return n;
+    }
+    return 0;
+  }
+
+  // What may still start of the jobs the walk has not reached: nothing, only jobs short
+  // enough to end before EASY's shadow time, or anything (the walk goes on). A bound from the
+  // queue's aggregates less what the walk reached: kNothing only when nothing can.
+  enum class Bound { kNothing, kShortOnly, kAnything };
+  Bound what_more_can_start() {
+    if (policy_.backfill == Backfill::kNone && head_ != kNoId) return Bound::kNothing;
+    if (policy_.elastic) return Bound::kAnything;  // take-back and shrinking: not bounded here
+    if (reservation_holds_all()) return through_reservation();
+    return placement_possible() || preemption_possible() ? Bound::kAnything : Bound::kNothing;
+  }
+
+  // The first job not yet reached of a shape, by estimate (visited jobs are skipped by a cursor
+  // that only moves forward: once per cycle in all); null when every one was reached.
+  const PendingQueue::ByEstimate::value_type* first_unvisited(
+      const GangShape& shape, const PendingQueue::ByEstimate& jobs) {
+    auto [it, fresh] = estimate_cursor_.try_emplace(shape, jobs.begin());
+    while (it->second != jobs.end() && visited_[it->second->index]) ++it->second;
+    return it->second == jobs.end() ? nullptr : &*it->second;
+  }
+
+  // Whether a job not yet reached may fit the free GPUs: a shape no larger that has not failed
+  // to find room in this cycle (consider() would skip it too).
+  bool placement_possible() {
+    const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
+    for (const auto& [shape, jobs] : queue_->by_shape()) {
+      if (shape.need > free) break;
+      if (!failed(shape) && first_unvisited(shape, jobs) != nullptr) return true;
+    }
+    return false;
+  }
+
+  // With EASY's reservation over every GPU (all types, every node), consider() lets a job go on
+  // to place or preempt only if it fits the extra capacity or ends before the shadow time.
+  Bound through_reservation() {
+    const bool preempt = preemption_possible();
+    const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
+    Bound bound = Bound::kNothing;
+    for (const auto& [shape, jobs] : queue_->by_shape()) {
+      if (!preempt && (shape.need > free || failed(shape))) continue;
+      const auto* first = first_unvisited(shape, jobs);
+      if (first == nullptr) continue;
+      if (shape.need <= 0 || shape.need <= extra_milli_) return Bound::kAnything;
+      if (snap_.now + first->key.first <= shadow_time_) bound = Bound::kShortOnly;
+    }
+    return bound;
+  }
+
+  // Bound::kShortOnly, in an order that is one key across tenants (walk order is key order):
+  // only jobs that end before the shadow time (and fit the free GPUs, unless one may preempt)
+  // could start; every other job the walk would reach would be left waiting with nothing
+  // changed. When those jobs are few, it considers them, and the ones whose reason is wanted,
+  // in key order, and nothing else; when they are many the next is near, and it returns false
+  // for the walk to go on.
+  bool jump_to_short_jobs() {
+    constexpr size_t kMaxJump = 64;
+    std::vector<std::pair<PendingKey, uint32_t>> heap;
+    const bool preempt = preemption_possible();
+    const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
+    auto add = [&](uint32_t idx) {
+      heap.emplace_back(policy_.order->pending_key(snap_.pending[idx]), idx);
+    };
+    for (const auto& [shape, jobs] : queue_->by_shape()) {
+      if (!preempt && (shape.need > free || failed(shape))) continue;
+      const auto it = estimate_cursor_.find(shape);
+      for (auto e = it == estimate_cursor_.end() ? jobs.begin() : it->second;
+           e != jobs.end() && snap_.now + e->key.first <= shadow_time_; ++e) {
+        if (visited_[e->index] || snap_.pending[e->index].wants_reason) continue;
+        if (heap.size() == kMaxJump) return false;
+        add(e->index);
+      }
+    }
+    for (JobId id : queue_->wanting_reasons()) {
+      const uint32_t idx = queue_->index_of(id);
+      if (!visited_[idx]) add(idx);
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    bool more = true;  // whether anything more can start
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const uint32_t idx = heap.back().second;
+      heap.pop_back();
+      if (!more && !snap_.pending[idx].wants_reason) continue;
+      visit(idx);
+      const size_t decided = decisions_made();
+      consider(idx);
+      if (decisions_made() != decided) more = what_more_can_start() != Bound::kNothing;
+    }
+    return true;
+  }
+
+  // Nothing more can start and the head is chosen: every job the walk has not reached would be
+  // left waiting for the reason it gets now, in any order; those whose reason is wanted get it.
+  void explain_rest() {
+    std::vector<std::pair<PendingKey, uint32_t>> rest;
+    for (JobId id : queue_->wanting_reasons()) {
+      const uint32_t idx = queue_->index_of(id);
+      if (!visited_[idx]) rest.emplace_back(policy_.order->pending_key(snap_.pending[idx]), idx);
+    }
+    std::sort(rest.begin(), rest.end());
+    for (const auto& [key, idx] : rest) consider(idx);
+  }
+
+  bool failed(const GangShape& g) const {
+    if (failed_.empty()) return false;
+    const MemberDemand demand{g.gpus, g.gpu_milli, g.cpu_milli, g.mem_mib};
+    return failed_.contains(ShapeKey{demand, g.min_members, g.max_members, g.types,
+                                     static_cast<Level>(g.span),
+                                     reinterpret_cast<const NodeSet*>(g.nodes)});
+  }
+
+  bool reservation_holds_all() const {
+    if (!reservation_active_ || reserved_nodes_ != nullptr) return false;
+    const GpuTypeMask present = cluster_.present_types();
+    const GpuTypeMask reserved = reserved_types_ == kAnyGpuType ? present : reserved_types_;
+    return (present & ~reserved) == 0;
+  }
+
+  // Whether a job not yet reached might preempt someone (victim_kind): it outranks a running
+  // job, or, with reclaim, it is of a class that crosses queues, or its queue is short of its
+  // share (or its guarantee per GPU type, or starving) by as much as its smallest gang.
+  bool preemption_possible() {
+    if (!policy_.preemption || snap_.running.empty()) return false;
+    const PendingQueue& q = *queue_;
+    rank_running();
+    for (auto it = q.ranks().rbegin(); it != q.ranks().rend() && it->first > min_running_rank_;
+         ++it) {
+      if (it->second > visited(rank_visited_, it->first)) return true;
+    }
+    if (!policy_.reclaim) return false;
+    auto unvisited = [&](PriorityClass c) {
+      return q.count(c) - class_visited_[static_cast<size_t>(c)];
+    };
+    if (unvisited(PriorityClass::kInferenceCritical) > 0) return true;
+    if (any_best_effort_running_ &&
+        unvisited(PriorityClass::kResearch) + unvisited(PriorityClass::kProduction) > 0) {
+      return true;
+    }
+    for (QueueId k = 0; k < tree_.size(); ++k) {
+      if (!tree_.queue(k).by_type.empty()) return true;
+    }
+    // Reclaim takes only from queues over their share (gave_back; a starving gang, from those
+    // over it when the cycle began).
+    const bool starving = tree_.settings().starving_after_seconds > 0;
+    bool any_over = false;
+    for (QueueId k = 0; k < tree_.size() && !any_over; ++k) {
+      any_over = k != kRootQueue && (!all_le(live_[k], shares_.entitled[k]) ||
+                                     (starving && !all_le(shares_.usage[k], shares_.entitled[k])));
+    }
+    if (!any_over) return false;
+    for (TenantId t = 0; t < q.tenants(); ++t) {
+      if (q.count(t) == tenant_visited_[t]) continue;
+      const QueueId leaf = shares_.leaf_of(t);
+      const int64_t holds = live_[leaf][kGpuDim], share = shares_.entitled[leaf][kGpuDim];
+      if (holds + q.min_gpu_need(t) <= share || (starving && holds < share)) return true;
+    }
+    return false;
+  }
+
+  // Ranks are fixed for the cycle (attained service is as of the snapshot): computed once.
+  void rank_running() {
+    if (!running_rank_.empty() || snap_.running.empty()) return;
+    running_rank_.reserve(snap_.running.size());
+    for (const RunningJob& r : snap_.running) {
+      running_rank_.push_back(policy_.order->rank(*r.spec, r.attained_gpu_seconds));
+      min_running_rank_ = std::min(min_running_rank_, running_rank_.back());
+      any_best_effort_running_ |= r.spec->priority == PriorityClass::kBestEffort;
     }
   }
 
@@ -450,7 +697,7 @@ class Cycle {
   void wait_for_reservation(PendingReason& reason) {
     reason.code = PendingCode::kWaitingForReservation;
     reason.blocker = head_;
-    out_.pending.push_back(reason);
+    report(reason);
   }
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
@@ -748,15 +995,7 @@ class Cycle {
   bool try_preempt(const PendingJob& pj, uint32_t idx) {
     const JobSpec& job = *pj.spec;
     const int64_t rank = policy_.order->rank(job, pj.attained_gpu_seconds);
-    if (running_rank_.empty() && !snap_.running.empty()) {
-      // Ranks are fixed for the cycle (attained service is as of the snapshot): compute once.
-      running_rank_.reserve(snap_.running.size());
-      for (const RunningJob& r : snap_.running) {
-        running_rank_.push_back(policy_.order->rank(*r.spec, r.attained_gpu_seconds));
-        min_running_rank_ = std::min(min_running_rank_, running_rank_.back());
-        any_best_effort_running_ |= r.spec->priority == PriorityClass::kBestEffort;
-      }
-    }
+    rank_running();
     const Amounts need = amounts_of(job, job.min_members);
     // Whether the job's queues stay within their share is checked per victim (only the queues
     // below the common ancestor change usage), in victim_kind. A starving gang (larger than
@@ -987,6 +1226,16 @@ class Cycle {
       free_on_nodes_;
   double shadow_time_ = kNever;
   int64_t extra_milli_ = 0;
+  bool wants_reason_ = true;  // of the job being considered
+  // Stopping the walk early (nothing_more_can_start): the caller's queue, and what the walk
+  // has reached of it (by index in snap_.pending; gang sizes and ranks as (value, jobs)).
+  const PendingQueue* queue_ = nullptr;
+  std::vector<bool> visited_;
+  std::vector<std::pair<int64_t, uint32_t>> rank_visited_;
+  std::vector<uint32_t> tenant_visited_;   // by TenantId
+  std::array<size_t, 4> class_visited_{};  // by PriorityClass
+  // Per gang shape: the first job by estimate not known to be visited (placement_possible).
+  std::map<GangShape, PendingQueue::ByEstimate::const_iterator> estimate_cursor_;
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "engine/pending_queue.h"
+
 namespace tessera {
 
 namespace {
@@ -200,7 +202,14 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
   } else {
     // One equal queue per tenant seen in the snapshot.
     TenantId max_tenant = 0;
-    for (const PendingJob& p : snap.pending) max_tenant = std::max(max_tenant, p.spec->tenant);
+    if (snap.pending_queue != nullptr) {
+      const PendingQueue& q = *snap.pending_queue;
+      for (TenantId t = 0; t < q.tenants(); ++t) {
+        if (q.count(t) > 0) max_tenant = t;
+      }
+    } else {
+      for (const PendingJob& p : snap.pending) max_tenant = std::max(max_tenant, p.spec->tenant);
+    }
     for (const RunningJob& r : snap.running) max_tenant = std::max(max_tenant, r.spec->tenant);
     Interner names;
     for (TenantId t = 0; t <= max_tenant; ++t) names.intern("tenant-" + std::to_string(t));
@@ -223,10 +232,18 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
     add_to_path(tree, s.usage, leaf, a);
     if (r.spec->priority != PriorityClass::kBestEffort) add_to_path(tree, s.demand, leaf, a);
   }
-  for (const PendingJob& p : snap.pending) {
-    if (p.spec->priority == PriorityClass::kBestEffort) continue;
-    add_to_path(tree, s.demand, s.leaf_of(p.spec->tenant),
-                amounts_of(*p.spec, p.spec->min_members));
+  if (snap.pending_queue != nullptr) {
+    // The queue keeps each tenant's pending demand: a pass per tenant, not per job.
+    const PendingQueue& q = *snap.pending_queue;
+    for (TenantId t = 0; t < q.tenants(); ++t) {
+      if (q.count(t) > 0) add_to_path(tree, s.demand, s.leaf_of(t), q.demand(t));
+    }
+  } else {
+    for (const PendingJob& p : snap.pending) {
+      if (p.spec->priority == PriorityClass::kBestEffort) continue;
+      add_to_path(tree, s.demand, s.leaf_of(p.spec->tenant),
+                  amounts_of(*p.spec, p.spec->min_members));
+    }
   }
   s.entitled = water_fill(tree, fair_capacity(tree.settings(), cluster), s.demand,
                           snap.decayed_usage, tree.settings().long_term_weight);

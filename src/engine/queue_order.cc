@@ -13,51 +13,115 @@ int64_t QueueOrder::rank(const JobSpec& job, double) const {
   return static_cast<int64_t>(job.priority);
 }
 
+PendingKey QueueOrder::pending_key(const PendingJob& p) const {
+  return PendingKey{-static_cast<int>(p.spec->priority), order_key(p), p.spec->submit_time, p.id};
+}
+
 namespace {
 
-std::vector<uint32_t> iota_indices(size_t n) {
-  std::vector<uint32_t> idx(n);
-  std::iota(idx.begin(), idx.end(), 0u);
-  return idx;
+// Per tenant, its pending jobs in pending_key order: what every walk reads. A preempted job is
+// ranked by its submit time, not the time it was requeued: it keeps its place ahead of the equal
+// jobs that came after it (issue 15, defect 2), so neither the order nor the reservation made
+// for the first blocked job can invert arrival within a queue.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual TenantId tenants() const = 0;  // tenant ids are below this
+  virtual bool done(TenantId t) const = 0;
+  virtual const PendingKey& head(TenantId t) const = 0;
+  virtual uint32_t head_index(TenantId t) const = 0;  // into Snapshot::pending
+  virtual void advance(TenantId t) = 0;
+};
+
+// From a plain snapshot: each tenant's jobs sorted once (O(n) when the caller keeps them in
+// arrival order, as serve and the Kubernetes scheduler do).
+class SpanSource final : public Source {
+ public:
+  SpanSource(const Snapshot& snap, const QueueOrder& order) {
+    for (uint32_t i = 0; i < snap.pending.size(); ++i) {
+      const PendingJob& p = snap.pending[i];
+      if (p.spec->tenant >= seq_.size()) seq_.resize(p.spec->tenant + 1);
+      seq_[p.spec->tenant].emplace_back(order.pending_key(p), i);
+    }
+    for (auto& s : seq_) {
+      if (!std::is_sorted(s.begin(), s.end())) std::sort(s.begin(), s.end());
+    }
+    pos_.assign(seq_.size(), 0);
+  }
+  TenantId tenants() const override { return static_cast<TenantId>(seq_.size()); }
+  bool done(TenantId t) const override { return pos_[t] >= seq_[t].size(); }
+  const PendingKey& head(TenantId t) const override { return seq_[t][pos_[t]].first; }
+  uint32_t head_index(TenantId t) const override { return seq_[t][pos_[t]].second; }
+  void advance(TenantId t) override { ++pos_[t]; }
+
+ private:
+  std::vector<std::vector<std::pair<PendingKey, uint32_t>>> seq_;
+  std::vector<size_t> pos_;
+};
+
+// From the caller's PendingQueue: nothing is sorted or copied; a step is a set iterator's. Its
+// streams are per tenant for the orders that interleave tenants (the queue is kept for this
+// order, source_for), else one.
+class QueueSource final : public Source {
+ public:
+  explicit QueueSource(const PendingQueue& q) {
+    for (const PendingQueue::Stream& s : q.streams()) it_.emplace_back(s.begin(), s.end());
+  }
+  TenantId tenants() const override { return static_cast<TenantId>(it_.size()); }
+  bool done(TenantId t) const override { return it_[t].first == it_[t].second; }
+  const PendingKey& head(TenantId t) const override { return it_[t].first->key; }
+  uint32_t head_index(TenantId t) const override { return it_[t].first->index; }
+  void advance(TenantId t) override { ++it_[t].first; }
+
+ private:
+  std::vector<std::pair<PendingQueue::Stream::const_iterator, PendingQueue::Stream::const_iterator>>
+      it_;
+};
+
+std::unique_ptr<Source> source_for(const Snapshot& snap, const QueueOrder& order) {
+  // A queue kept for another order has other keys: sort the span instead.
+  if (snap.pending_queue != nullptr && &snap.pending_queue->order() == &order) {
+    return std::make_unique<QueueSource>(*snap.pending_queue);
+  }
+  return std::make_unique<SpanSource>(snap, order);
 }
 
-// Sorts by (priority class desc, key asc, submit time asc, id asc): total and deterministic.
-// Arrival is the submit time, not the time a job was last requeued: a preempted job keeps its
-// place ahead of the equal jobs that came after it (issue 15, defect 2), so neither the order
-// nor the reservation made for the first blocked job can invert arrival within a queue.
-template <typename Key>
-std::vector<uint32_t> sort_by(const Snapshot& snap, Key key) {
-  auto idx = iota_indices(snap.pending.size());
-  std::vector<double> keys(snap.pending.size());
-  for (size_t i = 0; i < keys.size(); ++i) keys[i] = key(snap.pending[i]);
-  auto less = [&](uint32_t a, uint32_t b) {
-    const PendingJob& x = snap.pending[a];
-    const PendingJob& y = snap.pending[b];
-    return std::make_tuple(-static_cast<int>(x.spec->priority), keys[a], x.spec->submit_time,
-                           x.id) <
-           std::make_tuple(-static_cast<int>(y.spec->priority), keys[b], y.spec->submit_time, y.id);
-  };
-  // Callers that keep their queue in arrival order (the simulator does) pay O(n) here.
-  if (!std::is_sorted(idx.begin(), idx.end(), less)) std::sort(idx.begin(), idx.end(), less);
-  return idx;
-}
+// One order across tenants: a merge of their sequences by key.
+class KeyWalk final : public PendingWalk {
+ public:
+  explicit KeyWalk(std::unique_ptr<Source> src) : src_(std::move(src)) {
+    for (TenantId t = 0; t < src_->tenants(); ++t) push(t);
+  }
+  int64_t next() override {
+    if (heap_.empty()) return -1;
+    const TenantId t = heap_.top().second;
+    heap_.pop();
+    const uint32_t i = src_->head_index(t);
+    src_->advance(t);
+    push(t);
+    return i;
+  }
+
+ private:
+  void push(TenantId t) {
+    if (!src_->done(t)) heap_.emplace(src_->head(t), t);
+  }
+  std::unique_ptr<Source> src_;
+  using Entry = std::pair<PendingKey, TenantId>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
+};
 
 class FifoOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "fifo"; }
-  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
-    return sort_by(snap, [](const PendingJob&) { return 0.0; });
-  }
 };
 
 class SjfOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "sjf"; }
-  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
-    return sort_by(snap, [](const PendingJob& p) {
-      const double est = p.spec->duration_estimate;
-      return est >= 0 ? est : std::numeric_limits<double>::infinity();
-    });
+  double order_key(const PendingJob& p) const override {
+    const double est = p.spec->duration_estimate;
+    return est >= 0 ? est : std::numeric_limits<double>::infinity();
   }
 };
 
@@ -66,13 +130,11 @@ class SjfOrder final : public QueueOrder {
 class QssfOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "qssf"; }
-  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
-    return sort_by(snap, [](const PendingJob& p) {
-      const JobSpec& s = *p.spec;
-      const double est = s.duration_estimate;
-      if (est < 0) return std::numeric_limits<double>::infinity();
-      return static_cast<double>(s.gpu_milli_per_gang(s.min_members)) / kMilliPerGpu * est;
-    });
+  double order_key(const PendingJob& p) const override {
+    const JobSpec& s = *p.spec;
+    const double est = s.duration_estimate;
+    if (est < 0) return std::numeric_limits<double>::infinity();
+    return static_cast<double>(s.gpu_milli_per_gang(s.min_members)) / kMilliPerGpu * est;
   }
 };
 
@@ -87,10 +149,8 @@ class LasOrder final : public QueueOrder {
     return static_cast<int>(std::upper_bound(thresholds_.begin(), thresholds_.end(), attained) -
                             thresholds_.begin());
   }
-  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares&) const override {
-    return sort_by(snap, [this](const PendingJob& p) {
-      return static_cast<double>(level(p.attained_gpu_seconds));
-    });
+  double order_key(const PendingJob& p) const override {
+    return static_cast<double>(level(p.attained_gpu_seconds));
   }
   int64_t rank(const JobSpec& job, double attained) const override {
     // Priority class dominates; within a class a lower queue outranks a higher one.
@@ -101,150 +161,199 @@ class LasOrder final : public QueueOrder {
   std::vector<double> thresholds_;
 };
 
-class DrfOrder final : public QueueOrder {
+// Weighted DRF: progressive filling, repeatedly the head of the tenant with the lowest weighted
+// dominant share, assuming it starts (at its maximum size). Ties break by tenant id.
+class DrfWalk final : public PendingWalk {
  public:
-  std::string_view name() const override { return "drf"; }
-  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& shares) const override {
-    // Dominant share per tenant. GPUs are the dominant resource of every GPU job we model;
-    // CPU and memory shares are counted too so CPU-only pods are ordered fairly.
+  DrfWalk(std::unique_ptr<Source> src, const Snapshot& snap, const QueueShares& shares)
+      : src_(std::move(src)), snap_(snap), shares_(shares) {
+    // GPUs are the dominant resource of every GPU job we model; CPU and memory shares are
+    // counted too so CPU-only pods are ordered fairly.
     const Cluster& c = snap.state->cluster();
-    double total_gpu = static_cast<double>(c.num_gpus()) * kMilliPerGpu, total_cpu = 0,
-           total_mem = 0;
+    total_gpu_ = static_cast<double>(c.num_gpus()) * kMilliPerGpu;
     for (const Node& n : c.nodes()) {
-      total_cpu += static_cast<double>(n.cpu_milli);
-      total_mem += static_cast<double>(n.mem_mib);
+      total_cpu_ += static_cast<double>(n.cpu_milli);
+      total_mem_ += static_cast<double>(n.mem_mib);
     }
-    auto dominant = [&](double gpu, double cpu, double mem) {
-      return std::max({total_gpu > 0 ? gpu / total_gpu : 0.0, total_cpu > 0 ? cpu / total_cpu : 0.0,
-                       total_mem > 0 ? mem / total_mem : 0.0});
-    };
-    struct Usage {
-      double gpu = 0, cpu = 0, mem = 0;
-    };
-    std::vector<Usage> usage;
-    auto grow = [&](TenantId t) {
-      if (t >= usage.size()) usage.resize(t + 1);
-    };
+    usage_.resize(src_->tenants());
     for (const RunningJob& r : snap.running) {
-      grow(r.spec->tenant);
-      Usage& u = usage[r.spec->tenant];
+      if (r.spec->tenant >= usage_.size()) usage_.resize(r.spec->tenant + 1);
+      Usage& u = usage_[r.spec->tenant];
       u.gpu += static_cast<double>(r.alloc->gpu_milli());
       u.cpu += static_cast<double>(r.alloc->cpu_milli_per_member * r.alloc->members());
       u.mem += static_cast<double>(r.alloc->mem_mib_per_member * r.alloc->members());
     }
-    // Per tenant, its pending jobs in FIFO order (priority class first).
-    auto fifo = sort_by(snap, [](const PendingJob&) { return 0.0; });
-    std::vector<std::vector<uint32_t>> queues;
-    for (uint32_t i : fifo) {
-      const TenantId t = snap.pending[i].spec->tenant;
-      grow(t);
-      if (t >= queues.size()) queues.resize(t + 1);
-      queues[t].push_back(i);
-    }
-    // Progressive filling: repeatedly take the head of the tenant with the lowest weighted
-    // dominant share, assuming it starts. Ties break by tenant id for determinism.
-    using Entry = std::tuple<int, double, TenantId>;  // (-priority of head, share, tenant)
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-    std::vector<size_t> head(queues.size(), 0);
-    auto push = [&](TenantId t) {
-      if (head[t] >= queues[t].size()) return;
-      const Usage& u = usage[t];
-      const double share =
-          dominant(u.gpu, u.cpu, u.mem) / shares.tree->queue(shares.leaf_of(t)).weight;
-      heap.emplace(-static_cast<int>(snap.pending[queues[t][head[t]]].spec->priority), share, t);
-    };
-    for (TenantId t = 0; t < queues.size(); ++t) push(t);
-    std::vector<uint32_t> out;
-    out.reserve(snap.pending.size());
-    while (!heap.empty()) {
-      const TenantId t = std::get<2>(heap.top());
-      heap.pop();
-      const uint32_t i = queues[t][head[t]++];
-      out.push_back(i);
-      const JobSpec& s = *snap.pending[i].spec;
-      usage[t].gpu += static_cast<double>(s.gpu_milli_per_gang(s.max_members));
-      usage[t].cpu += static_cast<double>(s.demand.cpu_milli * s.max_members);
-      usage[t].mem += static_cast<double>(s.demand.mem_mib * s.max_members);
-      push(t);
-    }
-    return out;
+    for (TenantId t = 0; t < src_->tenants(); ++t) push(t);
   }
+  int64_t next() override {
+    if (heap_.empty()) return -1;
+    const TenantId t = std::get<2>(heap_.top());
+    heap_.pop();
+    const uint32_t i = src_->head_index(t);
+    src_->advance(t);
+    const JobSpec& s = *snap_.pending[i].spec;
+    usage_[t].gpu += static_cast<double>(s.gpu_milli_per_gang(s.max_members));
+    usage_[t].cpu += static_cast<double>(s.demand.cpu_milli * s.max_members);
+    usage_[t].mem += static_cast<double>(s.demand.mem_mib * s.max_members);
+    push(t);
+    return i;
+  }
+
+ private:
+  struct Usage {
+    double gpu = 0, cpu = 0, mem = 0;
+  };
+  void push(TenantId t) {
+    if (src_->done(t)) return;
+    const Usage& u = usage_[t];
+    const double dominant = std::max({total_gpu_ > 0 ? u.gpu / total_gpu_ : 0.0,
+                                      total_cpu_ > 0 ? u.cpu / total_cpu_ : 0.0,
+                                      total_mem_ > 0 ? u.mem / total_mem_ : 0.0});
+    const double share = dominant / shares_.tree->queue(shares_.leaf_of(t)).weight;
+    heap_.emplace(src_->head(t).neg_priority, share, t);
+  }
+  std::unique_ptr<Source> src_;
+  const Snapshot& snap_;
+  const QueueShares& shares_;
+  double total_gpu_ = 0, total_cpu_ = 0, total_mem_ = 0;
+  std::vector<Usage> usage_;                        // by TenantId
+  using Entry = std::tuple<int, double, TenantId>;  // (-priority of head, share, tenant)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
+};
+
+// Hierarchical fair share: one priority class at a time (every class outranks the fairness
+// between queues); within it, progressive filling down the tree, at each level the child whose
+// usage (grown as jobs are assumed to start) is the smallest fraction of its entitlement;
+// within a leaf, the pending_key order. A step costs O(tenants + queues).
+class FairWalk final : public PendingWalk {
+ public:
+  FairWalk(std::unique_ptr<Source> src, const Snapshot& snap, const QueueShares& sh)
+      : src_(std::move(src)), snap_(snap), sh_(sh), tree_(*sh.tree) {
+    const size_t n = tree_.size();
+    eff_.resize(n);
+    for (QueueId q = 0; q < n; ++q) {
+      for (size_t d = 0; d < kNumDims; ++d) eff_[q][d] = static_cast<double>(sh.usage[q][d]);
+    }
+    tenants_of_.resize(n);
+    for (TenantId t = 0; t < src_->tenants(); ++t) {
+      if (!src_->done(t)) tenants_of_[sh.leaf_of(t)].push_back(t);
+    }
+    for (QueueId q = 0; q < n; ++q) {
+      if (!tenants_of_[q].empty()) leaves_.push_back(q);
+    }
+    marked_.assign(n, false);
+  }
+
+  int64_t next() override {
+    // The class being filled: the highest among the queues' next jobs.
+    int tier = std::numeric_limits<int>::max();
+    for (QueueId q : leaves_) {
+      const TenantId t = head_tenant(q);
+      if (t != kNoTenant) tier = std::min(tier, src_->head(t).neg_priority);
+    }
+    if (tier == std::numeric_limits<int>::max()) return -1;
+    std::fill(marked_.begin(), marked_.end(), false);
+    for (QueueId q : leaves_) {
+      const TenantId t = head_tenant(q);
+      if (t == kNoTenant || src_->head(t).neg_priority != tier) continue;
+      for (QueueId a = q; a != kNoId && !marked_[a]; a = tree_.queue(a).parent) marked_[a] = true;
+    }
+    QueueId q = kRootQueue;
+    while (!tree_.queue(q).leaf()) {
+      QueueId best = kNoId;
+      double best_ratio = 0;
+      for (QueueId c : tree_.queue(q).children) {
+        if (!marked_[c]) continue;
+        const double r = ratio(c);
+        if (best == kNoId || r < best_ratio) {
+          best = c;
+          best_ratio = r;
+        }
+      }
+      if (best == kNoId) break;  // jobs of a tenant bound to this inner queue itself
+      q = best;
+    }
+    const TenantId t = head_tenant(q);
+    const uint32_t i = src_->head_index(t);
+    src_->advance(t);
+    const JobSpec& s = *snap_.pending[i].spec;
+    const Amounts a = amounts_of(s, s.min_members);
+    for (QueueId u = q; u != kNoId; u = tree_.queue(u).parent) {
+      for (size_t d = 0; d < kNumDims; ++d) eff_[u][d] += static_cast<double>(a[d]);
+    }
+    return i;
+  }
+
+ private:
+  static constexpr TenantId kNoTenant = std::numeric_limits<TenantId>::max();
+  // The tenant of queue q whose next job comes first (a leaf usually has one tenant).
+  TenantId head_tenant(QueueId q) const {
+    TenantId best = kNoTenant;
+    for (TenantId t : tenants_of_[q]) {
+      if (!src_->done(t) && (best == kNoTenant || src_->head(t) < src_->head(best))) best = t;
+    }
+    return best;
+  }
+  double ratio(QueueId q) const {
+    double r = 0;
+    for (size_t d = 0; d < kNumDims; ++d) {
+      if (eff_[q][d] <= 0) continue;
+      if (sh_.entitled[q][d] <= 0) return std::numeric_limits<double>::infinity();
+      r = std::max(r, eff_[q][d] / static_cast<double>(sh_.entitled[q][d]));
+    }
+    return r;
+  }
+  std::unique_ptr<Source> src_;
+  const Snapshot& snap_;
+  const QueueShares& sh_;
+  const QueueTree& tree_;
+  std::vector<std::array<double, kNumDims>> eff_;  // by QueueId: usage, grown as jobs are taken
+  std::vector<std::vector<TenantId>> tenants_of_;  // by QueueId: the tenants bound to it
+  std::vector<QueueId> leaves_;                    // queues with tenants that have jobs
+  std::vector<bool> marked_;  // per step: the subtree has a next job of the class being filled
+};
+
+class DrfOrder final : public QueueOrder {
+ public:
+  std::string_view name() const override { return "drf"; }
+  Interleave interleave() const override { return Interleave::kDominantShare; }
 };
 
 class FairOrder final : public QueueOrder {
  public:
   std::string_view name() const override { return "fair"; }
   bool reads_shares() const override { return true; }
-  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& sh) const override {
-    // Class first, then earliest deadline, then arrival: the order within each queue.
-    const auto sorted = sort_by(snap, [](const PendingJob& p) {
-      const double sla = p.spec->sla_max_queueing;
-      return sla >= 0 ? p.spec->submit_time + sla : std::numeric_limits<double>::infinity();
-    });
-    const QueueTree& tree = *sh.tree;
-    const size_t n = tree.size();
-    // Usage so far, grown as the progressive filling assumes jobs start.
-    std::vector<std::array<double, kNumDims>> eff(n);
-    for (QueueId q = 0; q < n; ++q) {
-      for (size_t d = 0; d < kNumDims; ++d) eff[q][d] = static_cast<double>(sh.usage[q][d]);
-    }
-    auto ratio = [&](QueueId q) {
-      double r = 0;
-      for (size_t d = 0; d < kNumDims; ++d) {
-        if (eff[q][d] <= 0) continue;
-        if (sh.entitled[q][d] <= 0) return std::numeric_limits<double>::infinity();
-        r = std::max(r, eff[q][d] / static_cast<double>(sh.entitled[q][d]));
-      }
-      return r;
-    };
-    std::vector<uint32_t> out;
-    out.reserve(sorted.size());
-    std::vector<std::vector<uint32_t>> jobs(n);
-    std::vector<size_t> head(n, 0), count(n, 0);
-    for (size_t begin = 0; begin < sorted.size();) {
-      // One priority class at a time: every class outranks the fairness between queues.
-      const PriorityClass tier = snap.pending[sorted[begin]].spec->priority;
-      size_t end = begin;
-      for (; end < sorted.size() && snap.pending[sorted[end]].spec->priority == tier; ++end) {
-        const QueueId leaf = sh.leaf_of(snap.pending[sorted[end]].spec->tenant);
-        jobs[leaf].push_back(sorted[end]);
-        for (QueueId q = leaf; q != kNoId; q = tree.queue(q).parent) ++count[q];
-      }
-      while (count[kRootQueue] > 0) {
-        QueueId q = kRootQueue;
-        while (!tree.queue(q).leaf()) {
-          QueueId best = kNoId;
-          double best_ratio = 0;
-          for (QueueId c : tree.queue(q).children) {
-            if (count[c] == 0) continue;
-            const double r = ratio(c);
-            if (best == kNoId || r < best_ratio) {
-              best = c;
-              best_ratio = r;
-            }
-          }
-          q = best;
-        }
-        const uint32_t i = jobs[q][head[q]++];
-        out.push_back(i);
-        const JobSpec& s = *snap.pending[i].spec;
-        const Amounts a = amounts_of(s, s.min_members);
-        for (QueueId u = q; u != kNoId; u = tree.queue(u).parent) {
-          --count[u];
-          for (size_t d = 0; d < kNumDims; ++d) eff[u][d] += static_cast<double>(a[d]);
-        }
-      }
-      for (QueueId q = 0; q < n; ++q) {
-        jobs[q].clear();
-        head[q] = 0;
-      }
-      begin = end;
-    }
-    return out;
+  Interleave interleave() const override { return Interleave::kQueueTree; }
+  // Earliest SLA deadline first (submit + max queueing delay; jobs without one after).
+  double order_key(const PendingJob& p) const override {
+    const double sla = p.spec->sla_max_queueing;
+    return sla >= 0 ? p.spec->submit_time + sla : std::numeric_limits<double>::infinity();
   }
 };
 
 }  // namespace
+
+std::unique_ptr<PendingWalk> QueueOrder::walk(const Snapshot& snap,
+                                              const QueueShares& shares) const {
+  std::unique_ptr<Source> src = source_for(snap, *this);
+  switch (interleave()) {
+    case Interleave::kDominantShare:
+      return std::make_unique<DrfWalk>(std::move(src), snap, shares);
+    case Interleave::kQueueTree:
+      return std::make_unique<FairWalk>(std::move(src), snap, shares);
+    case Interleave::kByKey:
+      break;
+  }
+  return std::make_unique<KeyWalk>(std::move(src));
+}
+
+std::vector<uint32_t> QueueOrder::order(const Snapshot& snap, const QueueShares& shares) const {
+  std::vector<uint32_t> out;
+  out.reserve(snap.pending.size());
+  const auto w = walk(snap, shares);
+  for (int64_t i = w->next(); i >= 0; i = w->next()) out.push_back(static_cast<uint32_t>(i));
+  return out;
+}
 
 std::unique_ptr<QueueOrder> make_fair_order() {
   return std::make_unique<FairOrder>();

@@ -10,9 +10,19 @@
 #include <vector>
 
 #include "engine/fair_share.h"
+#include "engine/pending_queue.h"
 #include "engine/snapshot.h"
 
 namespace tessera {
+
+// The pending jobs one at a time, in a queue order: lazily, so that a cycle that stops early
+// (nothing more can start) pays only for the jobs it looked at.
+class PendingWalk {
+ public:
+  virtual ~PendingWalk() = default;
+  // The next index into Snapshot::pending, or -1 when every job was walked.
+  virtual int64_t next() = 0;
+};
 
 class QueueOrder {
  public:
@@ -21,10 +31,21 @@ class QueueOrder {
   // Indices into snap.pending, in the order the engine should try them. Every order puts a
   // higher priority class first; within a class the policy decides. `shares` is
   // compute_queue_shares(snap) (the cycle computes it once for every consumer).
-  virtual std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& shares) const = 0;
+  // Every order walks per-tenant sequences sorted by pending_key() (walk() below); this drains
+  // the walk.
+  std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& shares) const;
   std::vector<uint32_t> order(const Snapshot& snap) const {
     return order(snap, compute_queue_shares(snap));
   }
+  // The same order, lazily. With Snapshot::pending_queue (kept by the caller in this order's
+  // pending_key) a step costs O(log tenants) for the arrival-type orders and O(queues) for
+  // fair and drf; without it the walk first sorts snap.pending (O(n) when already sorted).
+  std::unique_ptr<PendingWalk> walk(const Snapshot& snap, const QueueShares& shares) const;
+  // Where a pending job stands within its tenant: priority class, then order_key(), then
+  // arrival. Fixed while the job waits.
+  PendingKey pending_key(const PendingJob& job) const;
+  // The order's own key within a priority class (smaller first): 0 for arrival order.
+  virtual double order_key(const PendingJob&) const { return 0; }
   // Preemption rank: a pending job may preempt running jobs of strictly lower rank. By
   // default the priority class; LAS also demotes by attained service.
   virtual int64_t rank(const JobSpec& job, double attained_gpu_seconds) const;
@@ -33,6 +54,11 @@ class QueueOrder {
   // Whether the order changes as running jobs accumulate service (so callers must re-run the
   // cycle periodically, not only when jobs arrive or finish).
   virtual bool time_dependent() const { return false; }
+
+  // How tenants' sequences interleave: by key (one order across tenants), by weighted dominant
+  // share (drf) or by progressive filling of the queue tree (fair).
+  enum class Interleave : uint8_t { kByKey, kDominantShare, kQueueTree };
+  virtual Interleave interleave() const { return Interleave::kByKey; }
 };
 
 // First come, first served (by priority class, then submit time, then id).

@@ -18,7 +18,13 @@ struct PendingJob {
   double attained_gpu_seconds = 0;  // service received so far (before preemptions)
   double queued_since = 0;          // submit time, or the time it was last requeued (starvation);
                                     // queue orders rank arrival by spec->submit_time
+  // Whether the caller wants this job's PendingReason. The simulator keeps only a job's first
+  // reason (and every reason of the jobs it explains); with a PendingQueue, a cycle passes over
+  // jobs that want none once nothing more can start.
+  bool wants_reason = true;
 };
+
+class PendingQueue;
 
 struct RunningJob {
   JobId id = 0;
@@ -36,6 +42,10 @@ struct Snapshot {
   uint64_t cycle = 0;                   // cycle number, mixed into the random seed
   const ClusterState* state = nullptr;  // not owned
   std::span<const PendingJob> pending;
+  // The caller's persistent pending queue, when it keeps one (the simulator): `pending` is then
+  // its jobs(), and the cycle walks it lazily in the policy's order and reads its aggregates
+  // instead of passing over every pending job (engine/pending_queue.h). Null: `pending` only.
+  const PendingQueue* pending_queue = nullptr;  // not owned
   std::span<const RunningJob> running;
   // The queue tree, bound to the jobs' tenants (QueueTree::bind); null means one queue per
   // tenant, equal weights, no quotas.

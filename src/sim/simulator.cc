@@ -11,6 +11,7 @@
 #include "engine/admission.h"
 #include "engine/cycle.h"
 #include "engine/fair_share.h"
+#include "engine/pending_queue.h"
 #include "insight/runtime_predictor.h"
 #include "sim/event_queue.h"
 #include "sim/inference_reserve.h"
@@ -78,6 +79,7 @@ class Simulation {
         opt_(o),
         state_(c),
         jobs_(w.jobs.size()),
+        pending_(*p.order),
         tree_(tree_for(w, o, own_tree_)),
         fair_(tree_, c, w, o.series_interval, w.jobs.empty() ? 0.0 : w.jobs.front().submit_time) {
     result_.jobs.resize(w.jobs.size());
@@ -252,9 +254,15 @@ class Simulation {
     }
   }
 
-  // pending_ stays in arrival order (queue orders sort it in O(n) when already ordered);
-  // running_ is unordered and removes by swapping with its last element.
-  void add_pending(JobId j) { pending_.push_back(j); }
+  // A job waits: in pending_, ordered for the policy, as of now (its spec, attained service
+  // and queued_since do not change while it waits). Its reason is wanted until one is
+  // recorded (JobOutcome::first_reason), and always for an explained job. running_ is
+  // unordered and removes by swapping with its last element.
+  void add_pending(JobId j) {
+    const JobState& js = jobs_[j];
+    pending_.add(PendingJob{j, &w_.jobs[j], js.attained, js.queued_since,
+                            !result_.jobs[j].has_first_reason || js.history >= 0});
+  }
 
   void remove_from(std::vector<JobId>& v, JobId j) {
     const uint32_t slot = jobs_[j].slot;
@@ -444,7 +452,7 @@ class Simulation {
     if (a == RecoveryAction::kRequeue) return;
     Allocation alloc;
     if (!restart_in_place(s, before, failed, a == RecoveryAction::kAnywhere, alloc)) return;
-    std::erase(pending_, j);
+    pending_.remove(j);
     result_.failure.restarted_in_place++;
     if (jobs_[j].history >= 0) {
       note(j, "restarted in place of its lost members on {}", describe_placement(alloc));
@@ -689,10 +697,6 @@ class Simulation {
 
   void cycle() {
     ++result_.cycles;
-    snap_pending_.clear();
-    for (JobId j : pending_) {
-      snap_pending_.push_back(PendingJob{j, &w_.jobs[j], jobs_[j].attained, jobs_[j].queued_since});
-    }
     snap_running_.clear();
     for (JobId j : running_) {
       const JobState& js = jobs_[j];
@@ -721,7 +725,8 @@ class Simulation {
     snap.now = now_;
     snap.cycle = result_.cycles;
     snap.state = &state_;
-    snap.pending = snap_pending_;
+    snap.pending = pending_.jobs();
+    if (!opt_.full_cycles) snap.pending_queue = &pending_;
     snap.running = snap_running_;
     snap.queues = &tree_;
     snap.decayed_usage = fair_.decayed_usage();
@@ -732,6 +737,7 @@ class Simulation {
       if (!o.has_first_reason) {
         o.has_first_reason = true;
         o.first_reason = r.code;
+        if (jobs_[r.job].history < 0) pending_.set_wants_reason(r.job, false);
       }
       note_pending(r);
     }
@@ -761,10 +767,7 @@ class Simulation {
     for (Resize& r : d.resizes) {
       if (r.grow) resize(r);
     }
-    // One pass drops every job that started (keeping the rest in arrival order).
-    if (!d.starts.empty()) {
-      std::erase_if(pending_, [&](JobId j) { return jobs_[j].phase != Phase::kPending; });
-    }
+    for (const Start& s : d.starts) pending_.remove(s.job);
   }
 
   Workload* predicted_;  // SimOptions::predictor: the copy whose estimates it sets
@@ -777,8 +780,8 @@ class Simulation {
   const SimOptions& opt_;
   ClusterState state_;
   std::vector<JobState> jobs_;
-  std::vector<JobId> pending_, running_;
-  std::vector<PendingJob> snap_pending_;
+  PendingQueue pending_;
+  std::vector<JobId> running_;
   std::vector<RunningJob> snap_running_;
   std::vector<JobId> preemptors_;  // jobs that preempted others in this cycle
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure

@@ -56,6 +56,10 @@ struct SimOptions {
   // Told now and then how many jobs have finished and how far simulated time has come (for a
   // progress line); it changes nothing in the run. Null: never.
   ProgressFn progress;
+  // The reference the incremental cycle is tested against: every cycle sorts a plain snapshot
+  // of the pending jobs and walks all of them (no PendingQueue). The schedule is the same;
+  // only the time it takes differs (tests/simulator_test.cc, IncrementalCycles).
+  bool full_cycles = false;
 };
 
 struct HistoryEntry {
