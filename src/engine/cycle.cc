@@ -134,6 +134,7 @@ class Cycle {
     if (queue_ != nullptr) {
       visited_.assign(queue_->size(), false);
       tenant_visited_.assign(queue_->tenants(), 0);
+      dropped_.assign(queue_->tenants(), false);
     }
     // The bound is checked after 1, 2, 4, ... jobs since the last decision: its cost stays a
     // small share of the walk's, and a stop is found at most twice as late.
@@ -150,6 +151,7 @@ class Cycle {
           break;
         }
         if (b == Bound::kShortOnly && by_key && jump_to_short_jobs()) break;
+        if (b == Bound::kShortOnly && !by_key) drop_idle_tenants(*walk);
         gap = b == Bound::kNothing ? 1 : gap * 2;
         since_check = 1;
       }
@@ -525,7 +527,7 @@ class Cycle {
   bool placement_possible() {
     const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
     for (const auto& [shape, jobs] : queue_->by_shape()) {
-      if (shape.need > free) break;
+      if (shape.need > free) continue;
       if (!failed(shape) && first_unvisited(shape, jobs) != nullptr) return true;
     }
     return false;
@@ -533,18 +535,38 @@ class Cycle {
 
   // With EASY's reservation over every GPU (all types, every node), consider() lets a job go on
   // to place or preempt only if it fits the extra capacity or ends before the shadow time.
+  // For kShortOnly, short_tenants_ says which tenants have such a job not yet reached.
   Bound through_reservation() {
     const bool preempt = preemption_possible();
     const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
     Bound bound = Bound::kNothing;
+    short_tenants_.assign(queue_->tenants(), false);
     for (const auto& [shape, jobs] : queue_->by_shape()) {
       if (!preempt && (shape.need > free || failed(shape))) continue;
       const auto* first = first_unvisited(shape, jobs);
       if (first == nullptr) continue;
       if (shape.need <= 0 || shape.need <= extra_milli_) return Bound::kAnything;
-      if (snap_.now + first->key.first <= shadow_time_) bound = Bound::kShortOnly;
+      if (snap_.now + first->key.first <= shadow_time_) {
+        bound = Bound::kShortOnly;
+        short_tenants_[shape.tenant] = true;
+      }
     }
     return bound;
+  }
+
+  // Bound::kShortOnly in an order that interleaves tenants: a tenant with no job left that
+  // could start or wants its reason is dropped from the walk, where that keeps the order of
+  // the rest (its jobs would only be looked at and left waiting).
+  void drop_idle_tenants(PendingWalk& walk) {
+    for (JobId id : queue_->wanting_reasons()) {
+      const uint32_t idx = queue_->index_of(id);
+      if (!visited_[idx]) short_tenants_[snap_.pending[idx].spec->tenant] = true;
+    }
+    for (TenantId t = 0; t < queue_->tenants(); ++t) {
+      if (!short_tenants_[t] && queue_->count(t) > tenant_visited_[t] && !dropped_[t]) {
+        dropped_[t] = walk.drop_tenant(t);
+      }
+    }
   }
 
   // Bound::kShortOnly, in an order that is one key across tenants (walk order is key order):
@@ -1233,6 +1255,8 @@ class Cycle {
   std::vector<bool> visited_;
   std::vector<std::pair<int64_t, uint32_t>> rank_visited_;
   std::vector<uint32_t> tenant_visited_;   // by TenantId
+  std::vector<bool> short_tenants_;        // by TenantId: through_reservation's finding
+  std::vector<bool> dropped_;              // by TenantId: left out of the walk
   std::array<size_t, 4> class_visited_{};  // by PriorityClass
   // Per gang shape: the first job by estimate not known to be visited (placement_possible).
   std::map<GangShape, PendingQueue::ByEstimate::const_iterator> estimate_cursor_;

@@ -16,7 +16,8 @@ double estimate_key(const JobSpec& s) {
 }  // namespace
 
 GangShape GangShape::of(const JobSpec& s) {
-  return GangShape{s.gpu_milli_per_gang(s.min_members),
+  return GangShape{s.tenant,
+                   s.gpu_milli_per_gang(s.min_members),
                    s.demand.gpus,
                    s.demand.gpu_milli,
                    s.demand.cpu_milli,

@@ -38,10 +38,11 @@ struct PendingKey {
   auto operator<=>(const PendingKey&) const = default;
 };
 
-// What makes pending gangs place alike (the cycle's cache of shapes that found no room): the
-// demand per member, the sizes, GPU types, span and node restriction (by identity). Ordered by
-// need (milli-GPU at minimum size) first.
+// A tenant's pending gangs that place alike (the cycle's cache of shapes that found no room):
+// the demand per member, the sizes, GPU types, span and node restriction (by identity).
+// Ordered by tenant, then need (milli-GPU at minimum size).
 struct GangShape {
+  TenantId tenant = 0;
   int64_t need = 0;
   int32_t gpus = 0, gpu_milli = 0;
   int64_t cpu_milli = 0, mem_mib = 0;
@@ -98,7 +99,7 @@ class PendingQueue {
     return t < tenant_need_.size() && !tenant_need_[t].empty() ? tenant_need_[t].begin()->first
                                                                : kNone;
   }
-  // Every gang shape waiting, by need ascending, with its jobs.
+  // Every tenant's gang shapes waiting (by tenant, then need), with their jobs.
   const std::map<GangShape, ByEstimate>& by_shape() const { return by_shape_; }
   // Every preemption rank waiting (QueueOrder::rank), with how many jobs hold it.
   const std::map<int64_t, uint32_t>& ranks() const { return rank_; }

@@ -186,6 +186,7 @@ class DrfWalk final : public PendingWalk {
     for (TenantId t = 0; t < src_->tenants(); ++t) push(t);
   }
   int64_t next() override {
+    while (!heap_.empty() && dropped(std::get<2>(heap_.top()))) heap_.pop();
     if (heap_.empty()) return -1;
     const TenantId t = std::get<2>(heap_.top());
     heap_.pop();
@@ -199,7 +200,16 @@ class DrfWalk final : public PendingWalk {
     return i;
   }
 
+  // A tenant's dominant share grows with its own jobs only: leaving one out changes nothing
+  // for the others.
+  bool drop_tenant(TenantId t) override {
+    if (t >= dropped_.size()) dropped_.resize(t + 1, false);
+    dropped_[t] = true;
+    return true;
+  }
+
  private:
+  bool dropped(TenantId t) const { return t < dropped_.size() && dropped_[t]; }
   struct Usage {
     double gpu = 0, cpu = 0, mem = 0;
   };
@@ -217,6 +227,7 @@ class DrfWalk final : public PendingWalk {
   const QueueShares& shares_;
   double total_gpu_ = 0, total_cpu_ = 0, total_mem_ = 0;
   std::vector<Usage> usage_;                        // by TenantId
+  std::vector<bool> dropped_;                       // by TenantId
   using Entry = std::tuple<int, double, TenantId>;  // (-priority of head, share, tenant)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
 };
@@ -242,6 +253,21 @@ class FairWalk final : public PendingWalk {
       if (!tenants_of_[q].empty()) leaves_.push_back(q);
     }
     marked_.assign(n, false);
+  }
+
+  // A leaf whose parent is the root, once every tenant of it is dropped: the progressive
+  // filling among its siblings reads only their own usage, so their order is unchanged. (Below
+  // an inner queue the leaf's jobs grow the parent's usage, which orders the parent.)
+  bool drop_tenant(TenantId t) override {
+    if (t >= dropped_.size()) dropped_.resize(t + 1, false);
+    dropped_[t] = true;
+    const QueueId leaf = sh_.leaf_of(t);
+    if (leaf == kRootQueue || tree_.queue(leaf).parent != kRootQueue) return false;
+    for (TenantId u : tenants_of_[leaf]) {
+      if (u >= dropped_.size() || !dropped_[u]) return false;
+    }
+    std::erase(leaves_, leaf);
+    return true;
   }
 
   int64_t next() override {
@@ -310,7 +336,8 @@ class FairWalk final : public PendingWalk {
   std::vector<std::array<double, kNumDims>> eff_;  // by QueueId: usage, grown as jobs are taken
   std::vector<std::vector<TenantId>> tenants_of_;  // by QueueId: the tenants bound to it
   std::vector<QueueId> leaves_;                    // queues with tenants that have jobs
-  std::vector<bool> marked_;  // per step: the subtree has a next job of the class being filled
+  std::vector<bool> marked_;   // per step: the subtree has a next job of the class being filled
+  std::vector<bool> dropped_;  // by TenantId (drop_tenant)
 };
 
 class DrfOrder final : public QueueOrder {
