@@ -150,8 +150,10 @@ class Cycle {
           explain_rest();
           break;
         }
-        if (b == Bound::kShortOnly && by_key && jump_to_short_jobs()) break;
-        if (b == Bound::kShortOnly && !by_key) drop_idle_tenants(*walk);
+        if (b == Bound::kShortOnly) {
+          if (jump_to_short_jobs(*walk)) break;
+          if (!by_key) drop_idle_tenants(*walk);
+        }
         gap = b == Bound::kNothing ? 1 : gap * 2;
         since_check = 1;
       }
@@ -534,24 +536,30 @@ class Cycle {
   }
 
   // With EASY's reservation over every GPU (all types, every node), consider() lets a job go on
-  // to place or preempt only if it fits the extra capacity or ends before the shadow time.
-  // For kShortOnly, short_tenants_ says which tenants have such a job not yet reached.
+  // to place or preempt only if it fits the extra capacity or ends before the shadow time; of
+  // those, it can start now only if it fits the free GPUs (in a shape that has not failed) or
+  // may preempt. gate_tenants_ notes the tenants with a job that passes the gate at all: a
+  // later decision (a preemption freeing GPUs, a queue going over its share) may let it start.
   Bound through_reservation() {
     const bool preempt = preemption_possible();
     const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
     Bound bound = Bound::kNothing;
-    short_tenants_.assign(queue_->tenants(), false);
+    gate_tenants_.assign(queue_->tenants(), false);
     for (const auto& [shape, jobs] : queue_->by_shape()) {
-      if (!preempt && (shape.need > free || failed(shape))) continue;
       const auto* first = first_unvisited(shape, jobs);
       if (first == nullptr) continue;
-      if (shape.need <= 0 || shape.need <= extra_milli_) return Bound::kAnything;
-      if (snap_.now + first->key.first <= shadow_time_) {
-        bound = Bound::kShortOnly;
-        short_tenants_[shape.tenant] = true;
-      }
+      const bool any_passes = shape.need <= 0 || shape.need <= extra_milli_;
+      if (!any_passes && snap_.now + first->key.first > shadow_time_) continue;
+      gate_tenants_[shape.tenant] = true;
+      if (!startable_now(shape, preempt, free)) continue;
+      if (any_passes) return Bound::kAnything;
+      bound = Bound::kShortOnly;
     }
     return bound;
+  }
+
+  bool startable_now(const GangShape& shape, bool preempt, int64_t free) const {
+    return (preempt && may_preempt(shape.tenant)) || (shape.need <= free && !failed(shape));
   }
 
   // Bound::kShortOnly in an order that interleaves tenants: a tenant with no job left that
@@ -560,55 +568,86 @@ class Cycle {
   void drop_idle_tenants(PendingWalk& walk) {
     for (JobId id : queue_->wanting_reasons()) {
       const uint32_t idx = queue_->index_of(id);
-      if (!visited_[idx]) short_tenants_[snap_.pending[idx].spec->tenant] = true;
+      if (!visited_[idx]) gate_tenants_[snap_.pending[idx].spec->tenant] = true;
     }
     for (TenantId t = 0; t < queue_->tenants(); ++t) {
-      if (!short_tenants_[t] && queue_->count(t) > tenant_visited_[t] && !dropped_[t]) {
+      if (!gate_tenants_[t] && queue_->count(t) > tenant_visited_[t] && !dropped_[t]) {
         dropped_[t] = walk.drop_tenant(t);
       }
     }
   }
 
-  // Bound::kShortOnly, in an order that is one key across tenants (walk order is key order):
-  // only jobs that end before the shadow time (and fit the free GPUs, unless one may preempt)
-  // could start; every other job the walk would reach would be left waiting with nothing
-  // changed. When those jobs are few, it considers them, and the ones whose reason is wanted,
-  // in key order, and nothing else; when they are many the next is near, and it returns false
-  // for the walk to go on.
-  bool jump_to_short_jobs() {
+  // Bound::kShortOnly: only jobs that end before the shadow time (and fit the free GPUs, unless
+  // one may preempt) could start; every other job the walk would reach would be left waiting
+  // with nothing changed. When those jobs are few and their walk order is known without
+  // walking (a key order: their keys; the fair walk: order_subset), it considers them and the
+  // ones whose reason is wanted in that order, and nothing else. Else it returns false and the
+  // walk goes on (when they are many, the next is near).
+  bool jump_to_short_jobs(const PendingWalk& walk) {
     constexpr size_t kMaxJump = 64;
-    std::vector<std::pair<PendingKey, uint32_t>> heap;
-    const bool preempt = preemption_possible();
-    const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
-    auto add = [&](uint32_t idx) {
-      heap.emplace_back(policy_.order->pending_key(snap_.pending[idx]), idx);
-    };
-    for (const auto& [shape, jobs] : queue_->by_shape()) {
-      if (!preempt && (shape.need > free || failed(shape))) continue;
-      const auto it = estimate_cursor_.find(shape);
-      for (auto e = it == estimate_cursor_.end() ? jobs.begin() : it->second;
-           e != jobs.end() && snap_.now + e->key.first <= shadow_time_; ++e) {
-        if (visited_[e->index] || snap_.pending[e->index].wants_reason) continue;
-        if (heap.size() == kMaxJump) return false;
-        add(e->index);
-      }
-    }
-    for (JobId id : queue_->wanting_reasons()) {
-      const uint32_t idx = queue_->index_of(id);
-      if (!visited_[idx]) add(idx);
-    }
-    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    std::vector<uint32_t> jobs;
+    if (!short_jobs_now(jobs, kMaxJump) || !in_walk_order(walk, jobs)) return false;
     bool more = true;  // whether anything more can start
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      const uint32_t idx = heap.back().second;
-      heap.pop_back();
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const uint32_t idx = jobs[k];
       if (!more && !snap_.pending[idx].wants_reason) continue;
       visit(idx);
       const size_t decided = decisions_made();
       consider(idx);
-      if (decisions_made() != decided) more = what_more_can_start() != Bound::kNothing;
+      if (decisions_made() == decided) continue;
+      more = what_more_can_start() != Bound::kNothing;
+      if (!more) continue;
+      // The decision may let jobs start that could not before (a preemption freed GPUs, a queue
+      // went over its share): gather them again, and go on with those after this job in walk
+      // order (those before it could not start when the walk would have reached them).
+      std::vector<uint32_t> again;
+      short_jobs_now(again, std::numeric_limits<size_t>::max());
+      again.push_back(idx);
+      in_walk_order(walk, again);
+      const auto at = std::find(again.begin(), again.end(), idx);
+      jobs.assign(at + 1, again.end());
+      k = std::numeric_limits<size_t>::max();  // ++k: from the start of the new list
     }
+    return true;
+  }
+
+  // The jobs not yet reached that could start now behind the reservation (through_reservation:
+  // short ones, or any of a shape within the extra capacity), and those whose reason is wanted;
+  // false if more than `limit` of the first.
+  bool short_jobs_now(std::vector<uint32_t>& jobs, size_t limit) {
+    jobs.clear();
+    const bool preempt = preemption_possible();
+    const int64_t free = scratch_.free_milli_matching(kAnyGpuType);
+    for (const auto& [shape, by_estimate] : queue_->by_shape()) {
+      if (!startable_now(shape, preempt, free)) continue;
+      // After a decision, a shape within the extra capacity may be startable: all its jobs.
+      const bool any_passes = shape.need <= 0 || shape.need <= extra_milli_;
+      const auto it = estimate_cursor_.find(shape);
+      for (auto e = it == estimate_cursor_.end() ? by_estimate.begin() : it->second;
+           e != by_estimate.end() && (any_passes || snap_.now + e->key.first <= shadow_time_);
+           ++e) {
+        if (visited_[e->index] || snap_.pending[e->index].wants_reason) continue;
+        if (jobs.size() == limit) return false;
+        jobs.push_back(e->index);
+      }
+    }
+    for (JobId id : queue_->wanting_reasons()) {
+      const uint32_t idx = queue_->index_of(id);
+      if (!visited_[idx]) jobs.push_back(idx);
+    }
+    return true;
+  }
+
+  // Sorts jobs into walk order without walking (a key order: their keys; the fair walk:
+  // order_subset); false where that is not known.
+  bool in_walk_order(const PendingWalk& walk, std::vector<uint32_t>& jobs) const {
+    if (policy_.order->interleave() != QueueOrder::Interleave::kByKey) {
+      return walk.order_subset(jobs);
+    }
+    std::sort(jobs.begin(), jobs.end(), [&](uint32_t a, uint32_t b) {
+      return policy_.order->pending_key(snap_.pending[a]) <
+             policy_.order->pending_key(snap_.pending[b]);
+    });
     return true;
   }
 
@@ -642,25 +681,28 @@ class Cycle {
   // Whether a job not yet reached might preempt someone (victim_kind): it outranks a running
   // job, or, with reclaim, it is of a class that crosses queues, or its queue is short of its
   // share (or its guarantee per GPU type, or starving) by as much as its smallest gang.
+  // Also notes for whom (may_preempt): everyone, or the tenants whose queue may reclaim.
   bool preemption_possible() {
+    preempt_all_ = false;
+    preempt_tenants_.assign(queue_->tenants(), false);
     if (!policy_.preemption || snap_.running.empty()) return false;
     const PendingQueue& q = *queue_;
     rank_running();
     for (auto it = q.ranks().rbegin(); it != q.ranks().rend() && it->first > min_running_rank_;
          ++it) {
-      if (it->second > visited(rank_visited_, it->first)) return true;
+      if (it->second > visited(rank_visited_, it->first)) return preempt_all_ = true;
     }
     if (!policy_.reclaim) return false;
     auto unvisited = [&](PriorityClass c) {
       return q.count(c) - class_visited_[static_cast<size_t>(c)];
     };
-    if (unvisited(PriorityClass::kInferenceCritical) > 0) return true;
+    if (unvisited(PriorityClass::kInferenceCritical) > 0) return preempt_all_ = true;
     if (any_best_effort_running_ &&
         unvisited(PriorityClass::kResearch) + unvisited(PriorityClass::kProduction) > 0) {
-      return true;
+      return preempt_all_ = true;
     }
     for (QueueId k = 0; k < tree_.size(); ++k) {
-      if (!tree_.queue(k).by_type.empty()) return true;
+      if (!tree_.queue(k).by_type.empty()) return preempt_all_ = true;
     }
     // Reclaim takes only from queues over their share (gave_back; a starving gang, from those
     // over it when the cycle began).
@@ -671,14 +713,22 @@ class Cycle {
                                      (starving && !all_le(shares_.usage[k], shares_.entitled[k])));
     }
     if (!any_over) return false;
+    // A queue reclaims while it stays within its share, or for a starving gang (one larger
+    // than the share, while the queue holds less).
+    bool any = false;
     for (TenantId t = 0; t < q.tenants(); ++t) {
       if (q.count(t) == tenant_visited_[t]) continue;
       const QueueId leaf = shares_.leaf_of(t);
       const int64_t holds = live_[leaf][kGpuDim], share = shares_.entitled[leaf][kGpuDim];
-      if (holds + q.min_gpu_need(t) <= share || (starving && holds < share)) return true;
+      if (holds + q.min_gpu_need(t) <= share ||
+          (starving && holds < share && q.max_gpu_need(t) > share)) {
+        preempt_tenants_[t] = true;
+        any = true;
+      }
     }
-    return false;
+    return any;
   }
+  bool may_preempt(TenantId t) const { return preempt_all_ || preempt_tenants_[t]; }
 
   // Ranks are fixed for the cycle (attained service is as of the snapshot): computed once.
   void rank_running() {
@@ -1254,9 +1304,12 @@ class Cycle {
   const PendingQueue* queue_ = nullptr;
   std::vector<bool> visited_;
   std::vector<std::pair<int64_t, uint32_t>> rank_visited_;
-  std::vector<uint32_t> tenant_visited_;   // by TenantId
-  std::vector<bool> short_tenants_;        // by TenantId: through_reservation's finding
-  std::vector<bool> dropped_;              // by TenantId: left out of the walk
+  std::vector<uint32_t> tenant_visited_;  // by TenantId
+  std::vector<bool> gate_tenants_;        // by TenantId: through_reservation's finding
+  std::vector<bool> dropped_;             // by TenantId: left out of the walk
+  // preemption_possible's finding: anyone may preempt, or the tenants marked here.
+  bool preempt_all_ = false;
+  std::vector<bool> preempt_tenants_;
   std::array<size_t, 4> class_visited_{};  // by PriorityClass
   // Per gang shape: the first job by estimate not known to be visited (placement_possible).
   std::map<GangShape, PendingQueue::ByEstimate::const_iterator> estimate_cursor_;

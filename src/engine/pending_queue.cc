@@ -64,7 +64,7 @@ void PendingQueue::reindex(uint32_t pos) {
   const PendingJob& job = jobs_[pos];
   const JobSpec& s = *job.spec;
   const Stream& stream = streams_[per_tenant_ ? s.tenant : 0];
-  stream.find(Entry<PendingKey>{order_.pending_key(job), 0})->index = pos;
+  stream.find(StreamEntry{order_.pending_key(job), 0, kZeroAmounts})->index = pos;
   const ByEstimate& by_est = by_shape_.at(GangShape::of(s));
   by_est.find({{estimate_key(s), job.id}, 0})->index = pos;
 }
@@ -94,12 +94,12 @@ void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
   const int64_t need = amounts[kGpuDim];
   const Entry<std::pair<double, JobId>> by_est{{estimate_key(s), job.id}, index};
   if (sign > 0) {
-    stream.insert(Entry<PendingKey>{order_.pending_key(job), index});
+    stream.insert(StreamEntry{order_.pending_key(job), index, amounts});
     by_shape_[GangShape::of(s)].insert(by_est);
     ++tenant_need_[t][need];
     ++rank_[order_.rank(s, job.attained_gpu_seconds)];
   } else {
-    stream.erase(Entry<PendingKey>{order_.pending_key(job), index});
+    stream.erase(StreamEntry{order_.pending_key(job), index, kZeroAmounts});
     const auto n = by_shape_.find(GangShape::of(s));
     n->second.erase(by_est);
     if (n->second.empty()) by_shape_.erase(n);

@@ -20,6 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <ext/pb_ds/assoc_container.hpp>
+#include <ext/pb_ds/tree_policy.hpp>
+
 #include "engine/snapshot.h"
 #include "model/queue_tree.h"
 
@@ -54,6 +57,45 @@ struct GangShape {
   static GangShape of(const JobSpec& s);
 };
 
+// A job in a stream: its key, its position in PendingQueue::jobs() (kept as jobs move), and
+// what it adds to its queue's usage when the fair order assumes it starts.
+struct StreamEntry {
+  PendingKey key;
+  mutable uint32_t index = 0;
+  Amounts amounts = kZeroAmounts;  // at minimum gang size
+  bool operator<(const StreamEntry& o) const { return key < o.key; }
+};
+
+// Keeps, at every node of a stream's tree, the sum of its subtree's amounts, so that the
+// amounts of all jobs ahead of a key are summed in O(log n) (amounts_before).
+template <class NodeCItr, class NodeItr, class Cmp, class Alloc>
+struct AmountsSumUpdate {
+  using metadata_type = Amounts;
+  void operator()(NodeItr it, NodeCItr end) {
+    Amounts sum = (*it)->amounts;
+    if (it.get_l_child() != end) sum = sum + it.get_l_child().get_metadata();
+    if (it.get_r_child() != end) sum = sum + it.get_r_child().get_metadata();
+    const_cast<Amounts&>(it.get_metadata()) = sum;
+  }
+  // The summed amounts of the entries whose key is below `key`.
+  Amounts amounts_before(const PendingKey& key) const {
+    Amounts sum = kZeroAmounts;
+    for (NodeCItr it = node_begin(); it != node_end();) {
+      if ((*it)->key < key) {
+        if (it.get_l_child() != node_end()) sum = sum + it.get_l_child().get_metadata();
+        sum = sum + (*it)->amounts;
+        it = it.get_r_child();
+      } else {
+        it = it.get_l_child();
+      }
+    }
+    return sum;
+  }
+  virtual NodeCItr node_begin() const = 0;
+  virtual NodeCItr node_end() const = 0;
+  virtual ~AmountsSumUpdate() = default;
+};
+
 class PendingQueue {
  public:
   // A job in an ordered set, with its position in jobs() (kept as jobs move).
@@ -63,7 +105,9 @@ class PendingQueue {
     mutable uint32_t index = 0;
     bool operator<(const Entry& o) const { return key < o.key; }
   };
-  using Stream = std::set<Entry<PendingKey>>;
+  // libstdc++'s policy-based tree: a red-black tree whose nodes also sum their subtree.
+  using Stream = __gnu_pbds::tree<StreamEntry, __gnu_pbds::null_type, std::less<StreamEntry>,
+                                  __gnu_pbds::rb_tree_tag, AmountsSumUpdate>;
   // Jobs of one gang size by duration estimate (unknown: +inf), then id.
   using ByEstimate = std::set<Entry<std::pair<double, JobId>>>;
 
@@ -98,6 +142,12 @@ class PendingQueue {
   int64_t min_gpu_need(TenantId t) const {
     return t < tenant_need_.size() && !tenant_need_[t].empty() ? tenant_need_[t].begin()->first
                                                                : kNone;
+  }
+  // The largest; min() when none.
+  int64_t max_gpu_need(TenantId t) const {
+    return t < tenant_need_.size() && !tenant_need_[t].empty()
+               ? tenant_need_[t].rbegin()->first
+               : std::numeric_limits<int64_t>::min();
   }
   // Every tenant's gang shapes waiting (by tenant, then need), with their jobs.
   const std::map<GangShape, ByEstimate>& by_shape() const { return by_shape_; }

@@ -238,8 +238,10 @@ class DrfWalk final : public PendingWalk {
 // within a leaf, the pending_key order. A step costs O(tenants + queues).
 class FairWalk final : public PendingWalk {
  public:
-  FairWalk(std::unique_ptr<Source> src, const Snapshot& snap, const QueueShares& sh)
-      : src_(std::move(src)), snap_(snap), sh_(sh), tree_(*sh.tree) {
+  // `queue`: the PendingQueue src reads, if it does (order_subset needs its sums).
+  FairWalk(std::unique_ptr<Source> src, const Snapshot& snap, const QueueShares& sh,
+           const PendingQueue* queue)
+      : src_(std::move(src)), snap_(snap), sh_(sh), tree_(*sh.tree), queue_(queue) {
     const size_t n = tree_.size();
     eff_.resize(n);
     for (QueueId q = 0; q < n; ++q) {
@@ -270,6 +272,41 @@ class FairWalk final : public PendingWalk {
     return true;
   }
 
+  // In a flat tree the walk merges the leaves' sequences by the ratio each job's leaf has when
+  // it is taken (non-decreasing along a leaf), ties to the earlier child: a job's place is
+  // (class, that ratio, its leaf among the root's children, its key), and the ratio is the
+  // leaf's usage plus the amounts of every job ahead of it in the leaf, summed by the queue.
+  bool order_subset(std::vector<uint32_t>& idx) const override {
+    if (queue_ == nullptr || !queue_->per_tenant()) return false;
+    const auto& children = tree_.queue(kRootQueue).children;
+    for (QueueId q : children) {
+      if (!tree_.queue(q).leaf()) return false;
+    }
+    using Place = std::tuple<int, double, size_t, PendingKey, uint32_t>;
+    std::vector<Place> places;
+    places.reserve(idx.size());
+    for (uint32_t i : idx) {
+      const PendingJob& p = snap_.pending[i];
+      const PendingKey key = queue_->order().pending_key(p);
+      const QueueId leaf = sh_.leaf_of(p.spec->tenant);
+      const auto pos = std::find(children.begin(), children.end(), leaf);
+      if (pos == children.end()) return false;
+      Amounts ahead = kZeroAmounts;
+      for (TenantId u : tenants_of_[leaf]) {
+        ahead = ahead + queue_->streams()[u].amounts_before(key);
+      }
+      std::array<double, kNumDims> eff{};
+      for (size_t d = 0; d < kNumDims; ++d) {
+        eff[d] = static_cast<double>(sh_.usage[leaf][d]) + static_cast<double>(ahead[d]);
+      }
+      places.emplace_back(key.neg_priority, ratio(leaf, eff),
+                          static_cast<size_t>(pos - children.begin()), key, i);
+    }
+    std::sort(places.begin(), places.end());
+    for (size_t k = 0; k < places.size(); ++k) idx[k] = std::get<4>(places[k]);
+    return true;
+  }
+
   int64_t next() override {
     // The class being filled: the highest among the queues' next jobs.
     int tier = std::numeric_limits<int>::max();
@@ -290,7 +327,7 @@ class FairWalk final : public PendingWalk {
       double best_ratio = 0;
       for (QueueId c : tree_.queue(q).children) {
         if (!marked_[c]) continue;
-        const double r = ratio(c);
+        const double r = ratio(c, eff_[c]);
         if (best == kNoId || r < best_ratio) {
           best = c;
           best_ratio = r;
@@ -320,12 +357,12 @@ class FairWalk final : public PendingWalk {
     }
     return best;
   }
-  double ratio(QueueId q) const {
+  double ratio(QueueId q, const std::array<double, kNumDims>& eff) const {
     double r = 0;
     for (size_t d = 0; d < kNumDims; ++d) {
-      if (eff_[q][d] <= 0) continue;
+      if (eff[d] <= 0) continue;
       if (sh_.entitled[q][d] <= 0) return std::numeric_limits<double>::infinity();
-      r = std::max(r, eff_[q][d] / static_cast<double>(sh_.entitled[q][d]));
+      r = std::max(r, eff[d] / static_cast<double>(sh_.entitled[q][d]));
     }
     return r;
   }
@@ -333,6 +370,7 @@ class FairWalk final : public PendingWalk {
   const Snapshot& snap_;
   const QueueShares& sh_;
   const QueueTree& tree_;
+  const PendingQueue* queue_;
   std::vector<std::array<double, kNumDims>> eff_;  // by QueueId: usage, grown as jobs are taken
   std::vector<std::vector<TenantId>> tenants_of_;  // by QueueId: the tenants bound to it
   std::vector<QueueId> leaves_;                    // queues with tenants that have jobs
@@ -362,12 +400,14 @@ class FairOrder final : public QueueOrder {
 
 std::unique_ptr<PendingWalk> QueueOrder::walk(const Snapshot& snap,
                                               const QueueShares& shares) const {
+  const bool own_queue = snap.pending_queue != nullptr && &snap.pending_queue->order() == this;
   std::unique_ptr<Source> src = source_for(snap, *this);
   switch (interleave()) {
     case Interleave::kDominantShare:
       return std::make_unique<DrfWalk>(std::move(src), snap, shares);
     case Interleave::kQueueTree:
-      return std::make_unique<FairWalk>(std::move(src), snap, shares);
+      return std::make_unique<FairWalk>(std::move(src), snap, shares,
+                                        own_queue ? snap.pending_queue : nullptr);
     case Interleave::kByKey:
       break;
   }

@@ -25,6 +25,10 @@ class PendingWalk {
   // The caller will consider no more of this tenant's jobs: the walk leaves them out when that
   // keeps the order of the others as it was (it returns whether it did), saving their steps.
   virtual bool drop_tenant(TenantId) { return false; }
+  // Puts these jobs, none walked yet, in the order the walk would give them, without walking
+  // the others, where it can (returns whether it did): the fair walk over a PendingQueue in a
+  // flat tree. (A key order is the jobs' pending_key order; the caller sorts those itself.)
+  virtual bool order_subset(std::vector<uint32_t>&) const { return false; }
 };
 
 class QueueOrder {
