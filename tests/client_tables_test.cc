@@ -116,5 +116,49 @@ TEST(ClientTables, TheQueueTableMarksBorrowersAndQueuesOverTheirShare) {
   EXPECT_NE(row("a").find("1.5"), std::string::npos) << table;
 }
 
+TEST(ClientTables, UsageShowsHoursByTypeJobsPreemptionsAndCostWithATotal) {
+  const nlohmann::json rows =
+      nlohmann::json::array({{{"tenant", "team-a"},
+                              {"queue", "research/team-a"},
+                              {"gpu_hours", {{"A100-80G", 2.0}, {"V100", 10.0}}},
+                              {"cpu_hours", 5.0},
+                              {"jobs", {{"succeeded", 3}, {"failed", 1}}},
+                              {"started", 4},
+                              {"mean_wait_hours", 0.5},
+                              {"preempted", 2},
+                              {"preemptor", 0}},
+                             {{"tenant", "team-b"},
+                              {"queue", "team-b"},
+                              {"gpu_hours", {{"V100", 1.0}}},
+                              {"cpu_hours", 0.0},
+                              {"jobs", nlohmann::json::object()},
+                              {"started", 0},
+                              {"mean_wait_hours", 0.0},
+                              {"preempted", 0},
+                              {"preemptor", 2}}});
+  PriceTable prices;
+  prices.gpu_hour["V100"] = 2.0;
+  prices.cpu_hour = 0.1;
+  std::vector<std::string> unpriced;
+  const std::string table = usage_table(rows, &prices, unpriced);
+  EXPECT_NE(table.find("A100-80G 2.00, V100 10.00"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 failed, 3 ok"), std::string::npos) << table;
+  EXPECT_NE(table.find("30m"), std::string::npos) << table;    // mean wait
+  EXPECT_NE(table.find("20.50"), std::string::npos) << table;  // 10 x 2.0 + 5 x 0.1
+  EXPECT_NE(table.find("TOTAL"), std::string::npos) << table;
+  EXPECT_NE(table.find("13.00"), std::string::npos) << table;  // GPU-hours in all
+  EXPECT_EQ(unpriced, std::vector<std::string>{"A100-80G"});
+  std::vector<std::string> none;
+  EXPECT_EQ(usage_table(rows, nullptr, none).find("COST"), std::string::npos);
+  const std::string csv = usage_csv(rows, &prices, unpriced);
+  EXPECT_NE(csv.find("team-a,research/team-a,A100-80G,2.0000,5.0000,3,1,0,0,4,0.5000,2,0,0.5000"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("team-a,research/team-a,V100,10.0000,0.0000,0,0,0,0,0,0.0000,0,0,20.0000"),
+            std::string::npos)
+      << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
 }  // namespace
 }  // namespace tessera

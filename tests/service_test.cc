@@ -265,6 +265,65 @@ TEST_F(ServiceTest, APreemptedJobRunsBeforeALaterEqualJobOfItsTenant) {
       << s->job(Caller{true, ""}, big2).pending_reason;
 }
 
+TEST_F(ServiceTest, UsageAccountsEveryRunAndWhoPreemptedWhom) {
+  // The scenario above: big1 (team-a, 6 GPUs) runs, b (team-b, 4) reclaims from it, big1 runs
+  // again after b. Accounting sees big1's two runs, b's run, one preemption each way.
+  auto s = make(8);
+  const double t0 = now_;
+  const auto submit = [&](const char* tenant, const char* name, int gpus) {
+    const std::string spec = std::string("name: ") + name +
+                             "\nresources: {gpus: " + std::to_string(gpus) +
+                             "}\ncheckpoint_grace: 5s\ncommand: [x]\n";
+    const int64_t id = s->submit(as(tenant), job(spec), "", nullptr).row.id;
+    now_ += 1;
+    s->tick();
+    return id;
+  };
+  const int64_t big1 = submit("team-a", "big1", 6);
+  submit("team-a", "big2", 6);
+  const int64_t b = submit("team-b", "b", 4);
+  now_ += 10;
+  s->tick();
+  s->tick();
+  ASSERT_EQ(state(*s, b), JobState::kRunning);
+  now_ += 100;
+  backend_->exit(b, 0, 0);
+  s->tick();
+  s->tick();
+  ASSERT_EQ(state(*s, big1), JobState::kRunning);
+  now_ += 50;
+  const JobView bv = s->job(Caller{true, ""}, b);
+  const std::vector<UsageRow> all = s->usage(Caller{true, ""}, t0, now_ + 1);
+  ASSERT_EQ(all.size(), 2u);
+  const UsageRow& a = all[0];
+  const UsageRow& bt = all[1];
+  EXPECT_EQ(a.tenant, "team-a");
+  EXPECT_EQ(a.queue, "team-a");
+  EXPECT_EQ(a.preempted, 1);
+  EXPECT_EQ(a.preemptor, 0);
+  EXPECT_EQ(bt.preemptor, 1);
+  EXPECT_EQ(bt.jobs.at("succeeded"), 1);
+  EXPECT_NEAR(bt.gpu_hours.at("virtual"), 4 * (bv.row.finished_at - bv.row.started_at) / 3600,
+              1e-9);
+  // big1: its first run (until its processes were gone) and the one going on now.
+  EXPECT_GT(a.gpu_hours.at("virtual"), 6 * 50 / 3600.0);
+  EXPECT_EQ(a.started, 1);  // big1; big2 still waits
+  // A tenant sees its own row only; a window before anything ran has none.
+  const std::vector<UsageRow> mine = s->usage(Caller{false, "team-b"}, t0, now_ + 1);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0].tenant, "team-b");
+  EXPECT_TRUE(s->usage(Caller{true, ""}, t0 - 100, t0 - 50).empty());
+  EXPECT_THROW(s->usage(Caller{true, ""}, now_, t0), ServiceError);
+  // The runs that ended are in the database: a restarted server reports the same.
+  const UsageRow before = bt;
+  s.reset();
+  auto again = make(8);
+  const std::vector<UsageRow> after = again->usage(Caller{true, ""}, t0, now_ + 1);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[1].preemptor, before.preemptor);
+  EXPECT_DOUBLE_EQ(after[1].gpu_hours.at("virtual"), before.gpu_hours.at("virtual"));
+}
+
 TEST_F(ServiceTest, TheTenantListHasTenantsTheAdminSubmittedForWithoutAToken) {
   // Issue 15, defect 9: a tenant made by an admin's submission was missing from the list.
   auto s = make(2);

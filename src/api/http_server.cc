@@ -306,6 +306,31 @@ void ApiServer::routes() {
           res.set_content(json_text(nlohmann::json{{"entries", arr}}), kJson);
         }));
 
+  // Accounting (tessera usage): per tenant and queue over [since, until), unix seconds; by
+  // default the last 30 days. A tenant sees its own rows, the admin everyone's.
+  route("GET", "/v1/usage",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const auto now = static_cast<int64_t>(svc.clock_now());
+          const int64_t until = int_param(req, "until", now, 0, INT64_MAX);
+          const int64_t since = int_param(req, "since", until - 30 * 86400, 0, INT64_MAX);
+          nlohmann::json rows = nlohmann::json::array();
+          for (const UsageRow& r :
+               svc.usage(c, static_cast<double>(since), static_cast<double>(until))) {
+            rows.push_back({{"tenant", r.tenant},
+                            {"queue", r.queue},
+                            {"gpu_hours", r.gpu_hours},
+                            {"cpu_hours", r.cpu_hours},
+                            {"jobs", r.jobs},
+                            {"started", r.started},
+                            {"mean_wait_hours", r.mean_wait_hours()},
+                            {"preempted", r.preempted},
+                            {"preemptor", r.preemptor}});
+          }
+          res.set_content(
+              json_text(nlohmann::json{{"since", since}, {"until", until}, {"usage", rows}}),
+              kJson);
+        }));
+
   // Requests the front end refused (too large, chunked, malformed) are audited as well.
   http_->on_refused = [&svc](const Framing& f) {
     if (!is_mutating(f.method)) return;

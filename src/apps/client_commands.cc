@@ -214,6 +214,44 @@ int audit(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, q, "entries", "audit", audit_table);
 }
 
+// Accounting over a window of hours before now; cost from a local price table (the server
+// keeps usage, the operator keeps prices).
+int usage(ApiClient& c, const ClientArgs& a) {
+  std::optional<PriceTable> prices;
+  if (!a.prices.empty()) prices = load_prices(a.prices);
+  const double since_hours = a.since_hours >= 0 ? a.since_hours : 30 * 24;
+  if (since_hours <= a.until_hours) {
+    throw CLI::ValidationError("--since", "must be more hours ago than --until");
+  }
+  const double now = now_seconds();
+  const std::string q =
+      fmt::format("/v1/usage?since={}&until={}", static_cast<int64_t>(now - since_hours * 3600),
+                  static_cast<int64_t>(now - a.until_hours * 3600));
+  const auto j = nlohmann::json::parse(ok_body(c.get(q), "usage"));
+  std::vector<std::string> unpriced;
+  if (a.json) {
+    nlohmann::json out = j;
+    if (prices) {
+      for (auto& row : out["usage"]) {
+        row["cost"] = cost_of(usage_row_from_json(row), *prices, unpriced);
+      }
+    }
+    std::cout << out.dump(2) << "\n";
+  } else if (a.csv) {
+    std::cout << usage_csv(j["usage"], prices ? &*prices : nullptr, unpriced);
+  } else {
+    std::cout << "From " << local_time(j["since"]) << " to " << local_time(j["until"]) << "\n"
+              << usage_table(j["usage"], prices ? &*prices : nullptr, unpriced);
+  }
+  if (!unpriced.empty()) {
+    std::string list;
+    for (const std::string& t : unpriced) list += (list.empty() ? "" : ", ") + t;
+    std::cerr << "tessera: warning: " << a.prices << " has no price for " << list
+              << ": their GPU-hours cost nothing here\n";
+  }
+  return 0;
+}
+
 int queues(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, "/v1/queues", "queues", "queues", queue_table);
 }
@@ -367,6 +405,23 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.audit->add_flag("--refused", a.refused, "only refused requests (status 400 and above)");
   c.audit->add_option("--limit", a.limit, "at most this many entries (0: 100)");
   c.audit->add_flag("--json", a.json, "print JSON");
+  c.usage = app.add_subcommand(
+      "usage",
+      "Accounting (as sreport): per tenant and queue, GPU-hours by GPU type, CPU-hours, "
+      "jobs finished by state, mean wait, preemptions suffered and caused, cost");
+  c.usage->add_option("--since", a.since_hours, "the window starts this many hours ago")
+      ->default_str("720 (30 days)")
+      ->check(non_negative_number());
+  c.usage->add_option("--until", a.until_hours, "the window ends this many hours ago")
+      ->capture_default_str()
+      ->check(non_negative_number());
+  c.usage
+      ->add_option("--prices", a.prices,
+                   "price table (YAML): GPU type to price per GPU-hour, and cpu_hour")
+      ->check(CLI::ExistingFile);
+  c.usage->add_flag("--json", a.json, "print JSON (with a cost per row when --prices is given)");
+  c.usage->add_flag("--csv", a.csv, "print CSV, one line per tenant, queue and GPU type")
+      ->excludes("--json");
   c.queues = app.add_subcommand(
       "queues",
       "Show the queue tree: shares, holdings, long-term usage, who borrows or is over "
@@ -399,7 +454,7 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.token_revoke->add_option("name", a.name, "tenant name")->required();
   c.token->require_subcommand(1);
   for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.update,
-                      c.audit, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list,
+                      c.audit, c.usage, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list,
                       c.token_rotate, c.token_revoke}) {
     add_common(s, a);
   }
@@ -419,6 +474,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.requeue) return job_action(*client(), a, "requeue");
   if (*c.update) return update(*client(), a);
   if (*c.audit) return audit(*client(), a);
+  if (*c.usage) return usage(*client(), a);
   if (*c.queues) return queues(*client(), a);
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);

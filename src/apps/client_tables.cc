@@ -248,4 +248,114 @@ std::string tenant_table(const nlohmann::json& tenants) {
   return out;
 }
 
+UsageRow usage_row_from_json(const nlohmann::json& row) {
+  UsageRow r;
+  r.tenant = row.value("tenant", "");
+  r.queue = row.value("queue", "");
+  const nlohmann::json gpu_hours = row.value("gpu_hours", nlohmann::json::object());
+  for (const auto& g : gpu_hours.items()) r.gpu_hours[g.key()] = g.value().get<double>();
+  r.cpu_hours = row.value("cpu_hours", 0.0);
+  const nlohmann::json jobs = row.value("jobs", nlohmann::json::object());
+  for (const auto& g : jobs.items()) r.jobs[g.key()] = g.value().get<int64_t>();
+  r.started = row.value("started", int64_t{0});
+  r.wait_hours_sum = row.value("mean_wait_hours", 0.0) * static_cast<double>(r.started);
+  r.preempted = row.value("preempted", int64_t{0});
+  r.preemptor = row.value("preemptor", int64_t{0});
+  return r;
+}
+
+namespace {
+
+// "V100 12.50, A100-80G 3.00"; "-" when it held none.
+std::string gpu_hours_cell(const UsageRow& r) {
+  std::string out;
+  for (const auto& [type, h] : r.gpu_hours) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {:.2f}", type, h);
+  }
+  return out.empty() ? "-" : out;
+}
+
+// "3 ok, 1 failed, 2 cancelled": finished jobs by final state.
+std::string jobs_cell(const UsageRow& r) {
+  std::string out;
+  for (const auto& [state, n] : r.jobs) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", n, state == "succeeded" ? "ok" : state);
+  }
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
+                        std::vector<std::string>& unpriced) {
+  constexpr const char* kRow = "{:<16} {:<20} {:<28} {:>8} {:<26} {:>7} {:>9} {:>6} {:>6}{}\n";
+  std::string out =
+      fmt::format(kRow, "TENANT", "QUEUE", "GPU-HOURS", "CPU-H", "FINISHED", "STARTED", "MEAN-WAIT",
+                  "PREEMP", "CAUSED", prices != nullptr ? fmt::format(" {:>10}", "COST") : "");
+  double gpu_total = 0, cpu_total = 0, cost_total = 0;
+  for (const auto& j : rows) {
+    const UsageRow r = usage_row_from_json(j);
+    gpu_total += r.total_gpu_hours();
+    cpu_total += r.cpu_hours;
+    std::string cost;
+    if (prices != nullptr) {
+      const double c = cost_of(r, *prices, unpriced);
+      cost_total += c;
+      cost = fmt::format(" {:>10.2f}", c);
+    }
+    out += fmt::format(kRow, fit(r.tenant, 16), fit(r.queue.empty() ? "-" : r.queue, 20),
+                       fit(gpu_hours_cell(r), 28), fmt::format("{:.2f}", r.cpu_hours),
+                       fit(jobs_cell(r), 26), r.started,
+                       r.started > 0 ? short_duration(r.mean_wait_hours() * 3600) : "-",
+                       r.preempted, r.preemptor, cost);
+  }
+  out += fmt::format(kRow, "TOTAL", "", fmt::format("{:.2f}", gpu_total),
+                     fmt::format("{:.2f}", cpu_total), "", "", "", "", "",
+                     prices != nullptr ? fmt::format(" {:>10.2f}", cost_total) : "");
+  return out;
+}
+
+std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
+                      std::vector<std::string>& unpriced) {
+  std::string out =
+      "tenant,queue,gpu_type,gpu_hours,cpu_hours,jobs_succeeded,jobs_failed,jobs_timeout,"
+      "jobs_cancelled,started,mean_wait_hours,preempted,preemptor,cost\n";
+  auto quoted = [](const std::string& v) {
+    if (v.find_first_of(",\"\n") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const auto& j : rows) {
+    const UsageRow r = usage_row_from_json(j);
+    auto count = [&](const char* state) {
+      const auto it = r.jobs.find(state);
+      return it == r.jobs.end() ? int64_t{0} : it->second;
+    };
+    // One line per GPU type it used (a CPU-only row has one line with no type); the row's
+    // other figures are on its first line only, so that columns sum.
+    std::vector<std::pair<std::string, double>> types(r.gpu_hours.begin(), r.gpu_hours.end());
+    if (types.empty()) types.emplace_back("", 0.0);
+    for (size_t k = 0; k < types.size(); ++k) {
+      const bool first = k == 0;
+      std::string cost;
+      if (prices != nullptr) {
+        UsageRow part;
+        part.gpu_hours[types[k].first] = types[k].second;
+        part.cpu_hours = first ? r.cpu_hours : 0;
+        cost = fmt::format("{:.4f}", cost_of(part, *prices, unpriced));
+      }
+      out += fmt::format(
+          "{},{},{},{:.4f},{:.4f},{},{},{},{},{},{:.4f},{},{},{}\n", quoted(r.tenant),
+          quoted(r.queue), quoted(types[k].first), types[k].second, first ? r.cpu_hours : 0.0,
+          first ? count("succeeded") : 0, first ? count("failed") : 0, first ? count("timeout") : 0,
+          first ? count("cancelled") : 0, first ? r.started : 0, first ? r.mean_wait_hours() : 0.0,
+          first ? r.preempted : 0, first ? r.preemptor : 0, cost);
+    }
+  }
+  return out;
+}
+
 }  // namespace tessera

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/accounting.h"
+
 namespace tessera {
 
 // "42s", "5m12s", "2h05m", "3d04h": a duration for a table cell; "-" when negative.
@@ -33,6 +35,15 @@ std::string node_table(const nlohmann::json& nodes);
 std::string queue_table(const nlohmann::json& queues);
 // `tessera audit`: newest first.
 std::string audit_table(const nlohmann::json& entries);
+// `tessera usage`: the rows of GET /v1/usage, with a cost column when prices are given (types
+// used without a price are added to `unpriced`), and a total line.
+std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
+                        std::vector<std::string>& unpriced);
+// The same as CSV, one line per (tenant, queue, GPU type), for spreadsheets.
+std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
+                      std::vector<std::string>& unpriced);
+// A row of GET /v1/usage back as a UsageRow (cost_of reads it).
+UsageRow usage_row_from_json(const nlohmann::json& row);
 // `tessera tenant list`.
 std::string tenant_table(const nlohmann::json& tenants);
 

@@ -58,6 +58,9 @@ struct ClientArgs {
   std::string actor, target;               // audit filters
   double since_hours = -1;                 // audit: only the last this many hours
   bool refused = false;                    // audit: only refused requests
+  double until_hours = 0;                  // usage: the window ends this many hours ago
+  std::string prices;                      // usage: price table (YAML)
+  bool csv = false;                        // usage: print CSV
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;
@@ -69,6 +72,7 @@ struct ClientCommands {
   CLI::App* requeue = nullptr;
   CLI::App* update = nullptr;
   CLI::App* audit = nullptr;
+  CLI::App* usage = nullptr;
   CLI::App* queues = nullptr;
   CLI::App* nodes = nullptr;
   CLI::App* logs = nullptr;

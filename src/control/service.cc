@@ -51,6 +51,11 @@ struct Service::Job {
   // A spec changed by `tessera update`, waiting to replace `spec`: a cycle may be reading
   // `spec` unlocked, so it is swapped in only between cycles (run_cycle, under the lock).
   std::optional<JobSpec> next_spec;
+  // Accounting: the current run (begin_run_locked), written to job_runs when it ends, and the
+  // job it was preempted for.
+  RunRecord run;
+  int64_t preempted_by = -1;
+  std::string preempted_by_tenant;
 };
 
 namespace {
@@ -494,6 +499,7 @@ void Service::recover() {
         if (!alloc.empty() && state_.fits(alloc)) {
           state_.allocate(alloc);
           j->alloc = std::move(alloc);
+          j->run = run_record_locked(*j);  // its run goes on: accounted when it ends
         }
         break;
       case JobState::kPreempted:
@@ -633,6 +639,8 @@ void Service::poll_processes() {
     j.kill_at = -1;
     j.row.processes.clear();
     j.attained += run_gpu_seconds(j.row, j.alloc, ended);
+    const JobState was = j.row.state;
+    const bool requeued = !j.requeued_by.empty();
     switch (j.row.state) {
       case JobState::kRunning: {
         std::optional<int32_t> code;
@@ -682,6 +690,10 @@ void Service::poll_processes() {
       default:
         break;
     }
+    end_run_locked(j, ended,
+                   was == JobState::kPreempted ? "preempted"
+                   : requeued                  ? "requeued"
+                                               : std::string(to_string(j.row.state)));
     j.failure.clear();
     j.failure_code.reset();
     j.timed_out = false;
@@ -765,6 +777,7 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
     j.row.state = JobState::kFailed;
     j.row.finished_at = now();
     j.row.message = std::string("could not start: ") + e.what();
+    end_run_locked(j, j.row.finished_at, "failed");
     release_locked(j);
   }
   dirty.push_back(&j.row);
@@ -776,6 +789,38 @@ void Service::begin_run_locked(Job& j, double t) {
   ++j.row.attempts;
   j.row.message.clear();
   j.row.allocation = encode_allocation(j.alloc);
+  j.run = run_record_locked(j);
+  j.preempted_by = -1;
+  j.preempted_by_tenant.clear();
+}
+
+RunRecord Service::run_record_locked(const Job& j) const {
+  RunRecord r;
+  r.job = j.row.id;
+  r.attempt = j.row.attempts;
+  r.tenant = j.row.tenant;
+  r.queue = leaf_path_locked(j.spec.tenant);
+  r.started = j.row.started_at;
+  r.outcome = "running";
+  for (const GpuShare& g : j.alloc.shares) {
+    const Node& n = cluster_.node(cluster_.node_of_gpu(g.gpu));
+    r.gpu_milli[cluster_.gpu_types().at(n.gpu_type).name] += g.milli;
+  }
+  r.cpu_milli = j.alloc.cpu_milli_per_member * j.alloc.members();
+  r.mem_mib = j.alloc.mem_mib_per_member * j.alloc.members();
+  return r;
+}
+
+// A run whose processes are all gone: its record, with how it ended, waits to be written with
+// the job's row (save_rows_locked).
+void Service::end_run_locked(Job& j, double ended, const std::string& outcome) {
+  if (j.run.job == 0) return;  // no run began (a job recovered from an older database)
+  j.run.ended = ended;
+  j.run.outcome = outcome;
+  j.run.preempted_by = j.preempted_by;
+  j.run.preempted_by_tenant = j.preempted_by_tenant;
+  unsaved_runs_.push_back(std::move(j.run));
+  j.run = RunRecord{};
 }
 
 void Service::launch_ready() {
@@ -802,20 +847,21 @@ bool Service::save_rows_locked(const std::vector<const JobRow*>& rows) {
   std::vector<const JobRow*> all = rows;
   for (const int64_t id : unsaved_) all.push_back(&jobs_.at(id)->row);
   try {
-    store_->update_jobs(all);
+    store_->update_jobs(all, nullptr, unsaved_runs_);
   } catch (const StoreError& e) {
     for (const JobRow* r : rows) unsaved_.insert(r->id);
     note_write_failure(e);
     return false;
   }
   unsaved_.clear();
+  unsaved_runs_.clear();
   note_write_success();
   return true;
 }
 
 bool Service::retry_writes_locked() {
   if (health_.ok()) return true;
-  if (!unsaved_.empty()) return save_rows_locked({});
+  if (!unsaved_.empty() || !unsaved_runs_.empty()) return save_rows_locked({});
   try {
     store_->set_setting("write_probe", std::to_string(now()));
   } catch (const StoreError& e) {
@@ -1053,6 +1099,8 @@ void Service::run_cycle() {
       ++v.row.preemptions;
       ++preempted;
       v.row.message = "preempted by job " + std::to_string(s.job) + " (" + j.row.tenant + ")";
+      v.preempted_by = static_cast<int64_t>(s.job);
+      v.preempted_by_tenant = j.row.tenant;
       release_locked(v);  // its GPUs pass to the preemptor, which starts once it has exited
       v.waits_for.clear();
       if (v.members.empty()) {  // never launched: straight back to the queue
@@ -1745,6 +1793,44 @@ std::vector<TenantView> Service::tenants() const {
 
 std::vector<AuditEntry> Service::audit_log(size_t limit, const AuditFilter& f) const {
   return store_->audit_log(limit, f);
+}
+
+std::vector<UsageRow> Service::usage(const Caller& caller, double since, double until) const {
+  if (!(since < until)) {
+    throw ServiceError(ServiceError::kInvalid, "until", "must be later than since");
+  }
+  std::vector<RunRecord> runs;
+  try {
+    runs = store_->runs(since, until);
+  } catch (const StoreError& e) {
+    throw ServiceError(ServiceError::kUnavailable, "", std::string("reading usage: ") + e.what());
+  }
+  std::vector<JobRecord> jobs;
+  {
+    std::lock_guard lock(mu_);
+    const double t = now();
+    for (const RunRecord& r : unsaved_runs_) {
+      if (r.ended >= since && r.started < until) runs.push_back(r);
+    }
+    for (const auto& [id, jp] : active_) {
+      const Job& j = *jp;
+      if (j.run.job == 0 || j.run.started >= until) continue;
+      RunRecord live = j.run;
+      live.ended = t;
+      runs.push_back(std::move(live));
+    }
+    jobs.reserve(jobs_.size());
+    for (const auto& [id, jp] : jobs_) {
+      const Job& j = *jp;
+      jobs.push_back(JobRecord{id, j.row.tenant, leaf_path_locked(j.spec.tenant),
+                               std::string(to_string(j.row.state)), j.row.submitted_at,
+                               j.row.finished_at});
+    }
+  }
+  std::vector<UsageRow> rows = usage_report(runs, jobs, since, until);
+  if (!caller.admin)
+    std::erase_if(rows, [&](const UsageRow& r) { return r.tenant != caller.tenant; });
+  return rows;
 }
 
 ServiceMetrics Service::metrics() const {

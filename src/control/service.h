@@ -249,6 +249,11 @@ class Service {
   // Every tenant, with a token or not, by name.
   std::vector<TenantView> tenants() const;
   std::vector<AuditEntry> audit_log(size_t limit, const AuditFilter& f = {}) const;
+  // Accounting over [since, until) (unix seconds): per tenant and queue, from every run that
+  // ended (the database) and every run still going (counted up to now). A tenant sees its own.
+  std::vector<UsageRow> usage(const Caller& caller, double since, double until) const;
+  // The service's clock (unix seconds; ServiceOptions::clock in tests).
+  double clock_now() const { return now(); }
   ServiceMetrics metrics() const;
   // Why the service is degraded (its database refuses writes), or nullopt when healthy.
   std::optional<std::string> degraded() const { return health_.problem(); }
@@ -310,6 +315,8 @@ class Service {
   void run_cycle();
   void launch_ready();
   void begin_run_locked(Job& j, double t);
+  RunRecord run_record_locked(const Job& j) const;
+  void end_run_locked(Job& j, double ended, const std::string& outcome);
   // SIGTERM to every member now, SIGKILL once its checkpoint grace has passed.
   void ask_to_stop_locked(Job& j, double t);
   void launch_locked(Job& j, std::vector<const JobRow*>& dirty);
@@ -339,7 +346,8 @@ class Service {
   StoreHealth health_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::set<int64_t> unsaved_;  // jobs whose row in memory is newer than the database's
+  std::set<int64_t> unsaved_;            // jobs whose row in memory is newer than the database's
+  std::vector<RunRecord> unsaved_runs_;  // runs that ended, not yet in the database
   // Refused calls without a token write at most this many audit rows (burst, then per minute).
   TokenBucket anonymous_audit_{60, 1.0};
   uint64_t anonymous_suppressed_ = 0;           // since the last anonymous row written

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 4> kMigrations = {
+constexpr std::array<std::string_view, 5> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -57,6 +57,26 @@ INSERT OR IGNORE INTO settings (key, value) VALUES ('database_id', lower(hex(ran
     // 4: a pending job an operator or its owner holds back (tessera hold / release).
     R"sql(
 ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 5: accounting (tessera usage): every run of every job, written when it ends, with what it
+    // held (GPU milli by type as JSON), how it ended and, if preempted, for which job.
+    R"sql(
+CREATE TABLE job_runs (
+  job_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  tenant TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  started_at REAL NOT NULL,
+  ended_at REAL NOT NULL,
+  outcome TEXT NOT NULL,
+  gpu_milli TEXT NOT NULL,
+  cpu_milli INTEGER NOT NULL,
+  mem_mib INTEGER NOT NULL,
+  preempted_by INTEGER,
+  preempted_by_tenant TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (job_id, attempt)
+);
+CREATE INDEX job_runs_ended ON job_runs(ended_at);
 )sql",
 };
 

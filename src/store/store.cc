@@ -144,6 +144,10 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
     insert_audit_.emplace(
         db_->prepare("INSERT INTO audit_log (at, actor, method, path, status, target) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    insert_run_.emplace(db_->prepare(
+        "INSERT OR IGNORE INTO job_runs (job_id, attempt, tenant, queue, started_at, ended_at, "
+        "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
   } catch (...) {
     ::close(lock_fd_);  // the destructor does not run for a half-built Store
     throw;
@@ -160,6 +164,7 @@ Store::~Store() {
   insert_job_.reset();
   update_job_.reset();
   insert_audit_.reset();
+  insert_run_.reset();
   db_.reset();
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
@@ -208,12 +213,64 @@ void Store::write_update(const JobRow& row) {
   s.run();
 }
 
-void Store::update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit) {
+void Store::update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit,
+                        std::span<const RunRecord> ended_runs) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   for (const JobRow* r : rows) write_update(*r);
+  for (const RunRecord& r : ended_runs) write_run(r);
   if (audit != nullptr) write_audit(*audit);
   tx.commit();
+}
+
+void Store::write_run(const RunRecord& r) {
+  Statement& s = *insert_run_;
+  s.reset();
+  nlohmann::json gpus = nlohmann::json::object();
+  for (const auto& [type, milli] : r.gpu_milli) gpus[type] = milli;
+  s.bind(1, r.job).bind(2, int64_t{r.attempt}).bind(3, r.tenant).bind(4, r.queue);
+  s.bind(5, r.started).bind(6, r.ended).bind(7, r.outcome).bind(8, gpus.dump());
+  s.bind(9, r.cpu_milli).bind(10, r.mem_mib);
+  if (r.preempted_by >= 0) {
+    s.bind(11, r.preempted_by);
+  } else {
+    s.bind_null(11);
+  }
+  s.bind(12, r.preempted_by_tenant);
+  s.run();
+}
+
+std::vector<RunRecord> Store::runs(double since, double until) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(
+      "SELECT job_id, attempt, tenant, queue, started_at, ended_at, outcome, gpu_milli, "
+      "cpu_milli, mem_mib, preempted_by, preempted_by_tenant FROM job_runs "
+      "WHERE ended_at >= ?1 AND started_at < ?2 ORDER BY ended_at, job_id, attempt");
+  s.bind(1, since).bind(2, until);
+  std::vector<RunRecord> out;
+  while (s.step()) {
+    RunRecord r;
+    r.job = s.int64(0);
+    r.attempt = static_cast<int32_t>(s.int64(1));
+    r.tenant = s.text(2);
+    r.queue = s.text(3);
+    r.started = s.real(4);
+    r.ended = s.real(5);
+    r.outcome = s.text(6);
+    try {
+      const nlohmann::json gpus = nlohmann::json::parse(s.text(7));
+      for (const auto& g : gpus.items()) r.gpu_milli[g.key()] = g.value().get<int64_t>();
+    } catch (const std::exception& e) {
+      throw StoreError(path_ + ": run " + std::to_string(r.job) + "/" + std::to_string(r.attempt) +
+                       ": stored GPUs unreadable: " + e.what());
+    }
+    r.cpu_milli = s.int64(8);
+    r.mem_mib = s.int64(9);
+    r.preempted_by = s.is_null(10) ? -1 : s.int64(10);
+    r.preempted_by_tenant = s.text(11);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 void Store::update_job(const JobRow& row, const AuditEntry* audit) {

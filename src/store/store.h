@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/accounting.h"
 #include "store/job_request.h"
 #include "store/sqlite_db.h"
 
@@ -112,8 +113,12 @@ class Store {
   // Inserts a new job (sets row.id) and, in the same transaction, the audit entry if given.
   int64_t insert_job(JobRow& row, const AuditEntry* audit = nullptr);
   // Writes the mutable fields (state, times, counters, exit code, message, allocation,
-  // processes) of every row in one transaction, with the audit entry if given.
-  void update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit = nullptr);
+  // processes) of every row in one transaction, with the audit entry if given and the runs
+  // that ended (accounting; a run written twice keeps its first record).
+  void update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit = nullptr,
+                   std::span<const RunRecord> ended_runs = {});
+  // The runs that ended at or after `since` and started before `until`, by end time.
+  std::vector<RunRecord> runs(double since, double until);
   void update_job(const JobRow& row, const AuditEntry* audit = nullptr);
   // Every job, by id.
   std::vector<JobRow> load_jobs();
@@ -142,6 +147,7 @@ class Store {
  private:
   void write_audit(const AuditEntry& e);
   void write_update(const JobRow& row);
+  void write_run(const RunRecord& r);
 
   std::string path_;
   // flock(2) on <path>.lock, held while this Store lives: a second server on the same database
@@ -149,7 +155,7 @@ class Store {
   int lock_fd_ = -1;
   std::mutex mu_;
   std::unique_ptr<Db> db_;
-  std::optional<Statement> insert_job_, update_job_, insert_audit_;
+  std::optional<Statement> insert_job_, update_job_, insert_audit_, insert_run_;
 };
 
 }  // namespace tessera
