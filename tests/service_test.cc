@@ -324,6 +324,48 @@ TEST_F(ServiceTest, UsageAccountsEveryRunAndWhoPreemptedWhom) {
   EXPECT_DOUBLE_EQ(after[1].gpu_hours.at("virtual"), before.gpu_hours.at("virtual"));
 }
 
+TEST_F(ServiceTest, ADrainedNodeTakesNoNewWorkLetsItsJobsFinishAndStaysDrained) {
+  auto s = make(4);
+  const std::string node = s->nodes().at(0).name;
+  const RequestContext admin{Caller{true, ""}, "POST", "/v1/nodes/" + node + "/drain"};
+  const int64_t running =
+      s->submit(as("team-a"), job("name: r\nresources: {gpus: 2}\ncommand: [x]\n"), "", nullptr)
+          .row.id;
+  s->tick();
+  ASSERT_EQ(state(*s, running), JobState::kRunning);
+  EXPECT_THROW(s->drain_node(as("team-a"), node, true), ServiceError);  // admin only
+  EXPECT_THROW(s->drain_node(admin, "no-such-node", true), ServiceError);
+  s->drain_node(admin, node, true);
+  const int64_t waiting =
+      s->submit(as("team-a"), job("name: w\nresources: {gpus: 1}\ncommand: [x]\n"), "", nullptr)
+          .row.id;
+  s->tick();
+  EXPECT_EQ(state(*s, running), JobState::kRunning);  // what runs there goes on
+  EXPECT_EQ(state(*s, waiting), JobState::kPending);  // 2 GPUs free, but drained
+  EXPECT_EQ(s->nodes().at(0).state, "draining");
+  backend_->exit(running, 0, 0);
+  now_ += 1;
+  s->tick();
+  s->tick();
+  EXPECT_EQ(state(*s, running), JobState::kSucceeded);
+  EXPECT_EQ(state(*s, waiting), JobState::kPending);  // the freed GPUs are not handed out
+  EXPECT_EQ(s->nodes().at(0).state, "drained");
+  EXPECT_EQ(free_gpus(*s), 0);
+  // A restart keeps the node drained; resuming lets the waiting job start.
+  s.reset();
+  s = make(4);
+  s->tick();
+  EXPECT_EQ(state(*s, waiting), JobState::kPending);
+  EXPECT_EQ(s->nodes().at(0).state, "drained");
+  s->drain_node(admin, node, false);
+  s->tick();
+  EXPECT_EQ(state(*s, waiting), JobState::kRunning);
+  EXPECT_EQ(s->nodes().at(0).state, "up");
+  bool audited = false;
+  for (const AuditEntry& e : s->audit_log(10)) audited |= e.target == "node " + node;
+  EXPECT_TRUE(audited);
+}
+
 TEST_F(ServiceTest, TheTenantListHasTenantsTheAdminSubmittedForWithoutAToken) {
   // Issue 15, defect 9: a tenant made by an admin's submission was missing from the list.
   auto s = make(2);

@@ -259,6 +259,15 @@ void ApiServer::routes() {
         res.set_content(json_text(nlohmann::json{{"name", name}, {"token", token}}), kJson);
       }));
 
+  // The admin drains a node (no new work there; what runs there finishes) or resumes it.
+  route("POST", R"(/v1/nodes/([^/]+)/(drain|resume))",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string name = req.matches[1];
+          const bool drain = req.matches[2] == "drain";
+          svc.drain_node(RequestContext{c, req.method, req.path}, name, drain);
+          res.set_content(json_text(nlohmann::json{{"name", name}, {"drained", drain}}), kJson);
+        }));
+
   // The admin rotates (POST: a new token, shown once) or revokes (DELETE) a tenant's token.
   route("POST", R"(/v1/tenants/([^/]+)/token)",
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {

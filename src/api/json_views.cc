@@ -53,13 +53,10 @@ nlohmann::json to_json(const NodeView& v) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuView& g : v.gpus)
     gpus.push_back({{"index", g.index}, {"free_milli", g.free_milli}, {"jobs", g.jobs}});
-  return {{"name", v.name},
-          {"gpu_type", v.gpu_type},
-          {"gpus", gpus},
-          {"cpu_milli", v.cpu_milli},
-          {"free_cpu_milli", v.free_cpu_milli},
-          {"mem_mib", v.mem_mib},
-          {"free_mem_mib", v.free_mem_mib}};
+  return {{"name", v.name},           {"state", v.state},
+          {"gpu_type", v.gpu_type},   {"gpus", gpus},
+          {"cpu_milli", v.cpu_milli}, {"free_cpu_milli", v.free_cpu_milli},
+          {"mem_mib", v.mem_mib},     {"free_mem_mib", v.free_mem_mib}};
 }
 
 nlohmann::json to_json(const AuditEntry& e) {

@@ -252,6 +252,14 @@ int usage(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+int node_action(ApiClient& c, const ClientArgs& a, const std::string& action) {
+  ok_body(c.post("/v1/nodes/" + query_escape(a.name) + "/" + action, "", "application/json"),
+          "node " + action);
+  std::cout << "node " << a.name
+            << (action == "drain" ? " drained: no new work starts there" : " resumed") << "\n";
+  return 0;
+}
+
 int queues(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, "/v1/queues", "queues", "queues", queue_table);
 }
@@ -453,9 +461,16 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "revoke", "Remove a tenant's token: nothing authenticates as it (its jobs stay)");
   c.token_revoke->add_option("name", a.name, "tenant name")->required();
   c.token->require_subcommand(1);
+  c.node = app.add_subcommand("node", "Drain or resume a node (admin)");
+  c.node_drain = c.node->add_subcommand(
+      "drain", "No new work starts on the node; the jobs on it run to their end");
+  c.node_drain->add_option("name", a.name, "node name, as tessera nodes shows it")->required();
+  c.node_resume = c.node->add_subcommand("resume", "The node takes work again");
+  c.node_resume->add_option("name", a.name, "node name")->required();
+  c.node->require_subcommand(1);
   for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.update,
                       c.audit, c.usage, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list,
-                      c.token_rotate, c.token_revoke}) {
+                      c.token_rotate, c.token_revoke, c.node_drain, c.node_resume}) {
     add_common(s, a);
   }
   return c;
@@ -482,6 +497,8 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.tenant_list) return tenant_list(*client(), a);
   if (*c.token_rotate) return token_rotate(*client(), a);
   if (*c.token_revoke) return token_revoke(*client(), a);
+  if (*c.node_drain) return node_action(*client(), a, "drain");
+  if (*c.node_resume) return node_action(*client(), a, "resume");
   return -1;
 }
 

@@ -169,9 +169,9 @@ std::string job_page(const nlohmann::json& j, double now) {
 }
 
 std::string node_table(const nlohmann::json& nodes) {
-  constexpr const char* kRow = "{:<20} {:<10} {:>4} {:>6}  {:<20} {:>13} {:>19}\n";
-  std::string out =
-      fmt::format(kRow, "NODE", "TYPE", "GPU", "FREE", "JOBS", "CPU FREE", "MEM FREE (MiB)");
+  constexpr const char* kRow = "{:<20} {:<9} {:<10} {:>4} {:>6}  {:<20} {:>13} {:>19}\n";
+  std::string out = fmt::format(kRow, "NODE", "STATE", "TYPE", "GPU", "FREE", "JOBS", "CPU FREE",
+                                "MEM FREE (MiB)");
   for (const auto& n : nodes) {
     const std::string cpu = fmt::format("{:g}/{:g}", n["free_cpu_milli"].get<double>() / 1000,
                                         n["cpu_milli"].get<double>() / 1000);
@@ -185,13 +185,15 @@ std::string node_table(const nlohmann::json& nodes) {
       }
       out +=
           fmt::format(kRow, first ? fit(n["name"].get<std::string>(), 20) : "",
+                      first ? text_or(n, "state", "up") : "",
                       first ? fit(n["gpu_type"].get<std::string>(), 10) : "", g["index"].get<int>(),
                       fmt::format("{:g}", g["free_milli"].get<double>() / 1000),
                       jobs.empty() ? "-" : fit(jobs, 20), first ? cpu : "", first ? mem : "");
       first = false;
     }
     if (n["gpus"].empty()) {
-      out += fmt::format(kRow, fit(n["name"].get<std::string>(), 20), "-", "-", "-", "-", cpu, mem);
+      out += fmt::format(kRow, fit(n["name"].get<std::string>(), 20), text_or(n, "state", "up"),
+                         "-", "-", "-", "-", cpu, mem);
     }
   }
   return out;

@@ -82,6 +82,9 @@ struct ClientCommands {
   CLI::App* token = nullptr;
   CLI::App* token_rotate = nullptr;
   CLI::App* token_revoke = nullptr;
+  CLI::App* node = nullptr;
+  CLI::App* node_drain = nullptr;
+  CLI::App* node_resume = nullptr;
 };
 ClientCommands add_client_commands(CLI::App& app, ClientArgs& args);
 // Runs whichever client command was given; -1 when none was.

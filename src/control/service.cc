@@ -300,6 +300,16 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       }
     }
   }
+  // Nodes an admin drained stay drained across restarts (names no longer in the cluster are
+  // kept, and apply if the node comes back).
+  if (const auto drained = store_->setting("drained_nodes")) {
+    const auto j = nlohmann::json::parse(*drained, nullptr, false);
+    if (j.is_array()) {
+      for (const auto& name : j) {
+        if (name.is_string()) drained_.insert(name.get<std::string>());
+      }
+    }
+  }
   recover();
   restore_decayed_locked();
 }
@@ -578,10 +588,74 @@ void Service::tick() {
 void Service::release_locked(Job& j) {
   if (!j.alloc.empty()) {
     state_.release(j.alloc);
+    std::set<NodeId> nodes(j.alloc.member_node.begin(), j.alloc.member_node.end());
     j.alloc = Allocation{};
     dirty_ = true;
+    for (NodeId n : nodes) {
+      if (drain_holds_.contains(n)) hold_drained_node_locked(n);  // what it freed stays unused
+    }
   }
   j.row.allocation.clear();
+}
+
+// Holds everything free on drained node n (GPUs, CPU, memory) in the ledger.
+void Service::hold_drained_node_locked(NodeId n) {
+  Allocation& hold = drain_holds_[n];
+  if (!hold.member_node.empty()) state_.release(hold);
+  const Node& node = cluster_.node(n);
+  hold = Allocation{};
+  hold.gpus_per_member = node.num_gpus;
+  hold.cpu_milli_per_member = state_.node_free_cpu(n);
+  hold.mem_mib_per_member = state_.node_free_mem(n);
+  hold.member_node.push_back(n);
+  for (uint16_t g = 0; g < node.num_gpus; ++g) {
+    const GpuId gpu = node.first_gpu + g;
+    hold.shares.push_back(GpuShare{gpu, state_.gpu_free(gpu)});
+  }
+  state_.allocate(hold);
+  dirty_ = true;
+}
+
+// The drained set as the ledger's holds: new drains hold their node, resumed nodes let go.
+void Service::apply_drains_locked() {
+  for (auto it = drain_holds_.begin(); it != drain_holds_.end();) {
+    if (drained_.contains(cluster_.node(it->first).name)) {
+      ++it;
+      continue;
+    }
+    if (!it->second.member_node.empty()) state_.release(it->second);
+    it = drain_holds_.erase(it);
+    dirty_ = true;
+  }
+  for (NodeId n = 0; n < cluster_.nodes().size(); ++n) {
+    if (drained_.contains(cluster_.node(n).name) && !drain_holds_.contains(n)) {
+      hold_drained_node_locked(n);
+    }
+  }
+}
+
+void Service::drain_node(const RequestContext& ctx, const std::string& name, bool drain) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin drains or resumes nodes");
+  }
+  std::lock_guard lock(mu_);
+  const auto& nodes = cluster_.nodes();
+  if (std::none_of(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; })) {
+    std::string known;
+    for (const Node& n : nodes) known += (known.empty() ? "" : ", ") + n.name;
+    throw ServiceError(ServiceError::kNotFound, "node",
+                       "no node " + name + " (nodes: " + known + ")");
+  }
+  std::set<std::string> next = drained_;
+  if (drain) {
+    next.insert(name);
+  } else {
+    next.erase(name);
+  }
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, "node " + name};
+  api_write([&] { store_->set_setting("drained_nodes", nlohmann::json(next).dump(), &audit); });
+  drained_ = std::move(next);
+  dirty_ = true;  // the loop applies it at its next cycle
 }
 
 void Service::poll_processes() {
@@ -1013,6 +1087,7 @@ void Service::run_cycle() {
       }
     }
     spec_updates_.clear();
+    apply_drains_locked();
     snap.now = now();
     snap.cycle = ++cycle_no_;
     pending = pending_snapshot_locked();
@@ -1766,6 +1841,12 @@ std::vector<NodeView> Service::nodes() const {
     if (!jp->alloc.empty()) held.emplace_back(id, &jp->alloc);
   }
   mark_gpu_holders(out, cluster_, held);
+  for (NodeView& v : out) {
+    if (!drained_.contains(v.name)) continue;
+    const bool busy =
+        std::any_of(v.gpus.begin(), v.gpus.end(), [](const GpuView& g) { return !g.jobs.empty(); });
+    v.state = busy ? "draining" : "drained";
+  }
   return out;
 }
 

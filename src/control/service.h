@@ -252,6 +252,9 @@ class Service {
   // Accounting over [since, until) (unix seconds): per tenant and queue, from every run that
   // ended (the database) and every run still going (counted up to now). A tenant sees its own.
   std::vector<UsageRow> usage(const Caller& caller, double since, double until) const;
+  // The admin drains a node (its GPUs take no new work; jobs on it run to their end) or
+  // resumes it. Kept in the database across restarts; takes effect at the next cycle.
+  void drain_node(const RequestContext& ctx, const std::string& name, bool drain);
   // The service's clock (unix seconds; ServiceOptions::clock in tests).
   double clock_now() const { return now(); }
   ServiceMetrics metrics() const;
@@ -348,6 +351,13 @@ class Service {
   std::condition_variable wake_;
   std::set<int64_t> unsaved_;            // jobs whose row in memory is newer than the database's
   std::vector<RunRecord> unsaved_runs_;  // runs that ended, not yet in the database
+  // Drained nodes (by name, as stored), and per drained node the allocation that holds what is
+  // free on it in the ledger, so no cycle places there; applied by the loop thread, the only
+  // one that changes the ledger (apply_drains_locked), and renewed as jobs there release.
+  std::set<std::string> drained_;
+  std::map<NodeId, Allocation> drain_holds_;
+  void apply_drains_locked();
+  void hold_drained_node_locked(NodeId n);
   // Refused calls without a token write at most this many audit rows (burst, then per minute).
   TokenBucket anonymous_audit_{60, 1.0};
   uint64_t anonymous_suppressed_ = 0;           // since the last anonymous row written

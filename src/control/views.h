@@ -43,6 +43,7 @@ struct GpuView {
 };
 struct NodeView {
   std::string name;
+  std::string state = "up";  // up | draining (drained, jobs still on it) | drained
   std::string gpu_type;
   std::vector<GpuView> gpus;
   int64_t cpu_milli = 0, free_cpu_milli = 0, mem_mib = 0, free_mem_mib = 0;

@@ -393,13 +393,16 @@ std::optional<std::string> Store::setting(std::string_view key) {
   return s.text(0);
 }
 
-void Store::set_setting(std::string_view key, std::string_view value) {
+void Store::set_setting(std::string_view key, std::string_view value, const AuditEntry* audit) {
   std::lock_guard lock(mu_);
+  Transaction tx(*db_);
   Statement s = db_->prepare(
       "INSERT INTO settings (key, value) VALUES (?1, ?2) "
       "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
   s.bind(1, key).bind(2, value);
   s.run();
+  if (audit != nullptr) write_audit(*audit);
+  tx.commit();
 }
 
 }  // namespace tessera

@@ -138,7 +138,7 @@ class Store {
   bool remove_tenant_token(const std::string& name, const AuditEntry* audit);
 
   std::optional<std::string> setting(std::string_view key);
-  void set_setting(std::string_view key, std::string_view value);
+  void set_setting(std::string_view key, std::string_view value, const AuditEntry* audit = nullptr);
 
   const std::string& path() const { return path_; }
   // This database's random identity (32 hex digits), made when it was created.
