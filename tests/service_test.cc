@@ -149,6 +149,17 @@ class ServiceTest : public ::testing::Test {
   }
   static JobRequest job(const std::string& yaml) { return parse_job_request(yaml); }
   static JobState state(Service& s, int64_t id) { return s.job(Caller{true, ""}, id).row.state; }
+  // Submits a job of `gpus` GPUs (a 5 s checkpoint grace) for `tenant`, a second later runs a
+  // cycle; its id.
+  int64_t submit_and_tick(Service& s, const char* tenant, const char* name, int gpus) {
+    const std::string spec = std::string("name: ") + name +
+                             "\nresources: {gpus: " + std::to_string(gpus) +
+                             "}\ncheckpoint_grace: 5s\ncommand: [x]\n";
+    const int64_t id = s.submit(as(tenant), job(spec), "", nullptr).row.id;
+    now_ += 1;
+    s.tick();
+    return id;
+  }
   static double free_gpus(Service& s) {
     double free = 0;
     for (const NodeView& n : s.nodes()) {
@@ -239,13 +250,7 @@ TEST_F(ServiceTest, APreemptedJobRunsBeforeALaterEqualJobOfItsTenant) {
   // team-b submits b (4). b reclaims from big1; after b finishes, big1 runs, not big2.
   auto s = make(8);
   const auto submit = [&](const char* tenant, const char* name, int gpus) {
-    const std::string spec = std::string("name: ") + name +
-                             "\nresources: {gpus: " + std::to_string(gpus) +
-                             "}\ncheckpoint_grace: 5s\ncommand: [x]\n";
-    const int64_t id = s->submit(as(tenant), job(spec), "", nullptr).row.id;
-    now_ += 1;
-    s->tick();
-    return id;
+    return submit_and_tick(*s, tenant, name, gpus);
   };
   const int64_t big1 = submit("team-a", "big1", 6);
   const int64_t big2 = submit("team-a", "big2", 6);
@@ -271,13 +276,7 @@ TEST_F(ServiceTest, UsageAccountsEveryRunAndWhoPreemptedWhom) {
   auto s = make(8);
   const double t0 = now_;
   const auto submit = [&](const char* tenant, const char* name, int gpus) {
-    const std::string spec = std::string("name: ") + name +
-                             "\nresources: {gpus: " + std::to_string(gpus) +
-                             "}\ncheckpoint_grace: 5s\ncommand: [x]\n";
-    const int64_t id = s->submit(as(tenant), job(spec), "", nullptr).row.id;
-    now_ += 1;
-    s->tick();
-    return id;
+    return submit_and_tick(*s, tenant, name, gpus);
   };
   const int64_t big1 = submit("team-a", "big1", 6);
   submit("team-a", "big2", 6);
