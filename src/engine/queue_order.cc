@@ -37,11 +37,15 @@ class Source {
 // arrival order, as serve and the Kubernetes scheduler do).
 class SpanSource final : public Source {
  public:
+  // One sequence per tenant for the orders that interleave tenants, else one for all.
   SpanSource(const Snapshot& snap, const QueueOrder& order) {
+    const bool per_tenant = order.interleave() != QueueOrder::Interleave::kByKey;
+    if (!per_tenant) seq_.resize(1);
     for (uint32_t i = 0; i < snap.pending.size(); ++i) {
       const PendingJob& p = snap.pending[i];
-      if (p.spec->tenant >= seq_.size()) seq_.resize(p.spec->tenant + 1);
-      seq_[p.spec->tenant].emplace_back(order.pending_key(p), i);
+      const TenantId t = per_tenant ? p.spec->tenant : 0;
+      if (t >= seq_.size()) seq_.resize(t + 1);
+      seq_[t].emplace_back(order.pending_key(p), i);
     }
     for (auto& s : seq_) {
       if (!std::is_sorted(s.begin(), s.end())) std::sort(s.begin(), s.end());
@@ -86,13 +90,21 @@ std::unique_ptr<Source> source_for(const Snapshot& snap, const QueueOrder& order
   return std::make_unique<SpanSource>(snap, order);
 }
 
-// One order across tenants: a merge of their sequences by key.
+// One order across tenants: a merge of their sequences by key (or the one sequence).
 class KeyWalk final : public PendingWalk {
  public:
   explicit KeyWalk(std::unique_ptr<Source> src) : src_(std::move(src)) {
-    for (TenantId t = 0; t < src_->tenants(); ++t) push(t);
+    if (src_->tenants() != 1) {
+      for (TenantId t = 0; t < src_->tenants(); ++t) push(t);
+    }
   }
   int64_t next() override {
+    if (src_->tenants() == 1) {  // one sequence: no merge
+      if (src_->done(0)) return -1;
+      const uint32_t i = src_->head_index(0);
+      src_->advance(0);
+      return i;
+    }
     if (heap_.empty()) return -1;
     const TenantId t = heap_.top().second;
     heap_.pop();
