@@ -602,16 +602,7 @@ void Service::release_locked(Job& j) {
 void Service::hold_drained_node_locked(NodeId n) {
   Allocation& hold = drain_holds_[n];
   if (!hold.member_node.empty()) state_.release(hold);
-  const Node& node = cluster_.node(n);
-  hold = Allocation{};
-  hold.gpus_per_member = node.num_gpus;
-  hold.cpu_milli_per_member = state_.node_free_cpu(n);
-  hold.mem_mib_per_member = state_.node_free_mem(n);
-  hold.member_node.push_back(n);
-  for (uint16_t g = 0; g < node.num_gpus; ++g) {
-    const GpuId gpu = node.first_gpu + g;
-    hold.shares.push_back(GpuShare{gpu, state_.gpu_free(gpu)});
-  }
+  hold = state_.free_on_node(n);
   state_.allocate(hold);
   dirty_ = true;
 }

@@ -291,12 +291,11 @@ class Cycle {
 
   void init_type_usage() {
     type_live_.resize(tree_.size());
-    bool any = false;
     for (QueueId q = 0; q < tree_.size(); ++q) {
       type_live_[q].assign(tree_.queue(q).by_type.size(), 0);
-      any = any || !tree_.queue(q).by_type.empty();
+      has_type_quotas_ = has_type_quotas_ || !tree_.queue(q).by_type.empty();
     }
-    if (!any) return;
+    if (!has_type_quotas_) return;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       for (QueueId q = running_leaf_[i]; q != kNoId; q = tree_.queue(q).parent) {
         const auto& types = tree_.queue(q).by_type;
@@ -478,8 +477,8 @@ class Cycle {
            (reservation_active_ ? 1 : 0);
   }
 
-  // What nothing_more_can_start() subtracts from the queue's aggregates: the jobs the walk
-  // reached, by gang size, rank, tenant and class.
+  // What what_more_can_start() subtracts from the queue's aggregates: the jobs the walk
+  // reached, by rank, tenant and class (gang shapes skip visited jobs by their cursors).
   void visit(uint32_t idx) {
     visited_[idx] = true;
     const PendingJob& pj = snap_.pending[idx];
@@ -566,10 +565,7 @@ class Cycle {
   // could start or wants its reason is dropped from the walk, where that keeps the order of
   // the rest (its jobs would only be looked at and left waiting).
   void drop_idle_tenants(PendingWalk& walk) {
-    for (JobId id : queue_->wanting_reasons()) {
-      const uint32_t idx = queue_->index_of(id);
-      if (!visited_[idx]) gate_tenants_[snap_.pending[idx].spec->tenant] = true;
-    }
+    for (uint32_t idx : unvisited_wanting()) gate_tenants_[snap_.pending[idx].spec->tenant] = true;
     for (TenantId t = 0; t < queue_->tenants(); ++t) {
       if (!gate_tenants_[t] && queue_->count(t) > tenant_visited_[t] && !dropped_[t]) {
         dropped_[t] = walk.drop_tenant(t);
@@ -631,11 +627,19 @@ class Cycle {
         jobs.push_back(e->index);
       }
     }
+    const std::vector<uint32_t> wanting = unvisited_wanting();
+    jobs.insert(jobs.end(), wanting.begin(), wanting.end());
+    return true;
+  }
+
+  // The jobs whose reason the caller wants that the walk has not reached (by index).
+  std::vector<uint32_t> unvisited_wanting() const {
+    std::vector<uint32_t> out;
     for (JobId id : queue_->wanting_reasons()) {
       const uint32_t idx = queue_->index_of(id);
-      if (!visited_[idx]) jobs.push_back(idx);
+      if (!visited_[idx]) out.push_back(idx);
     }
-    return true;
+    return out;
   }
 
   // Sorts jobs into walk order without walking (a key order: their keys; the fair walk:
@@ -644,23 +648,27 @@ class Cycle {
     if (policy_.order->interleave() != QueueOrder::Interleave::kByKey) {
       return walk.order_subset(jobs);
     }
-    std::sort(jobs.begin(), jobs.end(), [&](uint32_t a, uint32_t b) {
-      return policy_.order->pending_key(snap_.pending[a]) <
-             policy_.order->pending_key(snap_.pending[b]);
-    });
+    sort_by_key(jobs);
     return true;
   }
 
+  // Sorts jobs (indices into snap_.pending) by their pending_key, each key computed once.
+  void sort_by_key(std::vector<uint32_t>& jobs) const {
+    std::vector<std::pair<PendingKey, uint32_t>> keyed;
+    keyed.reserve(jobs.size());
+    for (uint32_t idx : jobs)
+      keyed.emplace_back(policy_.order->pending_key(snap_.pending[idx]), idx);
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t k = 0; k < jobs.size(); ++k) jobs[k] = keyed[k].second;
+  }
+
   // Nothing more can start and the head is chosen: every job the walk has not reached would be
-  // left waiting for the reason it gets now, in any order; those whose reason is wanted get it.
+  // left waiting for the reason it gets now, in any order (by key, to be deterministic); those
+  // whose reason is wanted get it.
   void explain_rest() {
-    std::vector<std::pair<PendingKey, uint32_t>> rest;
-    for (JobId id : queue_->wanting_reasons()) {
-      const uint32_t idx = queue_->index_of(id);
-      if (!visited_[idx]) rest.emplace_back(policy_.order->pending_key(snap_.pending[idx]), idx);
-    }
-    std::sort(rest.begin(), rest.end());
-    for (const auto& [key, idx] : rest) consider(idx);
+    std::vector<uint32_t> rest = unvisited_wanting();
+    sort_by_key(rest);
+    for (uint32_t idx : rest) consider(idx);
   }
 
   bool failed(const GangShape& g) const {
@@ -701,9 +709,7 @@ class Cycle {
         unvisited(PriorityClass::kResearch) + unvisited(PriorityClass::kProduction) > 0) {
       return preempt_all_ = true;
     }
-    for (QueueId k = 0; k < tree_.size(); ++k) {
-      if (!tree_.queue(k).by_type.empty()) return preempt_all_ = true;
-    }
+    if (has_type_quotas_) return preempt_all_ = true;
     // Reclaim takes only from queues over their share (gave_back; a starving gang, from those
     // over it when the cycle began).
     const bool starving = tree_.settings().starving_after_seconds > 0;
@@ -1299,8 +1305,8 @@ class Cycle {
   double shadow_time_ = kNever;
   int64_t extra_milli_ = 0;
   bool wants_reason_ = true;  // of the job being considered
-  // Stopping the walk early (nothing_more_can_start): the caller's queue, and what the walk
-  // has reached of it (by index in snap_.pending; gang sizes and ranks as (value, jobs)).
+  // Stopping the walk early (what_more_can_start): the caller's queue, and what the walk has
+  // reached of it (by index in snap_.pending; ranks as (rank, jobs)).
   const PendingQueue* queue_ = nullptr;
   std::vector<bool> visited_;
   std::vector<std::pair<int64_t, uint32_t>> rank_visited_;
@@ -1310,6 +1316,7 @@ class Cycle {
   // preemption_possible's finding: anyone may preempt, or the tenants marked here.
   bool preempt_all_ = false;
   std::vector<bool> preempt_tenants_;
+  bool has_type_quotas_ = false;           // some queue has per-GPU-type quotas (type reclaim)
   std::array<size_t, 4> class_visited_{};  // by PriorityClass
   // Per gang shape: the first job by estimate not known to be visited (placement_possible).
   std::map<GangShape, PendingQueue::ByEstimate::const_iterator> estimate_cursor_;

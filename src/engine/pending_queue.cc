@@ -73,11 +73,31 @@ void PendingQueue::set_wants_reason(JobId id, bool wants) {
   PendingJob& job = jobs_[index_.at(id)];
   if (job.wants_reason == wants) return;
   job.wants_reason = wants;
+  set_wanting(id, wants);
+}
+
+void PendingQueue::set_wanting(JobId id, bool wants) {
   if (wants) {
     wanting_.insert(id);
   } else {
     wanting_.erase(id);
   }
+}
+
+int64_t PendingQueue::min_gpu_need(TenantId t) const {
+  // GangShape{t} (every other field zero) sorts before each of t's shapes.
+  const auto it = by_shape_.lower_bound(GangShape{t});
+  return it != by_shape_.end() && it->first.tenant == t ? it->first.need
+                                                        : std::numeric_limits<int64_t>::max();
+}
+
+int64_t PendingQueue::max_gpu_need(TenantId t) const {
+  auto it = t == std::numeric_limits<TenantId>::max() ? by_shape_.end()
+                                                      : by_shape_.lower_bound(GangShape{t + 1});
+  if (it == by_shape_.begin() || (--it)->first.tenant != t) {
+    return std::numeric_limits<int64_t>::min();
+  }
+  return it->first.need;
 }
 
 void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
@@ -86,25 +106,20 @@ void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
   if (t >= count_.size()) {
     count_.resize(t + 1, 0);
     demand_.resize(t + 1, kZeroAmounts);
-    tenant_need_.resize(t + 1);
     if (per_tenant_) streams_.resize(t + 1);
   }
   Stream& stream = streams_[per_tenant_ ? t : 0];
   const Amounts amounts = amounts_of(s, s.min_members);
-  const int64_t need = amounts[kGpuDim];
-  const Entry<std::pair<double, JobId>> by_est{{estimate_key(s), job.id}, index};
+  const EstimateEntry by_est{{estimate_key(s), job.id}, index};
   if (sign > 0) {
     stream.insert(StreamEntry{order_.pending_key(job), index, amounts});
     by_shape_[GangShape::of(s)].insert(by_est);
-    ++tenant_need_[t][need];
     ++rank_[order_.rank(s, job.attained_gpu_seconds)];
   } else {
     stream.erase(StreamEntry{order_.pending_key(job), index, kZeroAmounts});
     const auto n = by_shape_.find(GangShape::of(s));
     n->second.erase(by_est);
     if (n->second.empty()) by_shape_.erase(n);
-    const auto tn = tenant_need_[t].find(need);
-    if (--tn->second == 0) tenant_need_[t].erase(tn);
     const auto r = rank_.find(order_.rank(s, job.attained_gpu_seconds));
     if (--r->second == 0) rank_.erase(r);
   }
@@ -113,13 +128,7 @@ void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
     for (size_t d = 0; d < kNumDims; ++d) demand_[t][d] += sign * amounts[d];
   }
   by_class_[static_cast<size_t>(s.priority)] += sign;
-  if (job.wants_reason) {
-    if (sign > 0) {
-      wanting_.insert(job.id);
-    } else {
-      wanting_.erase(job.id);
-    }
-  }
+  if (job.wants_reason) set_wanting(job.id, sign > 0);
 }
 
 }  // namespace tessera

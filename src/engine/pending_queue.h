@@ -98,18 +98,17 @@ struct AmountsSumUpdate {
 
 class PendingQueue {
  public:
-  // A job in an ordered set, with its position in jobs() (kept as jobs move).
-  template <typename K>
-  struct Entry {
-    K key;
-    mutable uint32_t index = 0;
-    bool operator<(const Entry& o) const { return key < o.key; }
-  };
   // libstdc++'s policy-based tree: a red-black tree whose nodes also sum their subtree.
   using Stream = __gnu_pbds::tree<StreamEntry, __gnu_pbds::null_type, std::less<StreamEntry>,
                                   __gnu_pbds::rb_tree_tag, AmountsSumUpdate>;
-  // Jobs of one gang size by duration estimate (unknown: +inf), then id.
-  using ByEstimate = std::set<Entry<std::pair<double, JobId>>>;
+  // A job among those of its gang shape: by duration estimate (unknown: +inf), then id, with
+  // its position in jobs() (kept as jobs move).
+  struct EstimateEntry {
+    std::pair<double, JobId> key;
+    mutable uint32_t index = 0;
+    bool operator<(const EstimateEntry& o) const { return key < o.key; }
+  };
+  using ByEstimate = std::set<EstimateEntry>;
 
   // `order` must outlive the queue; a job's key and rank are taken when it is added (a pending
   // job's spec and attained service do not change while it waits).
@@ -138,17 +137,11 @@ class PendingQueue {
   TenantId tenants() const { return static_cast<TenantId>(count_.size()); }
   uint32_t count(TenantId t) const { return t < count_.size() ? count_[t] : 0; }
   Amounts demand(TenantId t) const { return t < demand_.size() ? demand_[t] : kZeroAmounts; }
-  // The smallest milli-GPU a tenant's gangs need at their minimum size; max() when none.
-  int64_t min_gpu_need(TenantId t) const {
-    return t < tenant_need_.size() && !tenant_need_[t].empty() ? tenant_need_[t].begin()->first
-                                                               : kNone;
-  }
-  // The largest; min() when none.
-  int64_t max_gpu_need(TenantId t) const {
-    return t < tenant_need_.size() && !tenant_need_[t].empty()
-               ? tenant_need_[t].rbegin()->first
-               : std::numeric_limits<int64_t>::min();
-  }
+  // The smallest milli-GPU a tenant's gangs need at their minimum size; max() when none (its
+  // first gang shape: by_shape() is ordered by tenant, then need).
+  int64_t min_gpu_need(TenantId t) const;
+  // The largest; min() when none (its last gang shape).
+  int64_t max_gpu_need(TenantId t) const;
   // Every tenant's gang shapes waiting (by tenant, then need), with their jobs.
   const std::map<GangShape, ByEstimate>& by_shape() const { return by_shape_; }
   // Every preemption rank waiting (QueueOrder::rank), with how many jobs hold it.
@@ -158,10 +151,9 @@ class PendingQueue {
   const std::set<JobId>& wanting_reasons() const { return wanting_; }
   uint32_t index_of(JobId id) const { return index_.at(id); }
 
-  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
-
  private:
   void account(const PendingJob& job, uint32_t index, int sign);
+  void set_wanting(JobId id, bool wants);
   // The entries of the job at jobs_[pos] now say `pos`.
   void reindex(uint32_t pos);
 
@@ -170,9 +162,8 @@ class PendingQueue {
   std::vector<PendingJob> jobs_;
   std::unordered_map<JobId, uint32_t> index_;  // job -> position in jobs_
   std::vector<Stream> streams_;
-  std::vector<uint32_t> count_;                           // by TenantId
-  std::vector<Amounts> demand_;                           // by TenantId
-  std::vector<std::map<int64_t, uint32_t>> tenant_need_;  // by TenantId: milli-GPU -> jobs
+  std::vector<uint32_t> count_;  // by TenantId
+  std::vector<Amounts> demand_;  // by TenantId
   std::map<GangShape, ByEstimate> by_shape_;
   std::map<int64_t, uint32_t> rank_;
   std::array<size_t, 4> by_class_{};  // by PriorityClass

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <numeric>
 #include <queue>
 #include <tuple>
 

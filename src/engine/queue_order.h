@@ -38,14 +38,14 @@ class QueueOrder {
   // Indices into snap.pending, in the order the engine should try them. Every order puts a
   // higher priority class first; within a class the policy decides. `shares` is
   // compute_queue_shares(snap) (the cycle computes it once for every consumer).
-  // Every order walks per-tenant sequences sorted by pending_key() (walk() below); this drains
-  // the walk.
+  // Every order walks sequences sorted by pending_key() (walk() below): one for the key orders,
+  // one per tenant for drf and fair; this drains the walk.
   std::vector<uint32_t> order(const Snapshot& snap, const QueueShares& shares) const;
   std::vector<uint32_t> order(const Snapshot& snap) const {
     return order(snap, compute_queue_shares(snap));
   }
   // The same order, lazily. With Snapshot::pending_queue (kept by the caller in this order's
-  // pending_key) a step costs O(log tenants) for the arrival-type orders and O(queues) for
+  // pending_key) a step is a tree iterator's for the key orders and O(tenants + queues) for
   // fair and drf; without it the walk first sorts snap.pending (O(n) when already sorted).
   std::unique_ptr<PendingWalk> walk(const Snapshot& snap, const QueueShares& shares) const;
   // Where a pending job stands within its tenant: priority class, then order_key(), then

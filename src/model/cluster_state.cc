@@ -241,6 +241,20 @@ void ClusterState::release_member(NodeId n, std::span<const GpuShare> shares, in
   node_free_mem_[n] += mem;
 }
 
+Allocation ClusterState::free_on_node(NodeId n) const {
+  const Node& node = cluster_->node(n);
+  Allocation a;
+  a.gpus_per_member = node.num_gpus;
+  a.cpu_milli_per_member = node_free_cpu(n);
+  a.mem_mib_per_member = node_free_mem(n);
+  a.member_node.push_back(n);
+  for (uint16_t g = 0; g < node.num_gpus; ++g) {
+    const GpuId gpu = node.first_gpu + g;
+    a.shares.push_back(GpuShare{gpu, gpu_free(gpu)});
+  }
+  return a;
+}
+
 bool ClusterState::fits(const Allocation& a) const {
   std::map<GpuId, int64_t> gpu;
   std::map<NodeId, int64_t> members;

@@ -57,6 +57,11 @@ class ClusterState {
   // node cannot host the member.
   bool pick_gpus(NodeId n, const MemberDemand& d, bool pack, std::vector<GpuShare>& out) const;
 
+  // Everything free on node n now (each GPU's free share, its free CPU and memory) as one
+  // member: allocated, it holds the node out of scheduling (a failed node in the simulator, a
+  // drained one in the service) without touching what already runs there.
+  Allocation free_on_node(NodeId n) const;
+
   // Whether `a` fits what is free now, on every GPU and node (a decision may be stale by the
   // time it is applied: what it assumed free may since have been taken).
   bool fits(const Allocation& a) const;

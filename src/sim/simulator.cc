@@ -397,18 +397,8 @@ class Simulation {
     for (JobId j : hit) before.push_back(jobs_[j].alloc);
     for (JobId j : hit) fail_job(j, record, f.node);
     // The node's whole capacity is held by a blocker while it is down.
-    const Node& n = c_.node(f.node);
-    Allocation& b = blockers_[f.node];
-    b = Allocation{};
-    b.gpus_per_member = n.num_gpus;
-    b.cpu_milli_per_member = state_.node_free_cpu(f.node);
-    b.mem_mib_per_member = state_.node_free_mem(f.node);
-    b.member_node.push_back(f.node);
-    for (uint16_t g = 0; g < n.num_gpus; ++g) {
-      const GpuId gpu = n.first_gpu + g;
-      b.shares.push_back(GpuShare{gpu, state_.gpu_free(gpu)});
-    }
-    state_.allocate(b);
+    blockers_[f.node] = state_.free_on_node(f.node);
+    state_.allocate(blockers_[f.node]);
     down_[f.node] = true;
     events_.push(now_ + f.repair_seconds, EventKind::kNodeRecover, f.node);
     for (size_t k = 0; k < hit.size(); ++k) recover(hit[k], before[k], f.node);
