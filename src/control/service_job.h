@@ -1,0 +1,47 @@
+// A job as the service holds it in memory (its stored row and what only a live server knows:
+// its ledger allocation, processes, stop and accounting state), shared by the files that
+// implement Service: service.cc (the scheduler thread), service_requests.cc (the API's calls
+// that change jobs, tenants and nodes) and service_views.cc (what the API reads).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "control/service.h"
+#include "model/accounting.h"
+#include "model/job.h"
+
+namespace tessera {
+
+struct Service::Job {
+  JobRow row;
+  JobSpec spec;
+  Allocation alloc;                   // what it holds in the ledger; empty = nothing
+  std::vector<MemberHandle> members;  // processes of the current attempt; empty = none alive
+  std::vector<int64_t> waits_for;     // preempted victims whose processes must end first
+  double kill_at = -1;                // a stopping job gets SIGKILL at this time (-1: sent)
+  bool stopping = false;              // asked to stop (SIGTERM or SIGKILL sent)
+  std::string failure;                // why a running gang is being stopped as failed
+  std::optional<int32_t> failure_code;
+  double queued_since = 0;
+  double attained = 0;  // GPU-seconds of earlier runs
+  // Why it cannot run on this cluster as configured now (set at a restart with fewer GPUs, a
+  // GPU type gone, a queue that no longer allows its priority); such a job waits, out of the
+  // cycle, rather than being failed for a change of configuration.
+  std::string unrunnable;
+  bool timed_out = false;   // being stopped because its run reached its time limit
+  std::string requeued_by;  // being stopped to be queued again (tessera requeue), by whom
+  // A spec changed by `tessera update`, waiting to replace `spec`: a cycle may be reading
+  // `spec` unlocked, so it is swapped in only between cycles (run_cycle, under the lock).
+  std::optional<JobSpec> next_spec;
+  // Accounting: the current run (begin_run_locked), written to job_runs when it ends, and the
+  // job it was preempted for.
+  RunRecord run;
+  int64_t preempted_by = -1;
+  std::string preempted_by_tenant;
+};
+
+}  // namespace tessera

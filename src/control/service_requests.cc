@@ -1,0 +1,548 @@
+// The API calls that change things: submissions, job control (cancel, hold, release, requeue,
+// update, dependencies), tenants and their tokens, node drains, and the limits they check.
+#include "control/service.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "control/service_job.h"
+#include "control/token.h"
+#include "engine/admission.h"
+#include "model/input_error.h"
+#include "model/utf8.h"
+
+namespace tessera {
+
+namespace {
+
+// The audit log names its actors "admin" and "anonymous": a tenant of either name could not be
+// told apart from them (issue 14, finding 16).
+void refuse_reserved_tenant(const std::string& name, const std::string& field) {
+  if (name == "admin" || name == "anonymous") {
+    throw ServiceError(ServiceError::kInvalid, field,
+                       "tenant name " + name + " is reserved (the audit log's own actors)");
+  }
+}
+
+}  // namespace
+
+void Service::drain_node(const RequestContext& ctx, const std::string& name, bool drain) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin drains or resumes nodes");
+  }
+  std::lock_guard lock(mu_);
+  const auto& nodes = cluster_.nodes();
+  if (std::none_of(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; })) {
+    std::string known;
+    for (const Node& n : nodes) known += (known.empty() ? "" : ", ") + n.name;
+    throw ServiceError(ServiceError::kNotFound, "node",
+                       "no node " + name + " (nodes: " + known + ")");
+  }
+  std::set<std::string> next = drained_;
+  if (drain) {
+    next.insert(name);
+  } else {
+    next.erase(name);
+  }
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, "node " + name};
+  api_write([&] { store_->set_setting("drained_nodes", nlohmann::json(next).dump(), &audit); });
+  drained_ = std::move(next);
+  dirty_ = true;  // the loop applies it at its next cycle
+}
+
+void Service::apply_time_limit_locked(JobRequest& req, TenantId t) const {
+  const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
+  if (leaf == kNoId) return;
+  const QueueSpec& q = tree_->queue(leaf);
+  if (req.time_limit_seconds < 0) {
+    req.time_limit_seconds =
+        q.default_time_limit_seconds >= 0 ? q.default_time_limit_seconds : q.max_time_limit_seconds;
+  } else if (q.max_time_limit_seconds >= 0 && req.time_limit_seconds > q.max_time_limit_seconds) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg, "%g s is more than queue %s allows (time_limit.max %g s)",
+                  req.time_limit_seconds, q.path.c_str(), q.max_time_limit_seconds);
+    throw ServiceError(ServiceError::kInvalid, "time_limit", msg);
+  }
+}
+
+TenantLimits Service::limits_for_locked(TenantId t) const {
+  std::vector<QueueId> path;  // leaf first
+  for (QueueId q = tree_->leaf_of(t); q != kNoId; q = tree_->queue(q).parent) {
+    path.push_back(q);
+    if (q == kRootQueue) break;
+  }
+  // From the root down, each queue that sets a limit replaces what is above it (the server's
+  // flags first): the queue nearest the tenant's leaf wins.
+  TenantLimits lim = opt_.limits;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const QueueSpec& s = tree_->queue(*it);
+    if (s.max_pending_jobs >= 0) lim.max_pending_jobs = s.max_pending_jobs;
+    if (s.max_gang_size >= 0) lim.max_gang_members = static_cast<int32_t>(s.max_gang_size);
+    if (s.max_processes >= 0) lim.max_running_members = s.max_processes;
+    if (s.submissions_per_second >= 0) lim.submissions_per_second = s.submissions_per_second;
+  }
+  return lim;
+}
+
+void Service::check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t,
+                                  double now_s) {
+  const TenantLimits lim = limits_for_locked(t);
+  if (req.max_members > lim.max_gang_members) {
+    throw ServiceError(ServiceError::kInvalid, "gang.max",
+                       "a gang of " + std::to_string(req.max_members) +
+                           " members is more than this server runs as one job (" +
+                           std::to_string(lim.max_gang_members) +
+                           ", --max-gang-size or the queue's tenant_limits)");
+  }
+  if (pending_.count(t) >= lim.max_pending_jobs) {
+    throw ServiceError(
+        ServiceError::kTooMany, "",
+        "tenant " + req.tenant + " has " + std::to_string(pending_.count(t)) +
+            " jobs waiting, the most this server queues for one tenant (" +
+            std::to_string(lim.max_pending_jobs) +
+            ", --max-pending-per-tenant or the queue's tenant_limits); submit more as they "
+            "start");
+  }
+  // The admin is the operator, not a tenant racing others: only tenants' tokens are metered.
+  if (!caller.admin && lim.submissions_per_second > 0) {
+    if (t >= submissions_.size()) {
+      submissions_.resize(t + 1, TokenBucket(lim.submission_burst, lim.submissions_per_second));
+    }
+    if (!submissions_[t].take(now_s)) {
+      throw ServiceError(ServiceError::kTooMany, "",
+                         "tenant " + req.tenant + " submits faster than " +
+                             fmt::format("{:g}", lim.submissions_per_second) +
+                             " jobs a second (--max-submissions-per-second); retry later");
+    }
+  }
+}
+
+std::optional<Caller> Service::authenticate(const std::string& token) const {
+  if (token.empty()) return std::nullopt;
+  const std::string h = sha256_hex(token);
+  std::lock_guard lock(mu_);
+  if (!admin_hash_.empty() && h == admin_hash_) return Caller{true, ""};
+  auto it = token_tenant_.find(h);
+  if (it == token_tenant_.end()) return std::nullopt;
+  return Caller{false, it->second};
+}
+
+void Service::set_admin_token(const std::string& token) {
+  const std::string h = sha256_hex(token);
+  std::lock_guard lock(mu_);
+  // Unchanged at every restart: no write, so a server whose disk is full still starts.
+  if (h == admin_hash_) return;
+  store_->set_setting("admin_token_sha256", h);
+  admin_hash_ = h;
+}
+
+bool Service::has_admin_token() const {
+  std::lock_guard lock(mu_);
+  return !admin_hash_.empty();
+}
+
+JobView Service::submit(const RequestContext& ctx, JobRequest req,
+                        const std::string& idempotency_key, bool* created) {
+  if (created != nullptr) *created = false;
+  std::lock_guard lock(mu_);
+  if (ctx.caller.admin) {
+    if (req.tenant.empty()) {
+      throw ServiceError(ServiceError::kInvalid, "tenant",
+                         "the admin submits on behalf of a tenant: name it in `tenant`");
+    }
+  } else if (req.tenant.empty()) {
+    req.tenant = ctx.caller.tenant;
+  } else if (req.tenant != ctx.caller.tenant) {
+    throw ServiceError(
+        ServiceError::kForbidden, "tenant",
+        "token of tenant " + ctx.caller.tenant + " cannot submit for tenant " + req.tenant);
+  }
+  if (!idempotency_key.empty()) {
+    if (idempotency_key.size() > kMaxIdempotencyKeyChars ||
+        !std::all_of(idempotency_key.begin(), idempotency_key.end(),
+                     [](char c) { return c > ' ' && c < 127; })) {
+      throw ServiceError(ServiceError::kInvalid, "Idempotency-Key",
+                         "an idempotency key is 1-" + std::to_string(kMaxIdempotencyKeyChars) +
+                             " printable ASCII characters");
+    }
+    auto it = idempotency_.find({req.tenant, idempotency_key});
+    if (it != idempotency_.end()) {
+      const Job& first = *jobs_.at(it->second);
+      // A retry repeats its request; the same key with another spec is a client's mistake, and
+      // answering with the first job would hide it.
+      if (!(first.row.spec == req)) {
+        throw ServiceError(ServiceError::kConflict, "Idempotency-Key",
+                           "idempotency key already used for job " + std::to_string(first.row.id) +
+                               " with a different spec");
+      }
+      return view_locked(first);
+    }
+  }
+  if (!tenants_.find(req.tenant)) {
+    if (!is_valid_name(req.tenant) && flat_tree_) {
+      throw ServiceError(ServiceError::kInvalid, "tenant",
+                         "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
+    }
+    refuse_reserved_tenant(req.tenant, "tenant");
+    // A tenant without a token (the admin submits for it): it gets a queue like any other.
+    add_tenant_locked(req.tenant, "tenant");
+  }
+  if (req.checkpoint_grace_seconds > opt_.max_checkpoint_grace_seconds) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "%g s is more than this server allows (%g s, --max-checkpoint-grace)",
+                  req.checkpoint_grace_seconds, opt_.max_checkpoint_grace_seconds);
+    throw ServiceError(ServiceError::kInvalid, "checkpoint_grace", msg);
+  }
+  const TenantId tid = *tenants_.find(req.tenant);
+  const double t = now();
+  check_limits_locked(ctx.caller, req, tid, t);
+  apply_time_limit_locked(req, tid);
+  // Dependencies name jobs the caller can see (another tenant's ids are not found).
+  for (const auto* list : {&req.after_ok, &req.after_any}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const int64_t dep = (*list)[i];
+      const auto it = jobs_.find(dep);
+      if (it == jobs_.end() || (!ctx.caller.admin && it->second->row.tenant != ctx.caller.tenant)) {
+        throw ServiceError(ServiceError::kInvalid,
+                           std::string(list == &req.after_ok ? "after_ok" : "after_any") + "[" +
+                               std::to_string(i) + "]",
+                           "job " + std::to_string(dep) + " not found");
+      }
+    }
+  }
+  auto j = std::make_unique<Job>();
+  j->spec = to_spec_locked(req, tid, "submitted job");
+  j->spec.submit_time = t;  // arrival order and SLA deadlines count from it
+  j->row.tenant = req.tenant;
+  j->row.spec = std::move(req);
+  j->row.submitted_at = t;
+  j->row.idempotency_key = idempotency_key;
+  j->queued_since = t;
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, ""};
+  int64_t id = 0;
+  api_write([&] { id = store_->insert_job(j->row, &audit); });
+  j->spec.source = "job " + std::to_string(id);
+  if (!idempotency_key.empty()) idempotency_[{j->row.tenant, idempotency_key}] = id;
+  pending_.push_back(j.get());
+  Job& ref = *j;
+  jobs_.emplace(id, std::move(j));
+  dirty_ = true;
+  wake_.notify_one();
+  if (created != nullptr) *created = true;
+  return view_locked(ref);
+}
+
+Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
+  }
+  if (!caller.admin && it->second->row.tenant != caller.tenant) {
+    throw ServiceError(ServiceError::kForbidden, "",
+                       "job " + std::to_string(id) + " belongs to another tenant");
+  }
+  return *it->second;
+}
+
+JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const double t = now();
+  const AuditEntry audit{0,
+                         t,
+                         ctx.caller.actor(),
+                         ctx.method,
+                         ctx.path,
+                         200,
+                         "job " + std::to_string(id) + (force ? " (force)" : "")};
+  // Cancelled (or preempted) and still waiting for its processes to exit: a second cancel
+  // is answered, not refused, and `force` ends the grace (a job that ignores SIGTERM would
+  // otherwise keep its GPUs until the grace runs out).
+  const bool stopping = j.stopping && !j.members.empty() &&
+                        (j.row.state == JobState::kCancelled || !is_terminal(j.row.state));
+  if (is_terminal(j.row.state) && !stopping) {
+    throw ServiceError(
+        ServiceError::kConflict, "",
+        "job " + std::to_string(id) + " already " + std::string(to_string(j.row.state)));
+  }
+  // The row is written first and memory follows only once it is committed: a failed write
+  // (a full disk) leaves the job as it was, in memory and on disk alike.
+  JobRow next = j.row;
+  if (next.state != JobState::kCancelled) {
+    next.state = JobState::kCancelled;
+    next.message = "cancelled by " + ctx.caller.actor();
+    if (j.members.empty()) next.finished_at = t;
+  }
+  if (force) next.message += " (force: killed without waiting for its grace)";
+  api_write([&] { store_->update_job(next, &audit); });
+  const JobState was = j.row.state;
+  j.row = std::move(next);
+  if (was == JobState::kPending) pending_.erase(&j);
+  if (j.members.empty()) {
+    // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
+    // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
+    j.waits_for.clear();
+  } else if (force) {
+    j.stopping = true;
+    j.kill_at = -1;  // sent now
+    backend_->signal(j.members, SIGKILL);
+  } else if (!j.stopping) {
+    ask_to_stop_locked(j, t);
+  }
+  dirty_ = true;
+  wake_.notify_one();
+  return view_locked(j);
+}
+
+Service::DependencyState Service::dependencies_locked(const JobRow& row) const {
+  DependencyState out;
+  std::string waiting;
+  const auto check = [&](const std::vector<int64_t>& ids, bool must_succeed) {
+    for (const int64_t dep : ids) {
+      const auto it = jobs_.find(dep);
+      if (it == jobs_.end()) continue;  // checked at submission; never erased
+      const JobState s = it->second->row.state;
+      const std::string name = "job " + std::to_string(dep);
+      if (!is_terminal(s)) {
+        waiting += (waiting.empty() ? "" : ", ") + name + " (" + std::string(to_string(s)) + ")";
+      } else if (must_succeed && s != JobState::kSucceeded &&
+                 out.state != DependencyState::kNever) {
+        out.state = DependencyState::kNever;
+        out.why = "dependency never satisfied: " + name + " ended " + std::string(to_string(s)) +
+                  " (after_ok)";
+      }
+    }
+  };
+  check(row.spec.after_ok, true);
+  check(row.spec.after_any, false);
+  if (out.state == DependencyState::kNever) return out;
+  if (!waiting.empty()) {
+    out.state = DependencyState::kWaiting;
+    out.why = "waits for " + waiting + " to end (after_ok / after_any)";
+  }
+  return out;
+}
+
+void Service::cancel_unmet_dependencies_locked(double t) {
+  std::vector<const JobRow*> dirty;
+  // Until nothing changes: a cancelled job can leave its own dependents unsatisfiable.
+  for (;;) {
+    std::vector<std::pair<Job*, std::string>> never;  // and why
+    for (Job* j : pending_) {
+      if (j->row.spec.after_ok.empty() || !j->waits_for.empty()) continue;
+      DependencyState d = dependencies_locked(j->row);
+      if (d.state == DependencyState::kNever) never.emplace_back(j, std::move(d.why));
+    }
+    if (never.empty()) break;
+    for (auto& [j, why] : never) {
+      j->row.message = std::move(why);
+      j->row.state = JobState::kCancelled;
+      j->row.finished_at = t;
+      pending_.erase(j);
+      dirty.push_back(&j->row);
+    }
+  }
+  if (!dirty.empty()) save_rows_locked(dirty);
+}
+
+JobView Service::hold(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (j.row.state != JobState::kPending || !j.waits_for.empty() || !j.alloc.empty()) {
+    throw ServiceError(
+        ServiceError::kConflict, "",
+        what + " is " +
+            (j.row.state == JobState::kPending ? std::string("starting")
+                                               : std::string(to_string(j.row.state))) +
+            ": only a waiting job can be held (tessera requeue stops a running one)");
+  }
+  if (j.row.held) return view_locked(j);
+  JobRow next = j.row;
+  next.held = true;
+  next.message = "held by " + ctx.caller.actor();
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->update_job(next, &audit); });
+  j.row = std::move(next);
+  dirty_ = true;
+  return view_locked(j);
+}
+
+JobView Service::release(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (!j.row.held) {
+    throw ServiceError(ServiceError::kConflict, "", what + " is not held");
+  }
+  JobRow next = j.row;
+  next.held = false;
+  next.message.clear();
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->update_job(next, &audit); });
+  j.row = std::move(next);
+  dirty_ = true;
+  wake_.notify_one();
+  return view_locked(j);
+}
+
+JobView Service::requeue(const RequestContext& ctx, int64_t id) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (j.row.state != JobState::kRunning || j.members.empty()) {
+    throw ServiceError(ServiceError::kConflict, "",
+                       what + " is " + std::string(to_string(j.row.state)) +
+                           ": only a running job can be requeued");
+  }
+  if (j.stopping) {
+    throw ServiceError(ServiceError::kConflict, "", what + " is already stopping");
+  }
+  const double t = now();
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->add_audit(audit); });
+  j.requeued_by = ctx.caller.actor();
+  ask_to_stop_locked(j, t);
+  dirty_ = true;
+  return view_locked(j);
+}
+
+JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& u) {
+  std::lock_guard lock(mu_);
+  Job& j = visible_job_locked(ctx.caller, id);
+  const std::string what = "job " + std::to_string(id);
+  if (is_terminal(j.row.state)) {
+    throw ServiceError(ServiceError::kConflict, "",
+                       what + " already " + std::string(to_string(j.row.state)));
+  }
+  JobRow next = j.row;
+  if (u.priority_class) {
+    if (j.row.state != JobState::kPending || !j.alloc.empty()) {
+      throw ServiceError(ServiceError::kConflict, "priority_class",
+                         what + " is " + std::string(to_string(j.row.state)) +
+                             ": only a waiting job's class can change");
+    }
+    next.spec.priority_class = *u.priority_class;
+  }
+  if (u.time_limit_seconds) {
+    const double was = j.row.spec.time_limit_seconds;
+    if (!ctx.caller.admin && was >= 0 && *u.time_limit_seconds > was) {
+      throw ServiceError(ServiceError::kForbidden, "time_limit",
+                         "only the admin may raise a job's time limit");
+    }
+    next.spec.time_limit_seconds = *u.time_limit_seconds;
+    apply_time_limit_locked(next.spec, j.spec.tenant);  // the queue's maximum holds
+  }
+  // The class must be one the queue allows: the spec is built again, refusing otherwise.
+  JobSpec spec = to_spec_locked(next.spec, j.spec.tenant, what);
+  spec.submit_time = j.spec.submit_time;
+  spec.source = j.spec.source;
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
+  api_write([&] { store_->update_job(next, &audit); });
+  j.row = std::move(next);
+  if (u.priority_class) {
+    j.next_spec = std::move(spec);
+    spec_updates_.push_back(id);
+  }
+  dirty_ = true;
+  wake_.notify_one();
+  return view_locked(j);
+}
+
+std::string Service::create_tenant(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin creates tenants");
+  }
+  if (!is_valid_name(name)) {
+    throw ServiceError(ServiceError::kInvalid, "name",
+                       "tenant names are 1-63 characters of letters, digits, '-', '_', '.'");
+  }
+  refuse_reserved_tenant(name, "name");
+  std::lock_guard lock(mu_);
+  for (const auto& [h, t] : token_tenant_) {
+    if (t == name) {
+      throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
+    }
+  }
+  if (!tenants_.find(name)) add_tenant_locked(name, "name");
+  const std::string token = new_token();
+  const double t = now();
+  const TenantRow row{name, sha256_hex(token), t};
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, "tenant " + name};
+  bool added = false;
+  api_write([&] { added = store_->add_tenant(row, &audit); });
+  if (!added) {
+    throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
+  }
+  token_tenant_[row.token_sha256] = name;
+  return token;
+}
+
+std::string Service::rotate_token(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin rotates tokens");
+  }
+  std::lock_guard lock(mu_);
+  const std::string token = new_token();
+  const std::string hash = sha256_hex(token);
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, "tenant " + name};
+  bool changed = false;
+  api_write([&] { changed = store_->set_tenant_token(name, hash, &audit); });
+  if (!changed) {
+    throw ServiceError(ServiceError::kNotFound, "", "tenant " + name + " has no token");
+  }
+  std::erase_if(token_tenant_, [&](const auto& e) { return e.second == name; });
+  token_tenant_[hash] = name;
+  return token;
+}
+
+void Service::revoke_token(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin revokes tokens");
+  }
+  std::lock_guard lock(mu_);
+  const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, "tenant " + name};
+  bool removed = false;
+  api_write([&] { removed = store_->remove_tenant_token(name, &audit); });
+  if (!removed) {
+    throw ServiceError(ServiceError::kNotFound, "", "tenant " + name + " has no token");
+  }
+  std::erase_if(token_tenant_, [&](const auto& e) { return e.second == name; });
+}
+
+void Service::audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target) {
+  const double t = now();
+  // A refused request's path may be anything a client sent: kept, made valid UTF-8.
+  AuditEntry e{0,
+               t,
+               ctx.caller.actor().empty() ? "anonymous" : ctx.caller.actor(),
+               to_valid_utf8(ctx.method),
+               to_valid_utf8(ctx.path),
+               status,
+               to_valid_utf8(target)};
+  if (ctx.caller.actor().empty()) {
+    // Anyone can send refused calls without a token, and each would be a row: a budget keeps
+    // what they can write bounded; the rest are counted and the count is written with the
+    // next row that fits the budget.
+    std::lock_guard lock(mu_);
+    if (!anonymous_audit_.take(t)) {
+      ++counters_.audit_suppressed;
+      ++anonymous_suppressed_;
+      return;
+    }
+    if (anonymous_suppressed_ > 0) {
+      e.target += (e.target.empty() ? "" : "; ") + std::string("and ") +
+                  std::to_string(anonymous_suppressed_) +
+                  " more refused anonymous calls, not recorded one by one";
+      anonymous_suppressed_ = 0;
+    }
+  }
+  api_write([&] { store_->add_audit(e); });
+}
+
+}  // namespace tessera

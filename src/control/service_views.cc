@@ -1,0 +1,284 @@
+// What the API reads: jobs, logs, queues, nodes, tenants, the audit log, usage and metrics,
+// each under the service's lock, shaped for the caller.
+#include "control/service.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "control/service_job.h"
+#include "control/token.h"
+#include "engine/admission.h"
+#include "model/input_error.h"
+#include "model/utf8.h"
+
+namespace tessera {
+
+JobView Service::view_locked(const Job& j) const {
+  JobView v;
+  v.row = j.row;
+  v.queue = leaf_path_locked(j.spec.tenant);
+  v.priority_class = std::string(to_string(j.next_spec ? j.next_spec->priority : j.spec.priority));
+  const DependencyState deps =
+      j.row.state == JobState::kPending ? dependencies_locked(j.row) : DependencyState{};
+  if (j.row.state == JobState::kPending && j.row.held) {
+    v.reason_code = "Held";
+    v.pending_reason =
+        j.row.message + "; it starts only after `tessera release " + std::to_string(j.row.id) + "`";
+  } else if (deps.state == DependencyState::kWaiting) {
+    v.reason_code = "Dependency";
+    v.pending_reason = deps.why;
+  } else if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
+    v.reason_code = "Unrunnable";
+    v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
+                       "); it waits for a restart with what it needs, or a cancel";
+  } else if (j.row.state == JobState::kPending && process_held_.count(j.row.id) != 0) {
+    v.reason_code = "TenantLimit";
+    v.pending_reason =
+        "waits for tenant " + j.row.tenant + "'s running jobs: it would take the tenant past " +
+        std::to_string(limits_for_locked(j.spec.tenant).max_running_members) +
+        " processes (--max-processes-per-tenant, or its queue's tenant_limits.max_processes)";
+  } else if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
+    v.reason_code = "Preempting";
+    std::string ids;
+    for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
+    v.pending_reason =
+        "starting: placed, waiting for preempted job " + ids + " to exit (checkpoint grace)";
+  } else if (auto it = reasons_.find(j.row.id);
+             j.row.state == JobState::kPending && it != reasons_.end()) {
+    const PendingReason& r = it->second;
+    v.reason_code = reason_code(r.code);
+    const std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
+    const std::string queue =
+        r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
+    v.pending_reason = describe(r, blocker, queue);
+  }
+  v.placement = placement_locked(j.alloc);
+  return v;
+}
+
+std::vector<MemberPlacement> Service::placement_locked(const Allocation& a) const {
+  std::vector<MemberPlacement> out;
+  const size_t gpm = static_cast<size_t>(a.gpus_per_member);
+  for (int32_t m = 0; m < a.members(); ++m) {
+    MemberPlacement p;
+    p.rank = m;
+    p.node = cluster_.node(a.member_node[static_cast<size_t>(m)]).name;
+    for (size_t k = 0; k < gpm; ++k) {
+      const GpuShare& s = a.shares[static_cast<size_t>(m) * gpm + k];
+      p.gpus.push_back(gpu_index_[s.gpu]);
+      p.gpu_milli = s.milli;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+JobView Service::job(const Caller& caller, int64_t id) const {
+  std::lock_guard lock(mu_);
+  return view_locked(visible_job_locked(caller, id));
+}
+
+std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) const {
+  if (!caller.admin && !f.tenant.empty() && f.tenant != caller.tenant) {
+    // An empty list would read as "that tenant has no jobs".
+    throw ServiceError(
+        ServiceError::kForbidden, "tenant",
+        "token of tenant " + caller.tenant + " cannot list tenant " + f.tenant + "'s jobs");
+  }
+  std::lock_guard lock(mu_);
+  std::vector<JobView> out;
+  const auto wanted = [&](const Job& j) {
+    const JobRow& r = j.row;
+    if (!caller.admin && r.tenant != caller.tenant) return false;
+    if (!f.tenant.empty() && r.tenant != f.tenant) return false;
+    return f.wants(r.state);
+  };
+  if (f.newest_first) {
+    auto it = f.before > 0 ? jobs_.lower_bound(f.before) : jobs_.end();
+    while (it != jobs_.begin() && out.size() < f.limit) {
+      --it;
+      if (wanted(*it->second)) out.push_back(view_locked(*it->second));
+    }
+    return out;
+  }
+  for (auto it = jobs_.upper_bound(f.after); it != jobs_.end() && out.size() < f.limit; ++it) {
+    if (wanted(*it->second)) out.push_back(view_locked(*it->second));
+  }
+  return out;
+}
+
+LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes,
+                       int64_t from_offset) const {
+  uint32_t attempt = 0;
+  {
+    std::lock_guard lock(mu_);
+    const Job& j = visible_job_locked(caller, id);
+    if (j.row.attempts == 0) {
+      throw ServiceError(ServiceError::kNotFound, "",
+                         "job " + std::to_string(id) + " has not started, so it has no logs");
+    }
+    const int32_t world = j.row.spec.max_members;
+    if (rank < 0 || rank >= world) {
+      throw ServiceError(ServiceError::kInvalid, "rank",
+                         "rank must be in 0.." + std::to_string(world - 1));
+    }
+    attempt = static_cast<uint32_t>(j.row.attempts);
+  }
+  LogSlice out;
+  try {
+    out.file = backend_->open_log(static_cast<uint64_t>(id), attempt, rank);
+  } catch (const LogFileError& e) {
+    throw ServiceError(ServiceError::kForbidden, "", "job " + std::to_string(id) + ": " + e.what());
+  }
+  const int64_t size = out.file.size();
+  out.attempt = attempt;
+  if (from_offset >= 0) {
+    out.offset = std::min(from_offset, size);
+    out.length = size - out.offset;
+    if (tail_bytes > 0) out.length = std::min(out.length, tail_bytes);
+    return out;
+  }
+  out.offset = tail_bytes > 0 && size > tail_bytes ? size - tail_bytes : 0;
+  out.length = size - out.offset;
+  return out;
+}
+
+std::vector<QueueView> Service::queues(const Caller& caller) const {
+  std::lock_guard lock(mu_);
+  const std::vector<PendingJob> pending = pending_snapshot_locked();
+  std::vector<RunningJob> running;
+  std::vector<std::pair<int64_t, int64_t>> counts(tenants_.size());  // pending, running
+  for (TenantId t = 0; t < counts.size(); ++t) counts[t].first = pending_.count(t);
+  for (const auto& [id, jp] : active_) {
+    if (jp->alloc.empty()) continue;
+    RunningJob r;
+    r.id = static_cast<JobId>(id);
+    r.spec = &jp->spec;
+    r.alloc = &jp->alloc;
+    running.push_back(r);
+    ++counts[jp->spec.tenant].second;
+  }
+  Snapshot snap;
+  snap.now = now();
+  snap.state = &state_;
+  snap.pending = pending;
+  snap.running = running;
+  snap.queues = tree_.get();
+  snap.decayed_usage = decayed_.view();
+  std::vector<QueueView> out = queue_views(snap, decayed_, counts);
+  if (!caller.admin) {
+    // A tenant sees its own queue only: the others' names and loads are theirs.
+    const std::optional<TenantId> t = tenants_.find(caller.tenant);
+    const std::string mine = t ? leaf_path_locked(*t) : "";
+    std::erase_if(out, [&](const QueueView& v) { return v.path != mine; });
+  }
+  return out;
+}
+
+std::vector<NodeView> Service::nodes() const {
+  std::lock_guard lock(mu_);
+  std::vector<NodeView> out = node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
+  std::vector<std::pair<int64_t, const Allocation*>> held;
+  for (const auto& [id, jp] : active_) {
+    if (!jp->alloc.empty()) held.emplace_back(id, &jp->alloc);
+  }
+  mark_gpu_holders(out, cluster_, held);
+  for (NodeView& v : out) {
+    if (!drained_.contains(v.name)) continue;
+    const bool busy =
+        std::any_of(v.gpus.begin(), v.gpus.end(), [](const GpuView& g) { return !g.jobs.empty(); });
+    v.state = busy ? "draining" : "drained";
+  }
+  return out;
+}
+
+std::vector<TenantView> Service::tenants() const {
+  std::lock_guard lock(mu_);
+  std::vector<TenantView> out(tenants_.size());
+  for (TenantId t = 0; t < out.size(); ++t) {
+    out[t].name = tenants_.name(t);
+    out[t].queue = leaf_path_locked(t);
+    out[t].pending_jobs = static_cast<int64_t>(pending_.count(t));
+  }
+  for (const auto& [id, jp] : active_) {
+    if (!jp->alloc.empty()) ++out[jp->spec.tenant].running_jobs;
+  }
+  for (const TenantRow& row : store_->tenants()) {
+    if (const std::optional<TenantId> t = tenants_.find(row.name)) {
+      out[*t].has_token = true;
+      out[*t].created_at = row.created_at;
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TenantView& a, const TenantView& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<AuditEntry> Service::audit_log(size_t limit, const AuditFilter& f) const {
+  return store_->audit_log(limit, f);
+}
+
+std::vector<UsageRow> Service::usage(const Caller& caller, double since, double until) const {
+  if (!(since < until)) {
+    throw ServiceError(ServiceError::kInvalid, "until", "must be later than since");
+  }
+  std::vector<RunRecord> runs;
+  try {
+    runs = store_->runs(since, until);
+  } catch (const StoreError& e) {
+    throw ServiceError(ServiceError::kUnavailable, "", std::string("reading usage: ") + e.what());
+  }
+  std::vector<JobRecord> jobs;
+  {
+    std::lock_guard lock(mu_);
+    const double t = now();
+    for (const RunRecord& r : unsaved_runs_) {
+      if (r.ended >= since && r.started < until) runs.push_back(r);
+    }
+    for (const auto& [id, jp] : active_) {
+      const Job& j = *jp;
+      if (j.run.job == 0 || j.run.started >= until) continue;
+      RunRecord live = j.run;
+      live.ended = t;
+      runs.push_back(std::move(live));
+    }
+    jobs.reserve(jobs_.size());
+    for (const auto& [id, jp] : jobs_) {
+      const Job& j = *jp;
+      jobs.push_back(JobRecord{id, j.row.tenant, leaf_path_locked(j.spec.tenant),
+                               std::string(to_string(j.row.state)), j.row.submitted_at,
+                               j.row.finished_at});
+    }
+  }
+  std::vector<UsageRow> rows = usage_report(runs, jobs, since, until);
+  if (!caller.admin)
+    std::erase_if(rows, [&](const UsageRow& r) { return r.tenant != caller.tenant; });
+  return rows;
+}
+
+ServiceMetrics Service::metrics() const {
+  std::lock_guard lock(mu_);
+  ServiceMetrics m = counters_;
+  m.store_write_failures = static_cast<uint64_t>(health_.failures_total());
+  m.store_writable = health_.ok();
+  std::vector<ServiceMetrics::Tenant> by(tenants_.size());
+  for (TenantId t = 0; t < tenants_.size(); ++t) by[t].name = tenants_.name(t);
+  for (TenantId t = 0; t < by.size(); ++t) by[t].pending = pending_.count(t);
+  for (const auto& [id, jp] : active_) {
+    if (jp->row.state == JobState::kRunning) {
+      ++by[jp->spec.tenant].running;
+      ++m.running_jobs;
+    }
+    by[jp->spec.tenant].gpus_allocated += static_cast<double>(jp->alloc.gpu_milli()) / 1000.0;
+  }
+  m.pending_jobs = static_cast<int64_t>(pending_.size());
+  m.gpus_total = cluster_.num_gpus();
+  m.gpus_allocated = static_cast<double>(state_.allocated_milli()) / 1000.0;
+  m.tenants = std::move(by);
+  return m;
+}
+
+}  // namespace tessera
