@@ -278,6 +278,18 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   EXPECT_EQ(update.status, 0) << update.output;
   EXPECT_TRUE(has(update.output, "Time limit:     2h00m")) << update.output;
   EXPECT_TRUE(has(update.output, "Class:          production")) << update.output;
+  // The page's history: each step above, once, in order.
+  const std::string history = testing::run_tessera_env(env, "job " + std::to_string(waiter)).output;
+  const size_t events = history.find("Events:");
+  ASSERT_NE(events, std::string::npos) << history;
+  size_t seen = events;
+  for (const char* step :
+       {"Submitted", "by admin to queue team-a", "Pending", "FairShare", "Held", "held by admin",
+        "Released", "Updated", "priority class production, time limit 7200 s by admin"}) {
+    const size_t next = history.find(step, seen);
+    EXPECT_NE(next, std::string::npos) << step << " in\n" << history;
+    if (next != std::string::npos) seen = next;
+  }
   const HttpResult wrong =
       admin.patch("/v1/jobs/" + std::to_string(waiter), R"({"gang": 4})", "application/json");
   EXPECT_EQ(wrong.status, 400) << wrong.body;
@@ -352,6 +364,14 @@ TEST(ServiceE2E, ARotatedTokenReplacesTheOldOneAndARevokedOneStopsWorking) {
   const auto list = testing::run_tessera_env(env, "tenant list");
   EXPECT_NE(list.output.find("team-z"), std::string::npos) << list.output;
   EXPECT_FALSE(create_tenant(admin, "team-z").empty());
+  // Deleted, it leaves the list; a second delete is a 404 (exit 2, the server's words).
+  const auto deleted = testing::run_tessera_env(env, "tenant delete team-y");
+  EXPECT_EQ(deleted.status, 0) << deleted.output;
+  EXPECT_EQ(server.client(other).get("/v1/jobs").status, 401);
+  EXPECT_EQ(testing::run_tessera_env(env, "tenant list").output.find("team-y"), std::string::npos);
+  const auto twice = testing::run_tessera_env(env, "tenant delete team-y");
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_NE(twice.output.find("no tenant team-y"), std::string::npos) << twice.output;
 }
 
 TEST(ServiceE2E, TheCliContractFromTheReadme) {

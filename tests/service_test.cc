@@ -323,6 +323,119 @@ TEST_F(ServiceTest, UsageAccountsEveryRunAndWhoPreemptedWhom) {
   EXPECT_DOUBLE_EQ(after[1].gpu_hours.at("virtual"), before.gpu_hours.at("virtual"));
 }
 
+// The history `tessera job ID` shows: every transition once, in order, with who and where.
+TEST_F(ServiceTest, AJobsHistoryTellsItsLifeFromSubmissionToItsEnd) {
+  auto s = make(8);
+  const Caller admin{true, ""};
+  const auto types = [&](int64_t id) {
+    std::vector<std::string> out;
+    for (const JobEvent& e : s->job_events(admin, id)) out.push_back(e.type);
+    return out;
+  };
+  const auto message = [&](int64_t id, const std::string& type) {
+    for (const JobEvent& e : s->job_events(admin, id)) {
+      if (e.type == type) return e.message;
+    }
+    return std::string("(no " + type + ")");
+  };
+  const int64_t big1 = submit_and_tick(*s, "team-a", "big1", 6);
+  const int64_t big2 = submit_and_tick(*s, "team-a", "big2", 6);
+  const int64_t b = submit_and_tick(*s, "team-b", "b", 4);
+  now_ += 10;
+  s->tick();
+  s->tick();
+  ASSERT_EQ(state(*s, b), JobState::kRunning);
+  now_ += 100;
+  backend_->exit(b, 0, 0);
+  s->tick();
+  s->tick();
+  ASSERT_EQ(state(*s, big1), JobState::kRunning);
+  s->hold(RequestContext{admin, "POST", "/"}, big2);
+  s->release(RequestContext{as("team-a").caller, "POST", "/"}, big2);
+  s->cancel(RequestContext{admin, "POST", "/"}, big2);
+  s->tick();
+
+  // b was placed at once (waiting only for big1 to exit), so it never had a reason to wait.
+  EXPECT_EQ(types(b), (std::vector<std::string>{"Submitted", "Started", "Succeeded"}));
+  EXPECT_EQ(message(b, "Succeeded"), "exit code 0");
+  EXPECT_NE(message(b, "Started").find("attempt 1 on "), std::string::npos);
+  EXPECT_NE(message(b, "Started").find(" GPU "), std::string::npos);
+  EXPECT_EQ(message(b, "Submitted"), "by team-b to queue team-b");
+  EXPECT_EQ(types(big1), (std::vector<std::string>{"Submitted", "Started", "Preempted", "Requeued",
+                                                   "Pending", "Started"}));
+  EXPECT_EQ(message(big1, "Preempted"), "preempted by job " + std::to_string(b) + " (team-b)");
+  const std::vector<JobEvent> h1 = s->job_events(admin, big1);
+  EXPECT_NE(h1.back().message.find("attempt 2"), std::string::npos);
+  for (size_t i = 1; i < h1.size(); ++i) EXPECT_LE(h1[i - 1].at, h1[i].at);
+  // big2 waited (its reason recorded once per change), was held, released and cancelled.
+  const std::vector<std::string> t2 = types(big2);
+  ASSERT_GE(t2.size(), 5u);
+  EXPECT_EQ(t2.front(), "Submitted");
+  EXPECT_EQ(t2[1], "Pending");
+  EXPECT_EQ(std::vector<std::string>(t2.end() - 3, t2.end()),
+            (std::vector<std::string>{"Held", "Released", "Cancelled"}));
+  EXPECT_EQ(message(big2, "Held"), "held by admin");
+  EXPECT_EQ(message(big2, "Released"), "by team-a");
+  EXPECT_EQ(message(big2, "Cancelled"), "cancelled by admin");
+  for (size_t i = 1; i < t2.size(); ++i) {
+    if (t2[i] == "Pending") {
+      EXPECT_NE(s->job_events(admin, big2)[i].message, "");
+    }
+  }
+  // Another tenant's job's history is not shown; it is kept across a restart.
+  EXPECT_THROW(s->job_events(as("team-b").caller, big1), ServiceError);
+  const std::vector<std::string> before = types(big1);
+  s.reset();
+  s = make(8);
+  const std::vector<std::string> after = types(big1);
+  ASSERT_GE(after.size(), before.size());
+  EXPECT_EQ(std::vector<std::string>(after.begin(), after.begin() + before.size()), before);
+}
+
+TEST_F(ServiceTest, ADeletedTenantLeavesTheListLosesItsTokenAndKeepsItsUsage) {
+  auto s = make(4);
+  const RequestContext admin{Caller{true, ""}, "DELETE", "/v1/tenants/team-a"};
+  const std::string token = s->create_tenant(admin, "team-a");
+  ASSERT_TRUE(s->authenticate(token));
+  const double t0 = now_;
+  const int64_t id = submit_and_tick(*s, "team-a", "work", 2);
+  ASSERT_EQ(state(*s, id), JobState::kRunning);
+  EXPECT_THROW(s->delete_tenant(as("team-a"), "team-a"), ServiceError);  // admin only
+  try {
+    s->delete_tenant(admin, "team-a");
+    ADD_FAILURE() << "a tenant with a running job was deleted";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::kConflict);
+    EXPECT_NE(std::string(e.what()).find("1 jobs waiting or running"), std::string::npos)
+        << e.what();
+  }
+  now_ += 60;
+  backend_->exit(id, 0, 0);
+  s->tick();
+  s->delete_tenant(admin, "team-a");
+  EXPECT_FALSE(s->authenticate(token));
+  for (const TenantView& v : s->tenants()) EXPECT_NE(v.name, "team-a");
+  EXPECT_THROW(s->delete_tenant(admin, "team-a"), ServiceError);  // already gone
+  EXPECT_THROW(s->submit(RequestContext{Caller{true, ""}, "POST", "/v1/jobs"},
+                         job("name: x\ntenant: team-a\ncommand: [x]\n"), "", nullptr),
+               ServiceError);
+  // Its finished job and usage stay, and the deletion holds across a restart.
+  EXPECT_EQ(state(*s, id), JobState::kSucceeded);
+  const std::vector<UsageRow> usage = s->usage(Caller{true, ""}, t0, now_ + 1);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].tenant, "team-a");
+  s.reset();
+  s = make(4);
+  for (const TenantView& v : s->tenants()) EXPECT_NE(v.name, "team-a");
+  EXPECT_FALSE(s->authenticate(token));
+  // Created again, it is a tenant like any other.
+  const std::string again = s->create_tenant(admin, "team-a");
+  EXPECT_TRUE(s->authenticate(again));
+  bool listed = false;
+  for (const TenantView& v : s->tenants()) listed = listed || v.name == "team-a";
+  EXPECT_TRUE(listed);
+}
+
 TEST_F(ServiceTest, ADrainedNodeTakesNoNewWorkLetsItsJobsFinishAndStaysDrained) {
   auto s = make(4);
   const std::string node = s->nodes().at(0).name;

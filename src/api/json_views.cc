@@ -64,4 +64,8 @@ nlohmann::json to_json(const AuditEntry& e) {
           {"path", e.path}, {"status", e.status}, {"target", e.target}};
 }
 
+nlohmann::json to_json(const JobEvent& e) {
+  return {{"at", e.at}, {"type", e.type}, {"message", e.message}};
+}
+
 }  // namespace tessera

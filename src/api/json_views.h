@@ -12,5 +12,6 @@ nlohmann::json to_json(const JobView& v);
 nlohmann::json to_json(const QueueView& v);
 nlohmann::json to_json(const NodeView& v);
 nlohmann::json to_json(const AuditEntry& e);
+nlohmann::json to_json(const JobEvent& e);
 
 }  // namespace tessera

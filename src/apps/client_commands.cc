@@ -148,7 +148,10 @@ int jobs(ApiClient& c, const ClientArgs& a) {
 }
 
 int job(ApiClient& c, const ClientArgs& a) {
-  const auto j = nlohmann::json::parse(ok_body(c.get("/v1/jobs/" + std::to_string(a.id)), "job"));
+  auto j = nlohmann::json::parse(ok_body(c.get("/v1/jobs/" + std::to_string(a.id)), "job"));
+  const auto history =
+      nlohmann::json::parse(ok_body(c.get("/v1/jobs/" + std::to_string(a.id) + "/events"), "job"));
+  j["events"] = history.value("events", nlohmann::json::array());
   if (a.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -346,6 +349,12 @@ int token_revoke(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+int tenant_delete(ApiClient& c, const ClientArgs& a) {
+  ok_body(c.del("/v1/tenants/" + a.name), "tenant delete");
+  std::cout << "tenant " << a.name << ": deleted\n";
+  return 0;
+}
+
 int tenant_create(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(
       ok_body(c.post("/v1/tenants", nlohmann::json{{"name", a.name}}.dump(), "application/json"),
@@ -451,6 +460,11 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.tenant_list = c.tenant->add_subcommand(
       "list", "List tenants: with or without a token, queue, pending and running jobs");
   c.tenant_list->add_flag("--json", a.json, "print JSON");
+  c.tenant_delete = c.tenant->add_subcommand(
+      "delete",
+      "Delete a tenant with no job waiting or running: its token stops working, its finished "
+      "jobs and usage stay; `tenant create` makes it again");
+  c.tenant_delete->add_option("name", a.name, "tenant name")->required();
   c.tenant->require_subcommand(1);
   c.token = app.add_subcommand("token", "Manage tenants' tokens (admin)");
   c.token_rotate = c.token->add_subcommand(
@@ -468,9 +482,11 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.node_resume = c.node->add_subcommand("resume", "The node takes work again");
   c.node_resume->add_option("name", a.name, "node name")->required();
   c.node->require_subcommand(1);
-  for (CLI::App* s : {c.submit, c.jobs, c.job, c.cancel, c.hold, c.release, c.requeue, c.update,
-                      c.audit, c.usage, c.queues, c.nodes, c.logs, c.tenant_create, c.tenant_list,
-                      c.token_rotate, c.token_revoke, c.node_drain, c.node_resume}) {
+  for (CLI::App* s :
+       {c.submit,        c.jobs,         c.job,          c.cancel,        c.hold,
+        c.release,       c.requeue,      c.update,       c.audit,         c.usage,
+        c.queues,        c.nodes,        c.logs,         c.tenant_create, c.tenant_list,
+        c.tenant_delete, c.token_rotate, c.token_revoke, c.node_drain,    c.node_resume}) {
     add_common(s, a);
   }
   return c;
@@ -495,6 +511,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.logs) return logs(*client(), a);
   if (*c.tenant_create) return tenant_create(*client(), a);
   if (*c.tenant_list) return tenant_list(*client(), a);
+  if (*c.tenant_delete) return tenant_delete(*client(), a);
   if (*c.token_rotate) return token_rotate(*client(), a);
   if (*c.token_revoke) return token_revoke(*client(), a);
   if (*c.node_drain) return node_action(*client(), a, "drain");

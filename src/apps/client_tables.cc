@@ -165,6 +165,16 @@ std::string job_page(const nlohmann::json& j, double now) {
     }
   }
   out += "Spec:\n" + j["spec"].dump(2) + "\n";
+  // The history, as kubectl describe's Events: when, what, the details.
+  const nlohmann::json events = j.value("events", nlohmann::json::array());
+  if (!events.empty()) {
+    out += "Events:\n";
+    out += fmt::format("  {:<25} {:<10} {}\n", "TIME", "EVENT", "MESSAGE");
+    for (const auto& e : events) {
+      out += fmt::format("  {:<25} {:<10} {}\n", local_time(e["at"]), e["type"].get<std::string>(),
+                         e.value("message", ""));
+    }
+  }
   return out;
 }
 

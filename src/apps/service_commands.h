@@ -79,6 +79,7 @@ struct ClientCommands {
   CLI::App* tenant = nullptr;
   CLI::App* tenant_create = nullptr;
   CLI::App* tenant_list = nullptr;
+  CLI::App* tenant_delete = nullptr;
   CLI::App* token = nullptr;
   CLI::App* token_rotate = nullptr;
   CLI::App* token_revoke = nullptr;

@@ -255,6 +255,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     token_tenant_[t.token_sha256] = t.name;
   }
   admin_hash_ = store_->setting("admin_token_sha256").value_or("");
+  for (std::string& name : store_->deleted_tenants()) deleted_tenants_.insert(std::move(name));
   if (const auto uids = store_->setting("tenant_uids")) {
     const auto j = nlohmann::json::parse(*uids, nullptr, false);
     if (j.is_object()) {
@@ -406,6 +407,7 @@ void Service::recover() {
   for (JobRow& r : rows) {
     auto j = std::make_unique<Job>();
     j->row = std::move(r);
+    j->recorded = RecordedState::of(j->row);
     JobRow& row = j->row;
     const TenantId tid = *tenants_.find(row.tenant);
     // The configuration may have changed under it (fewer GPUs, a queue tree edited): it is
@@ -836,12 +838,13 @@ bool Service::save_rows_locked(const std::vector<const JobRow*>& rows) {
   std::vector<const JobRow*> all = rows;
   for (const int64_t id : unsaved_) all.push_back(&jobs_.at(id)->row);
   try {
-    store_->update_jobs(all, nullptr, unsaved_runs_);
+    store_->update_jobs(all, nullptr, unsaved_runs_, row_events_locked(all, now()));
   } catch (const StoreError& e) {
     for (const JobRow* r : rows) unsaved_.insert(r->id);
     note_write_failure(e);
     return false;
   }
+  mark_recorded_locked(all);
   unsaved_.clear();
   unsaved_runs_.clear();
   note_write_success();
@@ -1068,7 +1071,7 @@ void Service::run_cycle() {
     }
   }
   try {
-    if (!dirty.empty()) store_->update_jobs(dirty);
+    if (!dirty.empty()) store_->update_jobs(dirty, nullptr, {}, row_events_locked(dirty, t));
   } catch (const StoreError& e) {
     note_write_failure(e);
     // Undo: every allocation made or released here is returned, then each job gets back what
@@ -1095,6 +1098,7 @@ void Service::run_cycle() {
     return;
   }
   note_write_success();
+  mark_recorded_locked(dirty);
   counters_.starts += started.size();
   counters_.preemptions += preempted;
   if (!started.empty()) {
@@ -1108,6 +1112,7 @@ void Service::run_cycle() {
   std::vector<const JobRow*> launched;
   for (Job* j : to_launch) launch_locked(*j, launched);
   if (!launched.empty()) save_rows_locked(launched);
+  record_reason_changes_locked(t);
 }
 
 }  // namespace tessera

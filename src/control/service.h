@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -232,10 +233,17 @@ class Service {
   // returned, shown once) or revokes it (no token works for the tenant; its jobs stay).
   std::string rotate_token(const RequestContext& ctx, const std::string& name);
   void revoke_token(const RequestContext& ctx, const std::string& name);
+  // The admin deletes a tenant with no job waiting or running (kConflict otherwise, saying how
+  // many): its token stops working, it leaves the tenant list, and submissions for it are
+  // refused until it is created again; its finished jobs and their usage stay.
+  void delete_tenant(const RequestContext& ctx, const std::string& name);
   // A refused mutating request still leaves a trace.
   void audit_refusal(const RequestContext& ctx, int32_t status, const std::string& target);
 
   JobView job(const Caller& caller, int64_t id) const;
+  // The job's history, oldest first (as stored; what the scheduler thread has not yet written
+  // follows at its next write).
+  std::vector<JobEvent> job_events(const Caller& caller, int64_t id) const;
   std::vector<JobView> jobs(const Caller& caller, const JobFilter& f) const;
   // The last `tail_bytes` of a member's log (all of it for 0), opened but not read: the caller
   // streams it in pieces. A log the job replaced with a link or a FIFO is kForbidden.
@@ -309,6 +317,19 @@ class Service {
   JobSpec to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where,
                          std::string* unrunnable = nullptr);
   JobView view_locked(const Job& j) const;
+  // Why a pending job waits: the short code (JobView::reason_code) and, with `text`, the
+  // sentence; {"", ""} when not pending or not yet decided.
+  std::pair<std::string, std::string> why_pending_locked(const Job& j, bool text) const;
+  // History: the events the rows' changes since their last write make (each row once), to be
+  // written with them; once written, mark_recorded_locked makes them the new baseline.
+  std::vector<JobEvent> row_events_locked(std::span<const JobRow* const> rows, double t) const;
+  void mark_recorded_locked(std::span<const JobRow* const> rows);
+  // An API call's write of a job's next row, with its audit entry and events (those of the
+  // change, then `extra`); ServiceError kUnavailable, nothing changed, when the database refuses.
+  void write_job_locked(const JobRow& next, const AuditEntry& audit,
+                        std::optional<JobEvent> extra = {}, const std::string& released_by = "");
+  // After a cycle: a Pending event for each waiting job whose reason code changed.
+  void record_reason_changes_locked(double t);
   // The job, if `caller` may see it (ServiceError kNotFound / kForbidden otherwise). Jobs are
   // owned through unique_ptr, so a const service still hands out the job for mutation by
   // callers that hold the lock.
@@ -366,6 +387,7 @@ class Service {
   ClusterState state_;
   Interner tenants_;
   std::map<std::string, std::string> token_tenant_;  // token sha256 -> tenant
+  std::set<std::string> deleted_tenants_;            // as stored (tessera tenant delete)
   std::string admin_hash_;
   QueueTree tree_template_;                // as loaded (unbound)
   std::shared_ptr<const QueueTree> tree_;  // bound to tenants_; replaced, never mutated

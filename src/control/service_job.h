@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "control/job_history.h"
 #include "control/service.h"
 #include "model/accounting.h"
 #include "model/job.h"
@@ -42,6 +43,11 @@ struct Service::Job {
   RunRecord run;
   int64_t preempted_by = -1;
   std::string preempted_by_tenant;
+  // History: the row as of its last write (the next write's events are the difference), and
+  // the last reason code recorded for a waiting job with how many reason changes were.
+  RecordedState recorded;
+  std::string reason_recorded;
+  int32_t reason_events = 0;
 };
 
 }  // namespace tessera

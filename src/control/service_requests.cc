@@ -182,6 +182,11 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
       return view_locked(first);
     }
   }
+  if (deleted_tenants_.contains(req.tenant)) {
+    throw ServiceError(ServiceError::kInvalid, "tenant",
+                       "tenant " + req.tenant + " was deleted; `tessera tenant create " +
+                           req.tenant + "` makes it again");
+  }
   if (!tenants_.find(req.tenant)) {
     if (!is_valid_name(req.tenant) && flat_tree_) {
       throw ServiceError(ServiceError::kInvalid, "tenant",
@@ -225,7 +230,12 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   j->queued_since = t;
   const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, ""};
   int64_t id = 0;
-  api_write([&] { id = store_->insert_job(j->row, &audit); });
+  std::string queue = leaf_path_locked(tid);
+  const JobEvent submitted{
+      0, 0, t, "Submitted",
+      "by " + ctx.caller.actor() + (queue.empty() ? "" : " to queue " + queue)};
+  api_write([&] { id = store_->insert_job(j->row, &audit, {&submitted, 1}); });
+  j->recorded = RecordedState::of(j->row);
   j->spec.source = "job " + std::to_string(id);
   if (!idempotency_key.empty()) idempotency_[{j->row.tenant, idempotency_key}] = id;
   pending_.push_back(j.get());
@@ -279,7 +289,7 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
     if (j.members.empty()) next.finished_at = t;
   }
   if (force) next.message += " (force: killed without waiting for its grace)";
-  api_write([&] { store_->update_job(next, &audit); });
+  write_job_locked(next, audit);
   const JobState was = j.row.state;
   j.row = std::move(next);
   if (was == JobState::kPending) pending_.erase(&j);
@@ -350,6 +360,18 @@ void Service::cancel_unmet_dependencies_locked(double t) {
   if (!dirty.empty()) save_rows_locked(dirty);
 }
 
+void Service::write_job_locked(const JobRow& next, const AuditEntry& audit,
+                               std::optional<JobEvent> extra, const std::string& released_by) {
+  const JobRow* row = &next;
+  std::vector<JobEvent> events = row_events_locked({&row, 1}, audit.at);
+  for (JobEvent& e : events) {
+    if (e.type == "Released" && e.message.empty()) e.message = released_by;
+  }
+  if (extra) events.push_back(std::move(*extra));
+  api_write([&] { store_->update_job(next, &audit, events); });
+  mark_recorded_locked({&row, 1});
+}
+
 JobView Service::hold(const RequestContext& ctx, int64_t id) {
   std::lock_guard lock(mu_);
   Job& j = visible_job_locked(ctx.caller, id);
@@ -367,7 +389,7 @@ JobView Service::hold(const RequestContext& ctx, int64_t id) {
   next.held = true;
   next.message = "held by " + ctx.caller.actor();
   const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
-  api_write([&] { store_->update_job(next, &audit); });
+  write_job_locked(next, audit);
   j.row = std::move(next);
   dirty_ = true;
   return view_locked(j);
@@ -384,7 +406,7 @@ JobView Service::release(const RequestContext& ctx, int64_t id) {
   next.held = false;
   next.message.clear();
   const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
-  api_write([&] { store_->update_job(next, &audit); });
+  write_job_locked(next, audit, {}, "by " + ctx.caller.actor());
   j.row = std::move(next);
   dirty_ = true;
   wake_.notify_one();
@@ -443,7 +465,14 @@ JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& 
   spec.submit_time = j.spec.submit_time;
   spec.source = j.spec.source;
   const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
-  api_write([&] { store_->update_job(next, &audit); });
+  std::string changes;
+  if (u.priority_class) changes = "priority class " + *u.priority_class;
+  if (u.time_limit_seconds) {
+    changes += std::string(changes.empty() ? "" : ", ") + "time limit " +
+               fmt::format("{:g} s", next.spec.time_limit_seconds);
+  }
+  write_job_locked(next, audit,
+                   JobEvent{0, id, audit.at, "Updated", changes + " by " + ctx.caller.actor()});
   j.row = std::move(next);
   if (u.priority_class) {
     j.next_spec = std::move(spec);
@@ -480,7 +509,33 @@ std::string Service::create_tenant(const RequestContext& ctx, const std::string&
     throw ServiceError(ServiceError::kConflict, "name", "tenant " + name + " exists");
   }
   token_tenant_[row.token_sha256] = name;
+  deleted_tenants_.erase(name);
   return token;
+}
+
+void Service::delete_tenant(const RequestContext& ctx, const std::string& name) {
+  if (!ctx.caller.admin) {
+    throw ServiceError(ServiceError::kForbidden, "", "only the admin deletes tenants");
+  }
+  std::lock_guard lock(mu_);
+  const std::optional<TenantId> t = tenants_.find(name);
+  if (!t || deleted_tenants_.contains(name)) {
+    throw ServiceError(ServiceError::kNotFound, "", "no tenant " + name);
+  }
+  int64_t live = static_cast<int64_t>(pending_.count(*t));
+  for (const auto& [id, jp] : active_) {
+    if (jp->spec.tenant == *t && !is_terminal(jp->row.state)) ++live;
+  }
+  if (live > 0) {
+    throw ServiceError(ServiceError::kConflict, "",
+                       "tenant " + name + " has " + std::to_string(live) +
+                           " jobs waiting or running; cancel them first (tessera cancel ID)");
+  }
+  const double at = now();
+  const AuditEntry audit{0, at, ctx.caller.actor(), ctx.method, ctx.path, 200, "tenant " + name};
+  api_write([&] { store_->delete_tenant(name, at, &audit); });
+  std::erase_if(token_tenant_, [&](const auto& e) { return e.second == name; });
+  deleted_tenants_.insert(name);
 }
 
 std::string Service::rotate_token(const RequestContext& ctx, const std::string& name) {

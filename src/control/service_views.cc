@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "control/service_job.h"
 #include "control/token.h"
@@ -21,42 +22,50 @@ JobView Service::view_locked(const Job& j) const {
   v.row = j.row;
   v.queue = leaf_path_locked(j.spec.tenant);
   v.priority_class = std::string(to_string(j.next_spec ? j.next_spec->priority : j.spec.priority));
-  const DependencyState deps =
-      j.row.state == JobState::kPending ? dependencies_locked(j.row) : DependencyState{};
-  if (j.row.state == JobState::kPending && j.row.held) {
-    v.reason_code = "Held";
-    v.pending_reason =
-        j.row.message + "; it starts only after `tessera release " + std::to_string(j.row.id) + "`";
-  } else if (deps.state == DependencyState::kWaiting) {
-    v.reason_code = "Dependency";
-    v.pending_reason = deps.why;
-  } else if (j.row.state == JobState::kPending && !j.unrunnable.empty()) {
-    v.reason_code = "Unrunnable";
-    v.pending_reason = "cannot run on this server as configured now (" + j.unrunnable +
-                       "); it waits for a restart with what it needs, or a cancel";
-  } else if (j.row.state == JobState::kPending && process_held_.count(j.row.id) != 0) {
-    v.reason_code = "TenantLimit";
-    v.pending_reason =
-        "waits for tenant " + j.row.tenant + "'s running jobs: it would take the tenant past " +
-        std::to_string(limits_for_locked(j.spec.tenant).max_running_members) +
-        " processes (--max-processes-per-tenant, or its queue's tenant_limits.max_processes)";
-  } else if (j.row.state == JobState::kPending && !j.waits_for.empty()) {
-    v.reason_code = "Preempting";
-    std::string ids;
-    for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
-    v.pending_reason =
-        "starting: placed, waiting for preempted job " + ids + " to exit (checkpoint grace)";
-  } else if (auto it = reasons_.find(j.row.id);
-             j.row.state == JobState::kPending && it != reasons_.end()) {
-    const PendingReason& r = it->second;
-    v.reason_code = reason_code(r.code);
-    const std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
-    const std::string queue =
-        r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
-    v.pending_reason = describe(r, blocker, queue);
-  }
+  std::tie(v.reason_code, v.pending_reason) = why_pending_locked(j, true);
   v.placement = placement_locked(j.alloc);
   return v;
+}
+
+std::pair<std::string, std::string> Service::why_pending_locked(const Job& j, bool text) const {
+  if (j.row.state != JobState::kPending) return {};
+  const std::string id = std::to_string(j.row.id);
+  if (j.row.held) {
+    if (!text) return {"Held", ""};
+    return {"Held", j.row.message + "; it starts only after `tessera release " + id + "`"};
+  }
+  if (!j.row.spec.after_ok.empty() || !j.row.spec.after_any.empty()) {
+    DependencyState deps = dependencies_locked(j.row);
+    if (deps.state == DependencyState::kWaiting) return {"Dependency", std::move(deps.why)};
+  }
+  if (!j.unrunnable.empty()) {
+    if (!text) return {"Unrunnable", ""};
+    return {"Unrunnable", "cannot run on this server as configured now (" + j.unrunnable +
+                              "); it waits for a restart with what it needs, or a cancel"};
+  }
+  if (process_held_.count(j.row.id) != 0) {
+    if (!text) return {"TenantLimit", ""};
+    return {"TenantLimit",
+            "waits for tenant " + j.row.tenant + "'s running jobs: it would take the tenant past " +
+                std::to_string(limits_for_locked(j.spec.tenant).max_running_members) +
+                " processes (--max-processes-per-tenant, or its queue's "
+                "tenant_limits.max_processes)"};
+  }
+  if (!j.waits_for.empty()) {
+    if (!text) return {"Preempting", ""};
+    std::string ids;
+    for (int64_t w : j.waits_for) ids += (ids.empty() ? "" : ", ") + std::to_string(w);
+    return {"Preempting",
+            "starting: placed, waiting for preempted job " + ids + " to exit (checkpoint grace)"};
+  }
+  const auto it = reasons_.find(j.row.id);
+  if (it == reasons_.end()) return {};
+  const PendingReason& r = it->second;
+  if (!text) return {reason_code(r.code), ""};
+  const std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
+  const std::string queue =
+      r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
+  return {reason_code(r.code), describe(r, blocker, queue)};
 }
 
 std::vector<MemberPlacement> Service::placement_locked(const Allocation& a) const {
@@ -212,6 +221,7 @@ std::vector<TenantView> Service::tenants() const {
       out[*t].created_at = row.created_at;
     }
   }
+  std::erase_if(out, [&](const TenantView& v) { return deleted_tenants_.contains(v.name); });
   std::sort(out.begin(), out.end(),
             [](const TenantView& a, const TenantView& b) { return a.name < b.name; });
   return out;

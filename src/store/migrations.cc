@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 5> kMigrations = {
+constexpr std::array<std::string_view, 7> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -77,6 +77,23 @@ CREATE TABLE job_runs (
   PRIMARY KEY (job_id, attempt)
 );
 CREATE INDEX job_runs_ended ON job_runs(ended_at);
+)sql",
+    // 6: each job's history (tessera job ID): submitted, each change of why it waits, started
+    // where, preempted by whom, held, released, updated, how it ended.
+    R"sql(
+CREATE TABLE job_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL,
+  at REAL NOT NULL,
+  type TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX job_events_job ON job_events(job_id, id);
+)sql",
+    // 7: tenants the admin deleted (tessera tenant delete): their finished jobs and usage stay,
+    // the tenant leaves the tenant list and cannot submit until created again.
+    R"sql(
+CREATE TABLE deleted_tenants (name TEXT PRIMARY KEY, deleted_at REAL NOT NULL);
 )sql",
 };
 

@@ -148,6 +148,8 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
         "INSERT OR IGNORE INTO job_runs (job_id, attempt, tenant, queue, started_at, ended_at, "
         "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+    insert_event_.emplace(
+        db_->prepare("INSERT INTO job_events (job_id, at, type, message) VALUES (?1, ?2, ?3, ?4)"));
   } catch (...) {
     ::close(lock_fd_);  // the destructor does not run for a half-built Store
     throw;
@@ -165,6 +167,7 @@ Store::~Store() {
   update_job_.reset();
   insert_audit_.reset();
   insert_run_.reset();
+  insert_event_.reset();
   db_.reset();
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
@@ -182,7 +185,7 @@ void Store::write_audit(const AuditEntry& e) {
   s.run();
 }
 
-int64_t Store::insert_job(JobRow& row, const AuditEntry* audit) {
+int64_t Store::insert_job(JobRow& row, const AuditEntry* audit, std::span<const JobEvent> events) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   Statement& s = *insert_job_;
@@ -201,6 +204,7 @@ int64_t Store::insert_job(JobRow& row, const AuditEntry* audit) {
     if (e.target.empty()) e.target = "job " + std::to_string(row.id);
     write_audit(e);
   }
+  for (const JobEvent& e : events) write_event(e, e.job_id == 0 ? row.id : e.job_id);
   tx.commit();
   return row.id;
 }
@@ -214,11 +218,12 @@ void Store::write_update(const JobRow& row) {
 }
 
 void Store::update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit,
-                        std::span<const RunRecord> ended_runs) {
+                        std::span<const RunRecord> ended_runs, std::span<const JobEvent> events) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
   for (const JobRow* r : rows) write_update(*r);
   for (const RunRecord& r : ended_runs) write_run(r);
+  for (const JobEvent& e : events) write_event(e, e.job_id);
   if (audit != nullptr) write_audit(*audit);
   tx.commit();
 }
@@ -273,9 +278,29 @@ std::vector<RunRecord> Store::runs(double since, double until) {
   return out;
 }
 
-void Store::update_job(const JobRow& row, const AuditEntry* audit) {
+void Store::update_job(const JobRow& row, const AuditEntry* audit,
+                       std::span<const JobEvent> events) {
   const JobRow* p = &row;
-  update_jobs(std::span<const JobRow* const>(&p, 1), audit);
+  update_jobs(std::span<const JobRow* const>(&p, 1), audit, {}, events);
+}
+
+void Store::write_event(const JobEvent& e, int64_t job_id) {
+  Statement& s = *insert_event_;
+  s.reset();
+  s.bind(1, job_id).bind(2, e.at).bind(3, e.type).bind(4, e.message);
+  s.run();
+}
+
+std::vector<JobEvent> Store::job_events(int64_t job_id) {
+  std::lock_guard lock(mu_);
+  Statement s =
+      db_->prepare("SELECT id, at, type, message FROM job_events WHERE job_id = ?1 ORDER BY id");
+  s.bind(1, job_id);
+  std::vector<JobEvent> out;
+  while (s.step()) {
+    out.push_back(JobEvent{s.int64(0), job_id, s.real(1), s.text(2), s.text(3)});
+  }
+  return out;
 }
 
 std::vector<JobRow> Store::load_jobs() {
@@ -347,9 +372,35 @@ bool Store::add_tenant(const TenantRow& t, const AuditEntry* audit) {
   s.bind(1, t.name).bind(2, t.token_sha256).bind(3, t.created_at);
   s.run();
   if (db_->changes() == 0) return false;
+  Statement undelete = db_->prepare("DELETE FROM deleted_tenants WHERE name = ?1");
+  undelete.bind(1, t.name);
+  undelete.run();
   if (audit != nullptr) write_audit(*audit);
   tx.commit();
   return true;
+}
+
+void Store::delete_tenant(const std::string& name, double at, const AuditEntry* audit) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement token = db_->prepare("DELETE FROM tenants WHERE name = ?1");
+  token.bind(1, name);
+  token.run();
+  Statement mark = db_->prepare(
+      "INSERT INTO deleted_tenants (name, deleted_at) VALUES (?1, ?2) "
+      "ON CONFLICT(name) DO UPDATE SET deleted_at = excluded.deleted_at");
+  mark.bind(1, name).bind(2, at);
+  mark.run();
+  if (audit != nullptr) write_audit(*audit);
+  tx.commit();
+}
+
+std::vector<std::string> Store::deleted_tenants() {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare("SELECT name FROM deleted_tenants ORDER BY name");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
 }
 
 bool Store::set_tenant_token(const std::string& name, const std::string& token_sha256,

@@ -79,6 +79,17 @@ struct AuditEntry {
   std::string target;  // what it acted on ("job 12", "tenant team-a"), "" if nothing
 };
 
+// One entry of a job's history. `type` is one word (Submitted, Pending, Started, Preempted,
+// Requeued, Held, Released, Updated, Succeeded, Failed, Cancelled, TimedOut); `message` the
+// details in words.
+struct JobEvent {
+  int64_t id = 0;      // assigned by the store, increasing: the history's order
+  int64_t job_id = 0;  // 0 in insert_job's events: the job being inserted
+  double at = 0;       // unix seconds
+  std::string type;
+  std::string message;
+};
+
 struct TenantRow {
   std::string name;
   std::string token_sha256;  // hex; the token itself is never stored
@@ -110,16 +121,22 @@ class Store {
 
   int schema_version();
 
-  // Inserts a new job (sets row.id) and, in the same transaction, the audit entry if given.
-  int64_t insert_job(JobRow& row, const AuditEntry* audit = nullptr);
+  // Inserts a new job (sets row.id) and, in the same transaction, the audit entry if given and
+  // its first events (their job_id set to the new id).
+  int64_t insert_job(JobRow& row, const AuditEntry* audit = nullptr,
+                     std::span<const JobEvent> events = {});
   // Writes the mutable fields (state, times, counters, exit code, message, allocation,
-  // processes) of every row in one transaction, with the audit entry if given and the runs
-  // that ended (accounting; a run written twice keeps its first record).
+  // processes) of every row in one transaction, with the audit entry if given, the runs
+  // that ended (accounting; a run written twice keeps its first record) and the jobs' events.
   void update_jobs(std::span<const JobRow* const> rows, const AuditEntry* audit = nullptr,
-                   std::span<const RunRecord> ended_runs = {});
+                   std::span<const RunRecord> ended_runs = {},
+                   std::span<const JobEvent> events = {});
   // The runs that ended at or after `since` and started before `until`, by end time.
   std::vector<RunRecord> runs(double since, double until);
-  void update_job(const JobRow& row, const AuditEntry* audit = nullptr);
+  void update_job(const JobRow& row, const AuditEntry* audit = nullptr,
+                  std::span<const JobEvent> events = {});
+  // A job's history, oldest first.
+  std::vector<JobEvent> job_events(int64_t job_id);
   // Every job, by id.
   std::vector<JobRow> load_jobs();
 
@@ -131,6 +148,10 @@ class Store {
   // False (and nothing written) if a tenant of that name exists.
   bool add_tenant(const TenantRow& t, const AuditEntry* audit = nullptr);
   std::vector<TenantRow> tenants();
+  // Deletes a tenant: its token row goes, its name is listed as deleted (until add_tenant
+  // creates it again), with the audit entry, in one transaction.
+  void delete_tenant(const std::string& name, double at, const AuditEntry* audit);
+  std::vector<std::string> deleted_tenants();
   // A tenant's token hash replaced (rotate) or its row removed (revoke: the tenant keeps its
   // jobs and can be given a token again); false when it has no token row.
   bool set_tenant_token(const std::string& name, const std::string& token_sha256,
@@ -148,6 +169,7 @@ class Store {
   void write_audit(const AuditEntry& e);
   void write_update(const JobRow& row);
   void write_run(const RunRecord& r);
+  void write_event(const JobEvent& e, int64_t job_id);
 
   std::string path_;
   // flock(2) on <path>.lock, held while this Store lives: a second server on the same database
@@ -155,7 +177,7 @@ class Store {
   int lock_fd_ = -1;
   std::mutex mu_;
   std::unique_ptr<Db> db_;
-  std::optional<Statement> insert_job_, update_job_, insert_audit_, insert_run_;
+  std::optional<Statement> insert_job_, update_job_, insert_audit_, insert_run_, insert_event_;
 };
 
 }  // namespace tessera

@@ -1,0 +1,80 @@
+// Each job's history (control/job_history.h): events derived from row changes, written with
+// the rows, and the changes of a waiting job's reason recorded after each cycle.
+#include <set>
+
+#include "control/service.h"
+#include "control/service_job.h"
+
+namespace tessera {
+
+std::vector<JobEvent> Service::row_events_locked(std::span<const JobRow* const> rows,
+                                                 double t) const {
+  std::vector<JobEvent> out;
+  std::set<int64_t> seen;  // a row written twice in one batch changes once
+  for (const JobRow* r : rows) {
+    if (!seen.insert(r->id).second) continue;
+    const auto it = jobs_.find(r->id);
+    if (it == jobs_.end()) continue;
+    const Job& j = *it->second;
+    std::string where;
+    if (r->state == JobState::kRunning) {
+      for (const MemberPlacement& p : placement_locked(j.alloc)) {
+        std::string gpus;
+        for (const int32_t g : p.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+        if (!where.empty()) where += "; ";
+        where += p.node + (gpus.empty() ? "" : " GPU " + gpus);
+      }
+    }
+    for (JobEvent& e : transition_events(j.recorded, *r, t, where)) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void Service::mark_recorded_locked(std::span<const JobRow* const> rows) {
+  for (const JobRow* r : rows) {
+    if (const auto it = jobs_.find(r->id); it != jobs_.end()) {
+      it->second->recorded = RecordedState::of(*r);
+    }
+  }
+}
+
+void Service::record_reason_changes_locked(double t) {
+  std::vector<JobEvent> events;
+  std::vector<std::pair<Job*, std::string>> changed;
+  for (Job* j : pending_) {
+    if (j->reason_events > kMaxReasonEvents) continue;
+    auto [code, text] = why_pending_locked(*j, false);
+    // Held has its own event (Held / Released); an undecided job has nothing to say yet.
+    if (code.empty() || code == j->reason_recorded) continue;
+    if (code != "Held") {
+      text = why_pending_locked(*j, true).second;
+      if (j->reason_events == kMaxReasonEvents) {
+        text += " (its reason changed " + std::to_string(kMaxReasonEvents) +
+                " times: further changes are not recorded)";
+      }
+      events.push_back(JobEvent{0, j->row.id, t, "Pending", code + ": " + text});
+    }
+    changed.emplace_back(j, std::move(code));
+  }
+  if (events.empty() && changed.empty()) return;
+  try {
+    if (!events.empty()) store_->update_jobs({}, nullptr, {}, events);
+  } catch (const StoreError& e) {
+    note_write_failure(e);  // recorded at the next cycle that can write
+    return;
+  }
+  for (auto& [j, code] : changed) {
+    if (code != "Held") ++j->reason_events;
+    j->reason_recorded = std::move(code);
+  }
+}
+
+std::vector<JobEvent> Service::job_events(const Caller& caller, int64_t id) const {
+  {
+    std::lock_guard lock(mu_);
+    visible_job_locked(caller, id);
+  }
+  return store_->job_events(id);
+}
+
+}  // namespace tessera
