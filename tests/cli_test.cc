@@ -387,3 +387,40 @@ TEST(ProgressLine, LongRunsShowProgressOnATerminalAndNothingOtherwise) {
 }
 
 }  // namespace
+
+namespace {
+
+// tessera usage --result: a simulation's accounting, no server needed, in the server's tables.
+TEST(Cli, UsageReadsASimulationsResult) {
+  const auto j = tmp("usage.json");
+  ASSERT_EQ(run("simulate --quiet --json " + j.string()).status, 0);
+  const auto table = run("usage --result " + j.string());
+  ASSERT_EQ(table.status, 0) << table.output;
+  EXPECT_NE(table.output.find("Simulation "), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("tenant-0"), std::string::npos) << table.output;
+  const auto csv = run("usage --csv --result " + j.string());
+  ASSERT_EQ(csv.status, 0) << csv.output;
+  // The CSV's GPU-hours add up to the result's per-tenant GPU-hours.
+  const auto doc = nlohmann::json::parse(slurp(j));
+  double expected = 0;
+  for (const auto& t : doc["per_tenant"]) expected += t["gpu_hours"].get<double>();
+  double total = 0;
+  std::istringstream lines(csv.output);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) {
+    size_t at = 0;
+    for (int field = 0; field < 3; ++field) at = line.find(',', at) + 1;
+    total += std::stod(line.substr(at));
+  }
+  EXPECT_NEAR(total, expected, 0.01 * 4);  // four tenants' values, printed to 4 decimals
+  // Windows are a server's; a file that is not a result says so.
+  EXPECT_EQ(run("usage --since 2 --result " + j.string()).status, 2);
+  const auto bad = tmp("not-a-result.json");
+  std::ofstream(bad) << R"({"jobs": 3})";
+  const auto refused = run("usage --result " + bad.string());
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.output.find("has no \"usage\""), std::string::npos) << refused.output;
+}
+
+}  // namespace

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/policy.h"
+#include "model/accounting_json.h"
 #include "model/cluster_spec.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
@@ -121,6 +122,40 @@ TEST(FairnessScenario, AReturningTenantGetsItsGuaranteeWithinOneReclaimPlusGrace
   // Victims checkpoint on request: nothing is lost.
   EXPECT_EQ(r.result.preemptions, 56u);
   for (const JobOutcome& o : r.result.jobs) EXPECT_EQ(o.lost_work_seconds, 0);
+}
+
+// tessera usage --result: the result's accounting says who preempted whom and adds up to the
+// GPU time the metrics count (grace included), by GPU type.
+TEST(FairnessScenario, TheResultsUsageSaysWhoGaveWayToWhomAndAddsUp) {
+  Workload w;
+  add_jobs(w, "a", 128, 0, 36000);
+  add_jobs(w, "b", 128, 1000, 36000);
+  QueueTree tree;
+  tree.add(kRootQueue, queue("a"));
+  tree.add(kRootQueue, queue("b", 48));
+  tree.finish();
+  const Outcome r = run(w, k64, "fair", &tree, 45);
+  const nlohmann::ordered_json report =
+      make_report(w, k64, r.result, ReportContext{"fair", 1, "test", {}});
+  ASSERT_EQ(report["usage"].size(), 2u);
+  std::map<std::string, UsageRow> rows;
+  for (const auto& row : report["usage"]) {
+    const UsageRow u = usage_row_from_json(nlohmann::json::parse(row.dump()));
+    rows[u.tenant] = u;
+  }
+  EXPECT_EQ(rows["a"].queue, "a");
+  EXPECT_EQ(rows["a"].preempted, 56);
+  EXPECT_EQ(rows["b"].preemptor, 56);
+  EXPECT_EQ(rows["a"].preemptor, 0);
+  EXPECT_EQ(rows["b"].preempted, 0);
+  EXPECT_EQ(rows["a"].jobs.at("succeeded") + rows["b"].jobs.at("succeeded"), 256);
+  EXPECT_EQ(rows["b"].started, 128);
+  EXPECT_GT(rows["b"].mean_wait_hours(), 0);
+  for (const std::string t : {"a", "b"}) {
+    ASSERT_EQ(rows[t].gpu_hours.size(), 1u) << t;  // one GPU type in k64
+    EXPECT_NEAR(rows[t].total_gpu_hours(), report["per_tenant"][t]["gpu_hours"].get<double>(), 1e-6)
+        << t;
+  }
 }
 
 TEST(FairnessScenario, TwoGangsLargerThanHalfTheClusterRunOneAfterTheOther) {

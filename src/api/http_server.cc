@@ -12,6 +12,7 @@
 #include "api/json_views.h"
 #include "api/prometheus.h"
 #include "control/token.h"
+#include "model/accounting_json.h"
 
 namespace tessera {
 namespace {
@@ -342,15 +343,7 @@ void ApiServer::routes() {
           nlohmann::json rows = nlohmann::json::array();
           for (const UsageRow& r :
                svc.usage(c, static_cast<double>(since), static_cast<double>(until))) {
-            rows.push_back({{"tenant", r.tenant},
-                            {"queue", r.queue},
-                            {"gpu_hours", r.gpu_hours},
-                            {"cpu_hours", r.cpu_hours},
-                            {"jobs", r.jobs},
-                            {"started", r.started},
-                            {"mean_wait_hours", r.mean_wait_hours()},
-                            {"preempted", r.preempted},
-                            {"preemptor", r.preemptor}});
+            rows.push_back(usage_row_json<nlohmann::json>(r));
           }
           res.set_content(
               json_text(nlohmann::json{{"since", since}, {"until", until}, {"usage", rows}}),

@@ -7,8 +7,10 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -217,20 +219,44 @@ int audit(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, q, "entries", "audit", audit_table);
 }
 
-// Accounting over a window of hours before now; cost from a local price table (the server
-// keeps usage, the operator keeps prices).
-int usage(ApiClient& c, const ClientArgs& a) {
+// A simulation's accounting: the "usage" rows of its --json result file (the whole run).
+nlohmann::json usage_of_result(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot be read");
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw std::runtime_error(path + ": not a JSON object (a result written by simulate --json)");
+  }
+  if (!doc.contains("usage") || !doc["usage"].is_array()) {
+    throw std::runtime_error(path +
+                             ": has no \"usage\" (not a simulate --json result, or one written "
+                             "by a Tessera older than tessera usage --result): run it again");
+  }
+  nlohmann::json out{{"result", path}, {"usage", doc["usage"]}};
+  if (doc.contains("policy")) out["policy"] = doc["policy"];
+  if (doc.contains("makespan")) out["makespan_seconds"] = doc["makespan"];
+  return out;
+}
+
+// Accounting over a window of hours before now (or over a simulation, --result); cost from a
+// local price table (the server keeps usage, the operator keeps prices).
+int usage(const std::function<std::unique_ptr<ApiClient>()>& client, const ClientArgs& a) {
   std::optional<PriceTable> prices;
   if (!a.prices.empty()) prices = load_prices(a.prices);
-  const double since_hours = a.since_hours >= 0 ? a.since_hours : 30 * 24;
-  if (since_hours <= a.until_hours) {
-    throw CLI::ValidationError("--since", "must be more hours ago than --until");
+  nlohmann::json j;
+  if (!a.result.empty()) {
+    j = usage_of_result(a.result);
+  } else {
+    const double since_hours = a.since_hours >= 0 ? a.since_hours : 30 * 24;
+    if (since_hours <= a.until_hours) {
+      throw CLI::ValidationError("--since", "must be more hours ago than --until");
+    }
+    const double now = now_seconds();
+    const std::string q =
+        fmt::format("/v1/usage?since={}&until={}", static_cast<int64_t>(now - since_hours * 3600),
+                    static_cast<int64_t>(now - a.until_hours * 3600));
+    j = nlohmann::json::parse(ok_body(client()->get(q), "usage"));
   }
-  const double now = now_seconds();
-  const std::string q =
-      fmt::format("/v1/usage?since={}&until={}", static_cast<int64_t>(now - since_hours * 3600),
-                  static_cast<int64_t>(now - a.until_hours * 3600));
-  const auto j = nlohmann::json::parse(ok_body(c.get(q), "usage"));
   std::vector<std::string> unpriced;
   if (a.json) {
     nlohmann::json out = j;
@@ -243,8 +269,18 @@ int usage(ApiClient& c, const ClientArgs& a) {
   } else if (a.csv) {
     std::cout << usage_csv(j["usage"], prices ? &*prices : nullptr, unpriced);
   } else {
-    std::cout << "From " << local_time(j["since"]) << " to " << local_time(j["until"]) << "\n"
-              << usage_table(j["usage"], prices ? &*prices : nullptr, unpriced);
+    if (j.contains("result")) {
+      std::cout << "Simulation " << j["result"].get<std::string>()
+                << (j.contains("policy") ? " (" + j["policy"].get<std::string>() + ")" : "")
+                << (j.contains("makespan_seconds")
+                        ? ", " + short_duration(j["makespan_seconds"].get<double>()) +
+                              " of simulated time"
+                        : "")
+                << "\n";
+    } else {
+      std::cout << "From " << local_time(j["since"]) << " to " << local_time(j["until"]) << "\n";
+    }
+    std::cout << usage_table(j["usage"], prices ? &*prices : nullptr, unpriced);
   }
   if (!unpriced.empty()) {
     std::string list;
@@ -426,12 +462,20 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "usage",
       "Accounting (as sreport): per tenant and queue, GPU-hours by GPU type, CPU-hours, "
       "jobs finished by state, mean wait, preemptions suffered and caused, cost");
-  c.usage->add_option("--since", a.since_hours, "the window starts this many hours ago")
-      ->default_str("720 (30 days)")
-      ->check(non_negative_number());
-  c.usage->add_option("--until", a.until_hours, "the window ends this many hours ago")
-      ->capture_default_str()
-      ->check(non_negative_number());
+  auto* since =
+      c.usage->add_option("--since", a.since_hours, "the window starts this many hours ago")
+          ->default_str("720 (30 days)")
+          ->check(non_negative_number());
+  auto* until = c.usage->add_option("--until", a.until_hours, "the window ends this many hours ago")
+                    ->capture_default_str()
+                    ->check(non_negative_number());
+  c.usage
+      ->add_option("--result", a.result,
+                   "a simulation's result (simulate --json FILE) instead of the server: its "
+                   "whole run, no server needed")
+      ->check(CLI::ExistingFile)
+      ->excludes(since)
+      ->excludes(until);
   c.usage
       ->add_option("--prices", a.prices,
                    "price table (YAML): GPU type to price per GPU-hour, and cpu_hour")
@@ -505,7 +549,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.requeue) return job_action(*client(), a, "requeue");
   if (*c.update) return update(*client(), a);
   if (*c.audit) return audit(*client(), a);
-  if (*c.usage) return usage(*client(), a);
+  if (*c.usage) return usage(client, a);
   if (*c.queues) return queues(*client(), a);
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);

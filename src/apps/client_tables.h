@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/accounting.h"
+#include "model/accounting_json.h"
 
 namespace tessera {
 
@@ -42,8 +43,6 @@ std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
 // The same as CSV, one line per (tenant, queue, GPU type), for spreadsheets.
 std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
                       std::vector<std::string>& unpriced);
-// A row of GET /v1/usage back as a UsageRow (cost_of reads it).
-UsageRow usage_row_from_json(const nlohmann::json& row);
 // `tessera tenant list`.
 std::string tenant_table(const nlohmann::json& tenants);
 

@@ -60,6 +60,7 @@ struct ClientArgs {
   bool refused = false;                    // audit: only refused requests
   double until_hours = 0;                  // usage: the window ends this many hours ago
   std::string prices;                      // usage: price table (YAML)
+  std::string result;                      // usage: a simulation's result file instead
   bool csv = false;                        // usage: print CSV
 };
 struct ClientCommands {

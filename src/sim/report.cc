@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/accounting_json.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -155,6 +157,37 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     per[w.tenants.name(t)] = pt;
   }
   j["per_tenant"] = per;
+  // Accounting over the whole run (tessera usage --result), in GET /v1/usage's schema: every
+  // job of a simulation ends by finishing (succeeded); GPU-hours by type include a victim's
+  // checkpoint grace, as the service's runs do.
+  std::vector<int64_t> t_started(nt, 0);
+  std::vector<double> t_wait_hours(nt, 0.0);
+  for (JobId k = 0; k < w.jobs.size(); ++k) {
+    const JobOutcome& o = r.jobs[k];
+    if (o.first_start < 0) continue;
+    ++t_started[w.jobs[k].tenant];
+    t_wait_hours[w.jobs[k].tenant] += (o.first_start - o.submit) / 3600.0;
+  }
+  nlohmann::ordered_json usage = nlohmann::ordered_json::array();
+  for (TenantId t = 0; t < w.tenants.size() && t < r.tenants.size(); ++t) {
+    const TenantSeries& ts = r.tenants[t];
+    UsageRow row;
+    row.tenant = w.tenants.name(t);
+    row.queue = ts.queue;
+    for (GpuTypeId g = 0; g < ts.gpu_seconds_by_type.size(); ++g) {
+      if (ts.gpu_seconds_by_type[g] > 0) {
+        row.gpu_hours[c.gpu_types().at(g).name] = ts.gpu_seconds_by_type[g] / 3600.0;
+      }
+    }
+    row.cpu_hours = ts.cpu_seconds / 3600.0;
+    if (!t_jct[t].empty()) row.jobs["succeeded"] = static_cast<int64_t>(t_jct[t].size());
+    row.started = t_started[t];
+    row.wait_hours_sum = t_wait_hours[t];
+    row.preempted = static_cast<int64_t>(t_preempt[t]);
+    row.preemptor = static_cast<int64_t>(ts.preemptor);
+    usage.push_back(usage_row_json<nlohmann::ordered_json>(row));
+  }
+  j["usage"] = usage;
   if (!r.series.queues.empty()) {
     // Mean GPUs held and entitled per leaf queue, per bucket of `interval_s`.
     nlohmann::ordered_json series;

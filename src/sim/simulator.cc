@@ -54,6 +54,7 @@ struct JobState {
   // While checkpointing after a preemption: what it still holds in the metrics.
   double grace_gpus = 0;
   Amounts grace_amounts = kZeroAmounts;
+  Allocation grace_alloc;  // where, for accounting by GPU type
   // For explained jobs (SimOptions::explain): index into SimResult::histories, and the pending
   // reason last recorded, so that the history lists changes, not every cycle.
   int32_t history = -1;
@@ -84,6 +85,11 @@ class Simulation {
         fair_(tree_, c, w, o.series_interval, w.jobs.empty() ? 0.0 : w.jobs.front().submit_time) {
     result_.jobs.resize(w.jobs.size());
     result_.tenants.resize(std::max<size_t>(w.tenants.size(), 1));
+    for (TenantId t = 0; t < result_.tenants.size(); ++t) {
+      result_.tenants[t].gpu_seconds_by_type.assign(c.gpu_types().size(), 0.0);
+      const QueueId leaf = t < w.tenants.size() ? tree_.leaf_of(t) : kNoId;
+      result_.tenants[t].queue = leaf == kNoId ? "" : tree_.queue(leaf).path;
+    }
     for (JobId j = 0; j < w.jobs.size(); ++j) {
       const JobSpec& s = w.jobs[j];
       if (auto why = infeasible_reason(c, s)) {
@@ -291,16 +297,28 @@ class Simulation {
     const double per_gpu = gpus > 0 && full > 0 ? js.speed * full / gpus : js.speed;
     o.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
     result_.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
-    account_held(j, gpus * elapsed);
+    account_held(j, gpus * elapsed, js.alloc, elapsed);
     js.attained += gpus * elapsed;
     js.ran += productive;
     return productive * js.speed;
   }
 
-  void account_held(JobId j, double gpu_seconds) {
+  // `gpu_seconds` of `alloc` held for `seconds`: the job's, the cluster's and its tenant's
+  // (by GPU type and with the CPU held, for accounting).
+  void account_held(JobId j, double gpu_seconds, const Allocation& alloc, double seconds) {
     result_.jobs[j].gpu_seconds += gpu_seconds;
     result_.allocated_gpu_seconds += gpu_seconds;
-    result_.tenants[w_.jobs[j].tenant].gpu_seconds += gpu_seconds;
+    TenantSeries& ts = result_.tenants[w_.jobs[j].tenant];
+    ts.gpu_seconds += gpu_seconds;
+    const size_t gpm = static_cast<size_t>(alloc.gpus_per_member);
+    for (size_t m = 0; m < alloc.member_node.size(); ++m) {
+      int64_t milli = 0;
+      for (size_t k = 0; k < gpm; ++k) milli += alloc.shares[m * gpm + k].milli;
+      ts.gpu_seconds_by_type[c_.node(alloc.member_node[m]).gpu_type] +=
+          static_cast<double>(milli) / kMilliPerGpu * seconds;
+    }
+    ts.cpu_seconds += static_cast<double>(w_.jobs[j].demand.cpu_milli) / 1000.0 *
+                      static_cast<double>(alloc.members()) * seconds;
   }
 
   // Takes j off the ledger and the running list. Its usage as the fairness metrics see it
@@ -357,6 +375,8 @@ class Simulation {
     const bool was_begun = js.begun;
     js.grace_gpus = was_begun ? run_gpus(js) : 0.0;
     js.grace_amounts = was_begun ? fair_.held(w_.jobs[j], js.alloc) : kZeroAmounts;
+    js.grace_alloc = was_begun ? js.alloc : Allocation{};
+    ++result_.tenants[w_.jobs[for_job].tenant].preemptor;
     stop_run(j, /*keep_usage=*/true);
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);  // it wants to run again
     // The event log shows the GPUs released now, when the ledger releases them, so that no
@@ -593,7 +613,8 @@ class Simulation {
     JobState& js = jobs_[j];
     if (js.phase != Phase::kCheckpointing) return;
     if (js.begun) {
-      account_held(j, js.grace_gpus * opt_.checkpoint_grace);
+      account_held(j, js.grace_gpus * opt_.checkpoint_grace, js.grace_alloc, opt_.checkpoint_grace);
+      js.grace_alloc = Allocation{};
       fair_.add_usage(w_.jobs[j].tenant, js.grace_amounts, -1);
     }
     js.begun = false;

@@ -86,6 +86,12 @@ struct JobOutcome {
 
 struct TenantSeries {
   double gpu_seconds = 0;  // allocated GPU-seconds over the run
+  // Accounting (tessera usage --result): the same by GPU type (GpuTypeId), CPU core-seconds
+  // held, the preemptions this tenant's jobs caused, and its leaf queue's path.
+  std::vector<double> gpu_seconds_by_type;
+  double cpu_seconds = 0;
+  uint64_t preemptor = 0;
+  std::string queue;
 };
 
 // Node failures and how the cluster recovered from them.

@@ -1,0 +1,21 @@
+#include "model/accounting_json.h"
+
+namespace tessera {
+
+UsageRow usage_row_from_json(const nlohmann::json& row) {
+  UsageRow r;
+  r.tenant = row.value("tenant", "");
+  r.queue = row.value("queue", "");
+  const nlohmann::json gpu_hours = row.value("gpu_hours", nlohmann::json::object());
+  for (const auto& g : gpu_hours.items()) r.gpu_hours[g.key()] = g.value().get<double>();
+  r.cpu_hours = row.value("cpu_hours", 0.0);
+  const nlohmann::json jobs = row.value("jobs", nlohmann::json::object());
+  for (const auto& g : jobs.items()) r.jobs[g.key()] = g.value().get<int64_t>();
+  r.started = row.value("started", int64_t{0});
+  r.wait_hours_sum = row.value("mean_wait_hours", 0.0) * static_cast<double>(r.started);
+  r.preempted = row.value("preempted", int64_t{0});
+  r.preemptor = row.value("preemptor", int64_t{0});
+  return r;
+}
+
+}  // namespace tessera
