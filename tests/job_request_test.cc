@@ -360,17 +360,72 @@ TEST(JobRequestStrict, DuplicateKeysExtraDocumentsAndUnderflowAreRefused) {
   EXPECT_TRUE(FailsOn([] { parse_json_strict(R"({"a": {"b": 1, "b": 2}})"); }, "b", "twice"));
   // The same key in two objects is fine.
   EXPECT_NO_THROW(parse_json_strict(R"({"a": {"k": 1}, "b": {"k": 2}})"));
-  EXPECT_TRUE(YamlFails(R"({"name": "a", "command": ["true"], "resources": {"gpus": 1e-400}})",
-                        "", "1e-400 is out of range"));
+  EXPECT_TRUE(YamlFails(R"({"name": "a", "command": ["true"], "resources": {"gpus": 1e-400}})", "",
+                        "1e-400 is out of range"));
   EXPECT_TRUE(YamlFails(R"({"name": "a", "command": ["true"], "x": 1e999})", "", "out of range"));
   EXPECT_NO_THROW(parse_json_strict(R"({"a": 0.0, "b": -1.5e-300, "c": "1e-400"})"));
-  EXPECT_TRUE(YamlFails("resources: {gpus: 1e-400}\nname: a\ncommand: [\"true\"]\n",
-                        "resources.gpus"));
-  EXPECT_TRUE(YamlFails(yaml_with("---\nname: second\ncommand: [\"rm\"]\n"), "",
-                        "2 YAML documents"));
+  EXPECT_TRUE(
+      YamlFails("resources: {gpus: 1e-400}\nname: a\ncommand: [\"true\"]\n", "resources.gpus"));
+  EXPECT_TRUE(
+      YamlFails(yaml_with("---\nname: second\ncommand: [\"rm\"]\n"), "", "2 YAML documents"));
   EXPECT_NO_THROW(parse_job_request("---\n" + yaml_with("")));
   // Found by fuzzing: yaml-cpp's LoadAll loops for ever on this (a hung worker per request).
   EXPECT_TRUE(YamlFails(", a", ""));
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+std::vector<int32_t> array_of(const std::string& text, int32_t* throttle = nullptr) {
+  std::vector<int32_t> out;
+  int32_t t = -1;
+  parse_array_spec(text, "array", out, t);
+  if (throttle != nullptr) *throttle = t;
+  return out;
+}
+
+TEST(JobRequestTest, AnArraysIndicesAndThrottleAsSlurmWritesThem) {
+  int32_t throttle = 0;
+  const std::vector<int32_t> hundred = array_of("0-99%10", &throttle);
+  ASSERT_EQ(hundred.size(), 100u);
+  EXPECT_EQ(hundred.front(), 0);
+  EXPECT_EQ(hundred.back(), 99);
+  EXPECT_EQ(throttle, 10);
+  EXPECT_EQ(array_of("1,3,5-11:2", &throttle), (std::vector<int32_t>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(throttle, 0);
+  EXPECT_EQ(array_of("7"), std::vector<int32_t>{7});
+  EXPECT_EQ(array_spec_text(array_of("3,0-2,9%4"), 4), "0-3,9%4");
+  // In a job spec: YAML's bare number is one index; the canonical JSON round-trips.
+  const JobRequest r = parse_job_request("name: a\narray: 0-3%2\ncommand: [x]\n");
+  EXPECT_EQ(r.array_indices, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(r.array_throttle, 2);
+  EXPECT_EQ(job_request_from_json(to_json(r)), r);
+  EXPECT_EQ(parse_job_request("name: a\narray: 5\ncommand: [x]\n").array_indices,
+            std::vector<int32_t>{5});
+}
+
+TEST(JobRequestTest, ABadArrayNamesTheFieldAndWhatIsWrong) {
+  const auto error = [](const std::string& text) {
+    try {
+      array_of(text);
+    } catch (const FieldError& e) {
+      EXPECT_EQ(e.field(), "array");
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(error("5-1").find("runs backwards"), std::string::npos);
+  EXPECT_NE(error("0-20000").find("more than 10000 tasks"), std::string::npos);
+  EXPECT_NE(error("1,1").find("listed twice"), std::string::npos);
+  EXPECT_NE(error("0-9%0").find("at least 1"), std::string::npos);
+  EXPECT_NE(error("a-b").find("is not an index"), std::string::npos);
+  EXPECT_NE(error("").find("no indices"), std::string::npos);
+  EXPECT_NE(error("-3").find("is not an index"), std::string::npos);
+  EXPECT_NE(error("0-9:0").find("step must be at least 1"), std::string::npos);
+  EXPECT_NE(error("99999999").find("is not an index"), std::string::npos);
 }
 
 }  // namespace

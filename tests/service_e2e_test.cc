@@ -417,5 +417,41 @@ command: ["sh", "-c", "echo rank=$RANK world=$WORLD_SIZE; sleep 1"]
   EXPECT_NE(missing.output.find("404"), std::string::npos) << missing.output;
 }
 
+// A job array from the CLI on a real server: each task's process sees its index.
+TEST(ServiceE2E, AnArraysTasksEachSeeTheirIndex) {
+  TempDir dir("array");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2"});
+  ASSERT_TRUE(server.up()) << server.log();
+  const std::string spec = dir.file("sweep.yaml");
+  std::ofstream(spec) << R"(name: sweep
+tenant: team-a
+array: 0-3%2
+resources: {gpus: 1}
+command: ["sh", "-c", "echo index=$TESSERA_ARRAY_INDEX of $TESSERA_ARRAY_JOB_ID"]
+)";
+  const std::string env = "TESSERA_ADDR=" + server.addr() + " TESSERA_TOKEN=" + kAdminToken + " ";
+  const auto sub = testing::run_tessera_env(env, "submit " + spec);
+  ASSERT_EQ(sub.status, 0) << sub.output;
+  const int64_t array = std::stoll(sub.output);
+  EXPECT_NE(sub.output.find("(array 0-3%2: tessera jobs --array " + std::to_string(array)),
+            std::string::npos)
+      << sub.output;
+  ApiClient admin = server.client(kAdminToken);
+  for (int64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(eventually([&] { return job_in(admin, array + k, "succeeded"); }, 30))
+        << "task " << k;
+    const auto logs = testing::run_tessera_env(env, "logs " + std::to_string(array + k));
+    EXPECT_NE(logs.output.find("index=" + std::to_string(k) + " of " + std::to_string(array)),
+              std::string::npos)
+        << logs.output;
+  }
+  const auto table = testing::run_tessera_env(env, "jobs --array " + std::to_string(array));
+  EXPECT_NE(table.output.find("sweep[3]"), std::string::npos) << table.output;
+  const auto page = testing::run_tessera_env(env, "job " + std::to_string(array + 1));
+  EXPECT_NE(page.output.find("task 1 of array " + std::to_string(array) + " (at most 2 at once)"),
+            std::string::npos)
+      << page.output;
+}
+
 }  // namespace
 }  // namespace tessera

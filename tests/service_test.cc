@@ -436,6 +436,92 @@ TEST_F(ServiceTest, ADeletedTenantLeavesTheListLosesItsTokenAndKeepsItsUsage) {
   EXPECT_TRUE(listed);
 }
 
+// Job arrays (issue 15): one job per index, at most the throttle running, lowest index first,
+// each told its index; cancelled together.
+TEST_F(ServiceTest, AnArrayRunsItsTasksWithinItsThrottleAndIsCancelledTogether) {
+  auto s = make(8);
+  const Caller admin{true, ""};
+  const JobView first = s->submit(
+      as("team-a"), job("name: sweep\narray: 0-5%2\nresources: {gpus: 1}\ncommand: [x]\n"), "",
+      nullptr);
+  const int64_t array = first.row.array_id;
+  EXPECT_EQ(array, first.row.id);
+  EXPECT_EQ(first.row.array_index, 0);
+  JobFilter f;
+  f.array = array;
+  const std::vector<JobView> tasks = s->jobs(admin, f);
+  ASSERT_EQ(tasks.size(), 6u);
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    EXPECT_EQ(tasks[k].row.array_index, static_cast<int32_t>(k));
+    EXPECT_EQ(tasks[k].row.array_id, array);
+  }
+  now_ += 1;
+  s->tick();
+  // 8 GPUs free, but the throttle lets two run: indices 0 and 1.
+  const auto running = [&] {
+    std::vector<int32_t> out;
+    for (const JobView& v : s->jobs(admin, f)) {
+      if (v.row.state == JobState::kRunning) out.push_back(v.row.array_index);
+    }
+    return out;
+  };
+  EXPECT_EQ(running(), (std::vector<int32_t>{0, 1}));
+  const JobView waiting = s->job(admin, tasks[2].row.id);
+  EXPECT_EQ(waiting.reason_code, "ArrayLimit");
+  EXPECT_NE(waiting.pending_reason.find("runs 2 tasks at once"), std::string::npos);
+  ASSERT_EQ(backend_->launches.size(), 2u);
+  for (const LaunchSpec& l : backend_->launches) {
+    const auto has = [&](const std::string& k, const std::string& v) {
+      return std::find(l.env.begin(), l.env.end(), std::make_pair(k, v)) != l.env.end();
+    };
+    EXPECT_TRUE(has("TESSERA_ARRAY_JOB_ID", std::to_string(array)));
+    EXPECT_TRUE(has("TESSERA_ARRAY_INDEX", std::to_string(l.job - static_cast<uint64_t>(array))));
+  }
+  // One ends: the next index takes its place.
+  now_ += 10;
+  backend_->exit(tasks[0].row.id, 0, 0);
+  s->tick();
+  s->tick();
+  EXPECT_EQ(running(), (std::vector<int32_t>{1, 2}));
+  // The tasks survive a restart as an array.
+  s.reset();
+  s = make(8);
+  EXPECT_EQ(s->jobs(admin, f).size(), 6u);
+  EXPECT_EQ(s->job(admin, tasks[5].row.id).row.array_index, 5);
+  // Cancelling the array cancels every task that has not ended, in one audited write.
+  const size_t n = s->cancel_array(RequestContext{admin, "POST", "/"}, tasks[3].row.id);
+  EXPECT_EQ(n, 5u);  // index 0 had succeeded
+  for (const JobView& v : s->jobs(admin, f)) {
+    if (v.row.array_index == 0) {
+      EXPECT_EQ(v.row.state, JobState::kSucceeded);
+    } else {
+      EXPECT_TRUE(v.row.state == JobState::kCancelled) << v.row.array_index;
+    }
+  }
+  EXPECT_THROW(s->cancel_array(RequestContext{admin, "POST", "/"}, tasks[3].row.id), ServiceError);
+  const std::vector<AuditEntry> audit = s->audit_log(1);
+  ASSERT_EQ(audit.size(), 1u);
+  EXPECT_EQ(audit[0].target, "array " + std::to_string(array) + " (5 tasks)");
+}
+
+TEST_F(ServiceTest, AnArrayLargerThanATenantMayQueueIsRefusedWhole) {
+  ServiceOptions o = options(4);
+  o.limits.max_pending_jobs = 10;
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  Service s(o, std::move(b));
+  try {
+    s.submit(as("team-a"), job("name: big\narray: 0-10\ncommand: [x]\n"), "", nullptr);
+    ADD_FAILURE() << "an 11-task array passed a limit of 10";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::kInvalid);
+    EXPECT_EQ(e.field(), "array");
+  }
+  EXPECT_TRUE(s.jobs(Caller{true, ""}, JobFilter{}).empty());  // nothing half-submitted
+  s.submit(as("team-a"), job("name: ok\narray: 0-9\ncommand: [x]\n"), "", nullptr);
+  EXPECT_EQ(s.jobs(Caller{true, ""}, JobFilter{}).size(), 10u);
+}
+
 TEST_F(ServiceTest, ADrainedNodeTakesNoNewWorkLetsItsJobsFinishAndStaysDrained) {
   auto s = make(4);
   const std::string node = s->nodes().at(0).name;

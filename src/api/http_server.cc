@@ -203,10 +203,18 @@ void ApiServer::routes() {
         }));
   }
 
+  // ?array=true: every unfinished task of the array the job belongs to.
   route("POST", R"(/v1/jobs/([^/]+)/cancel)",
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-          const JobView v = svc.cancel(RequestContext{c, req.method, req.path}, path_id(req),
-                                       bool_param(req, "force"));
+          const RequestContext ctx{c, req.method, req.path};
+          if (bool_param(req, "array")) {
+            const size_t n = svc.cancel_array(ctx, path_id(req), bool_param(req, "force"));
+            nlohmann::json out = to_json(svc.job(c, path_id(req)));
+            out["cancelled_tasks"] = n;
+            res.set_content(json_text(out), kJson);
+            return;
+          }
+          const JobView v = svc.cancel(ctx, path_id(req), bool_param(req, "force"));
           res.set_content(json_text(to_json(v)), kJson);
         }));
 

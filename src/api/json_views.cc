@@ -16,7 +16,7 @@ nlohmann::json to_json(const JobView& v) {
     placement.push_back(
         {{"rank", p.rank}, {"node", p.node}, {"gpus", p.gpus}, {"gpu_milli", p.gpu_milli}});
   }
-  return {
+  nlohmann::json out = {
       {"id", r.id},
       {"name", r.spec.name},
       {"tenant", r.tenant},
@@ -35,6 +35,11 @@ nlohmann::json to_json(const JobView& v) {
       {"queue", v.queue},
       {"priority_class", v.priority_class},
       {"allocation", placement}};
+  if (r.array_id != 0) {
+    out["array_id"] = r.array_id;
+    out["array_index"] = r.array_index;
+  }
+  return out;
 }
 
 nlohmann::json to_json(const QueueView& v) {

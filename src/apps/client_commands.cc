@@ -100,6 +100,11 @@ int submit(ApiClient& c, const ClientArgs& a) {
   const auto j = nlohmann::json::parse(ok_body(r, "submit " + a.file));
   if (a.json) {
     std::cout << j.dump(2) << "\n";
+  } else if (j.contains("array_id")) {
+    // The array's id first, as for any job, then where its tasks are.
+    const std::string spec = j["spec"].value("array", "");
+    std::cout << j["id"].get<int64_t>() << " (array " << spec << ": tessera jobs --array "
+              << j["array_id"].get<int64_t>() << ")\n";
   } else {
     std::cout << j["id"].get<int64_t>() << "\n";
   }
@@ -117,6 +122,7 @@ nlohmann::json fetch_jobs(ApiClient& c, const ClientArgs& a) {
     if (before > 0) q += "&before=" + std::to_string(before);
     if (!a.state.empty()) q += "&state=" + a.state;
     if (!a.tenant.empty()) q += "&tenant=" + a.tenant;
+    if (a.array > 0) q += "&array=" + std::to_string(a.array);
     const auto j = nlohmann::json::parse(ok_body(c.get(q), "jobs"));
     for (const auto& job : j["jobs"]) all.push_back(job);
     if (j["next_before"].is_null() || (a.limit > 0 && all.size() >= a.limit)) break;
@@ -163,11 +169,16 @@ int job(ApiClient& c, const ClientArgs& a) {
 }
 
 int cancel(ApiClient& c, const ClientArgs& a) {
-  const auto j = nlohmann::json::parse(ok_body(
-      c.post("/v1/jobs/" + std::to_string(a.id) + "/cancel" + (a.force ? "?force=true" : ""), "",
-             "application/json"),
-      "cancel"));
-  std::cout << "job " << j["id"].get<int64_t>() << ": " << j["state"].get<std::string>() << "\n";
+  std::string q = "/v1/jobs/" + std::to_string(a.id) + "/cancel";
+  if (a.force) q += "?force=true";
+  if (a.cancel_array) q += a.force ? "&array=true" : "?array=true";
+  const auto j = nlohmann::json::parse(ok_body(c.post(q, "", "application/json"), "cancel"));
+  if (a.cancel_array) {
+    std::cout << "array " << j["array_id"].get<int64_t>() << ": "
+              << j["cancelled_tasks"].get<int64_t>() << " tasks cancelled\n";
+  } else {
+    std::cout << "job " << j["id"].get<int64_t>() << ": " << j["state"].get<std::string>() << "\n";
+  }
   return 0;
 }
 
@@ -414,12 +425,15 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "jobs",
       "List jobs, newest first: queue, class, state, a short reason code for waiting jobs "
       "(Resources, GangFit, Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, "
-      "TenantLimit, Preempting, Unrunnable, Held, Dependency; `tessera job ID` says it in words), "
+      "TenantLimit, ArrayLimit, Preempting, Unrunnable, Held, Dependency; `tessera job ID` says it "
+      "in words), "
       "GPUs, nodes, "
       "attempts, age and elapsed time");
   c.jobs->add_option("--state", a.state, "only jobs in these states, comma-separated")
       ->check(job_states_check());
   c.jobs->add_option("--tenant", a.tenant, "only this tenant's jobs (admin)");
+  c.jobs->add_option("--array", a.array, "only the tasks of this job array (its id)")
+      ->check(CLI::PositiveNumber);
   c.jobs->add_option("--limit", a.limit, "at most this many, the newest (0: all)");
   c.jobs->add_option("--sort", a.sort, "order of the rows (default: newest first)")
       ->check(CLI::IsMember(job_sort_keys()));
@@ -434,6 +448,8 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.cancel->add_flag("--force", a.force,
                      "kill it now (SIGKILL) instead of waiting for its checkpoint grace; also "
                      "for a job already cancelled that is still stopping");
+  c.cancel->add_flag("--array", a.cancel_array,
+                     "every task of the job array ID belongs to that has not ended");
   c.hold = app.add_subcommand("hold", "Hold a waiting job: it is not started until released");
   c.hold->add_option("id", a.id, "job id")->required();
   c.release = app.add_subcommand("release", "Release a held job: it may start again");

@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "store/job_request.h"
+
 namespace tessera {
 
 namespace {
@@ -114,7 +116,13 @@ std::string job_table(const nlohmann::json& jobs, double now) {
                                 "NODES", "TRY", "AGE", "ELAPSED", "LIMIT");
   for (const auto& j : jobs) {
     const size_t nodes = nodes_of(j);
-    out += fmt::format(kRow, j["id"].get<int64_t>(), fit(j["name"].get<std::string>(), 24),
+    // An array's task shows its index, as name[3] (Slurm's 12_3).
+    std::string name = j["name"].get<std::string>();
+    if (j.contains("array_index")) {
+      const std::string index = "[" + std::to_string(j["array_index"].get<int64_t>()) + "]";
+      name = fit(name, 24 - index.size()) + index;
+    }
+    out += fmt::format(kRow, j["id"].get<int64_t>(), fit(name, 24),
                        fit(text_or(j, "queue", j["tenant"].get<std::string>()), 20),
                        fit(text_or(j, "priority_class", "-"), 18),
                        fit(j["state"].get<std::string>(), 10), fit(text_or(j, "reason", "-"), 12),
@@ -133,6 +141,14 @@ std::string job_page(const nlohmann::json& j, double now) {
   };
   line("Job", std::to_string(j["id"].get<int64_t>()));
   line("Name", j["name"].get<std::string>());
+  if (j.contains("array_id")) {
+    std::vector<int32_t> indices;
+    int32_t throttle = 0;
+    parse_array_spec(j["spec"].value("array", "0"), "array", indices, throttle);
+    line("Array", fmt::format("task {} of array {}{}", j["array_index"].get<int64_t>(),
+                              j["array_id"].get<int64_t>(),
+                              throttle > 0 ? fmt::format(" (at most {} at once)", throttle) : ""));
+  }
   line("Tenant", j["tenant"].get<std::string>());
   line("Queue", text_or(j, "queue", "-"));
   line("Class", text_or(j, "priority_class", "-"));

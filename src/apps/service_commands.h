@@ -61,6 +61,8 @@ struct ClientArgs {
   double until_hours = 0;                  // usage: the window ends this many hours ago
   std::string prices;                      // usage: price table (YAML)
   std::string result;                      // usage: a simulation's result file instead
+  int64_t array = 0;                       // jobs: only this array's tasks
+  bool cancel_array = false;               // cancel: every task of the job's array
   bool csv = false;                        // usage: print CSV
 };
 struct ClientCommands {

@@ -503,6 +503,7 @@ void Service::recover() {
         break;
     }
     if (row.state == JobState::kPending) pending_.push_back(j.get());
+    if (row.array_id != 0) array_tasks_[row.array_id].push_back(row.id);
     if (!j->alloc.empty() || !j->members.empty()) active_[row.id] = j.get();
     jobs_.emplace(row.id, std::move(j));
   }
@@ -754,6 +755,15 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
   ls.tenant = j.row.tenant;
   ls.command = j.row.spec.command;
   ls.env = j.row.spec.env;
+  if (j.row.array_id != 0) {
+    // As Slurm's SLURM_ARRAY_TASK_ID / SLURM_ARRAY_JOB_ID; the job's own env cannot hide them.
+    std::erase_if(ls.env, [](const auto& e) {
+      return e.first == "TESSERA_ARRAY_INDEX" || e.first == "TESSERA_ARRAY_JOB_ID";
+    });
+    ls.env.emplace_back("TESSERA_ARRAY_INDEX", std::to_string(j.row.array_index));
+    ls.env.emplace_back("TESSERA_ARRAY_JOB_ID", std::to_string(j.row.array_id));
+    std::sort(ls.env.begin(), ls.env.end());
+  }
   ls.master_port = free_port();
   for (const MemberPlacement& p : placement_locked(j.alloc)) {
     ls.members.push_back(
@@ -921,6 +931,31 @@ void Service::hold_for_process_limits_locked(std::vector<PendingJob>& pending) {
   });
 }
 
+void Service::hold_for_array_limits_locked(std::vector<PendingJob>& pending) {
+  array_held_.clear();
+  std::unordered_map<int64_t, int32_t> running;  // by array id: tasks placed or with processes
+  for (const auto& [id, jp] : active_) {
+    if (jp->row.array_id != 0 && jp->row.spec.array_throttle > 0) ++running[jp->row.array_id];
+  }
+  if (running.empty() && std::none_of(pending.begin(), pending.end(), [&](const PendingJob& p) {
+        return jobs_.at(static_cast<int64_t>(p.id))->row.spec.array_throttle > 0;
+      })) {
+    return;
+  }
+  // `pending` is in arrival order, an array's tasks by index: the lowest indices go first.
+  std::erase_if(pending, [&](const PendingJob& p) {
+    const JobRow& row = jobs_.at(static_cast<int64_t>(p.id))->row;
+    if (row.array_id == 0 || row.spec.array_throttle <= 0) return false;
+    int32_t& n = running[row.array_id];
+    if (n < row.spec.array_throttle) {
+      ++n;
+      return false;
+    }
+    array_held_.insert(row.id);
+    return true;
+  });
+}
+
 std::vector<PendingJob> Service::pending_snapshot_locked() const {
   std::vector<PendingJob> out;
   out.reserve(pending_.size());
@@ -958,6 +993,7 @@ void Service::run_cycle() {
     snap.cycle = ++cycle_no_;
     pending = pending_snapshot_locked();
     hold_for_process_limits_locked(pending);
+    hold_for_array_limits_locked(pending);
     for (const auto& [id, jp] : active_) {
       const Job& j = *jp;
       if (j.row.state != JobState::kRunning || j.alloc.empty() || j.stopping) continue;

@@ -129,8 +129,8 @@ struct JobView {
   JobRow row;
   std::string pending_reason;  // in words; "" when not pending
   // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
-  // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, Preempting,
-  // Unrunnable, Held, Dependency; "" when not pending or not yet decided.
+  // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, ArrayLimit,
+  // Preempting, Unrunnable, Held, Dependency; "" when not pending or not yet decided.
   std::string reason_code;
   std::string queue;           // its leaf queue's path
   std::string priority_class;  // the class it runs at (its own, else its queue's default)
@@ -146,6 +146,7 @@ struct JobUpdate {
 struct JobFilter {
   std::vector<JobState> states;  // any of these; empty = every state
   std::string tenant;            // "" = all the caller may see
+  int64_t array = 0;             // only this array's tasks; 0 = any job
   // Ascending: ids greater than `after`; descending (newest first): ids less than `before`
   // (0 = from the newest).
   bool newest_first = false;
@@ -217,6 +218,10 @@ class Service {
   // whose processes are still stopping may be cancelled again (answered, not refused);
   // `force` sends SIGKILL now, for its owner or the admin. kConflict once it has ended.
   JobView cancel(const RequestContext& ctx, int64_t id, bool force = false);
+  // Cancels every task of the array job `id` belongs to that has not ended (as `scancel` of an
+  // array), in one write; returns how many. kInvalid when it is not an array's task,
+  // kConflict when every task has ended.
+  size_t cancel_array(const RequestContext& ctx, int64_t id, bool force = false);
   // Job control (as Slurm's scontrol hold/release/requeue), by the job's tenant or the admin:
   // a held job stays pending and is not started until released (kConflict unless it is
   // pending and not already starting); requeue stops a running job (SIGTERM, the grace,
@@ -283,7 +288,9 @@ class Service {
   // The server's limits, with those the tenant's queues set (tenant_limits) in their place.
   TenantLimits limits_for_locked(TenantId t) const;
   // Refuses a submission past the tenant's limits (gang size, waiting jobs, rate).
-  void check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t, double now_s);
+  // `jobs`: how many the request makes (an array's tasks).
+  void check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t, double now_s,
+                           size_t jobs = 1);
   // The job's time limit from its queue: the default when it names none; more than the
   // queue's maximum is refused (ServiceError on field time_limit).
   void apply_time_limit_locked(JobRequest& req, TenantId t) const;
@@ -306,6 +313,15 @@ class Service {
   // Takes out of `pending` the jobs that would take their tenant past its process limit, and
   // remembers them for their pending_reason.
   void hold_for_process_limits_locked(std::vector<PendingJob>& pending);
+  // Takes out of `pending` the array tasks beyond their array's throttle (the running tasks
+  // and those left in count against it, lowest index first), and remembers them.
+  void hold_for_array_limits_locked(std::vector<PendingJob>& pending);
+  // Whether a cancel applies: the job has not ended, or it was cancelled (or preempted) and its
+  // processes are still stopping (a second cancel is answered; `force` ends the grace).
+  bool cancellable_locked(const Job& j) const;
+  // Cancels `jobs` (cancellable ones) in one write with one audit entry naming `target`.
+  void cancel_locked(const std::vector<Job*>& jobs, const RequestContext& ctx, bool force,
+                     const std::string& target);
   // Where each member of `a` sits, by host GPU index.
   std::vector<MemberPlacement> placement_locked(const Allocation& a) const;
   void advance_decayed_locked(double t);
@@ -397,6 +413,8 @@ class Service {
   std::vector<TokenBucket> submissions_;          // by tenant: the submission rate limit
   std::vector<int64_t> spec_updates_;             // jobs whose next_spec waits for the next cycle
   std::set<int64_t> process_held_;  // waiting for their tenant's processes to end (last cycle)
+  std::set<int64_t> array_held_;    // array tasks waiting for their array's throttle (last cycle)
+  std::map<int64_t, std::vector<int64_t>> array_tasks_;  // array id -> its tasks' ids
   // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
   // cycles walk, so their cost does not grow with the jobs ever submitted.
   std::map<int64_t, Job*> active_;

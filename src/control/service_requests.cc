@@ -89,7 +89,7 @@ TenantLimits Service::limits_for_locked(TenantId t) const {
 }
 
 void Service::check_limits_locked(const Caller& caller, const JobRequest& req, TenantId t,
-                                  double now_s) {
+                                  double now_s, size_t jobs) {
   const TenantLimits lim = limits_for_locked(t);
   if (req.max_members > lim.max_gang_members) {
     throw ServiceError(ServiceError::kInvalid, "gang.max",
@@ -98,11 +98,21 @@ void Service::check_limits_locked(const Caller& caller, const JobRequest& req, T
                            std::to_string(lim.max_gang_members) +
                            ", --max-gang-size or the queue's tenant_limits)");
   }
-  if (pending_.count(t) >= lim.max_pending_jobs) {
+  const auto max_pending = static_cast<size_t>(std::max<int64_t>(0, lim.max_pending_jobs));
+  if (pending_.count(t) + jobs > max_pending) {
+    // An array bigger than the limit could never be queued: a request to change, not to retry.
+    if (jobs > max_pending) {
+      throw ServiceError(ServiceError::kInvalid, "array",
+                         "an array of " + std::to_string(jobs) +
+                             " tasks is more than this server queues for one tenant (" +
+                             std::to_string(lim.max_pending_jobs) +
+                             ", --max-pending-per-tenant or the queue's tenant_limits)");
+    }
     throw ServiceError(
         ServiceError::kTooMany, "",
-        "tenant " + req.tenant + " has " + std::to_string(pending_.count(t)) +
-            " jobs waiting, the most this server queues for one tenant (" +
+        "tenant " + req.tenant + " has " + std::to_string(pending_.count(t)) + " jobs waiting" +
+            (jobs > 1 ? " and this array adds " + std::to_string(jobs) : std::string()) +
+            ", past the most this server queues for one tenant (" +
             std::to_string(lim.max_pending_jobs) +
             ", --max-pending-per-tenant or the queue's tenant_limits); submit more as they "
             "start");
@@ -205,7 +215,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   }
   const TenantId tid = *tenants_.find(req.tenant);
   const double t = now();
-  check_limits_locked(ctx.caller, req, tid, t);
+  check_limits_locked(ctx.caller, req, tid, t, std::max<size_t>(1, req.array_indices.size()));
   apply_time_limit_locked(req, tid);
   // Dependencies name jobs the caller can see (another tenant's ids are not found).
   for (const auto* list : {&req.after_ok, &req.after_any}) {
@@ -220,31 +230,49 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
       }
     }
   }
-  auto j = std::make_unique<Job>();
-  j->spec = to_spec_locked(req, tid, "submitted job");
-  j->spec.submit_time = t;  // arrival order and SLA deadlines count from it
-  j->row.tenant = req.tenant;
-  j->row.spec = std::move(req);
-  j->row.submitted_at = t;
-  j->row.idempotency_key = idempotency_key;
-  j->queued_since = t;
+  // One job, or one per index of an array, each with the same spec (the array's tasks are
+  // jobs like any other, in index order, so the queue serves the lowest index first).
+  const JobSpec spec = to_spec_locked(req, tid, "submitted job");
+  const std::vector<int32_t> indices = req.array_indices;
+  const size_t tasks = std::max<size_t>(1, indices.size());
+  std::vector<JobRow> rows(tasks);
+  for (size_t k = 0; k < tasks; ++k) {
+    JobRow& row = rows[k];
+    row.tenant = req.tenant;
+    row.spec = req;
+    row.submitted_at = t;
+    if (k == 0) row.idempotency_key = idempotency_key;
+    if (!indices.empty()) {
+      row.array_id = kNewArray;
+      row.array_index = indices[k];
+    }
+  }
   const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 201, ""};
-  int64_t id = 0;
   std::string queue = leaf_path_locked(tid);
   const JobEvent submitted{
       0, 0, t, "Submitted",
       "by " + ctx.caller.actor() + (queue.empty() ? "" : " to queue " + queue)};
-  api_write([&] { id = store_->insert_job(j->row, &audit, {&submitted, 1}); });
-  j->recorded = RecordedState::of(j->row);
-  j->spec.source = "job " + std::to_string(id);
-  if (!idempotency_key.empty()) idempotency_[{j->row.tenant, idempotency_key}] = id;
-  pending_.push_back(j.get());
-  Job& ref = *j;
-  jobs_.emplace(id, std::move(j));
+  api_write([&] { store_->insert_jobs(rows, &audit, {&submitted, 1}); });
+  Job* first = nullptr;
+  for (JobRow& row : rows) {
+    auto j = std::make_unique<Job>();
+    j->spec = spec;
+    j->spec.submit_time = t;  // arrival order and SLA deadlines count from it
+    j->spec.source = "job " + std::to_string(row.id);
+    j->row = std::move(row);
+    j->queued_since = t;
+    j->recorded = RecordedState::of(j->row);
+    pending_.push_back(j.get());
+    if (j->row.array_id != 0) array_tasks_[j->row.array_id].push_back(j->row.id);
+    if (first == nullptr) first = j.get();
+    const int64_t id = j->row.id;
+    jobs_.emplace(id, std::move(j));
+  }
+  if (!idempotency_key.empty()) idempotency_[{first->row.tenant, idempotency_key}] = first->row.id;
   dirty_ = true;
   wake_.notify_one();
   if (created != nullptr) *created = true;
-  return view_locked(ref);
+  return view_locked(*first);
 }
 
 Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) const {
@@ -262,51 +290,89 @@ Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) cons
 JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
   std::lock_guard lock(mu_);
   Job& j = visible_job_locked(ctx.caller, id);
-  const double t = now();
-  const AuditEntry audit{0,
-                         t,
-                         ctx.caller.actor(),
-                         ctx.method,
-                         ctx.path,
-                         200,
-                         "job " + std::to_string(id) + (force ? " (force)" : "")};
+  if (!cancellable_locked(j)) {
+    throw ServiceError(
+        ServiceError::kConflict, "",
+        "job " + std::to_string(id) + " already " + std::string(to_string(j.row.state)));
+  }
+  cancel_locked({&j}, ctx, force, "job " + std::to_string(id) + (force ? " (force)" : ""));
+  return view_locked(j);
+}
+
+size_t Service::cancel_array(const RequestContext& ctx, int64_t id, bool force) {
+  std::lock_guard lock(mu_);
+  const Job& named = visible_job_locked(ctx.caller, id);
+  const int64_t array = named.row.array_id;
+  if (array == 0) {
+    throw ServiceError(ServiceError::kInvalid, "array",
+                       "job " + std::to_string(id) + " is not a task of an array");
+  }
+  std::vector<Job*> tasks;
+  for (const int64_t task : array_tasks_[array]) {
+    const auto it = jobs_.find(task);
+    if (it != jobs_.end() && cancellable_locked(*it->second)) tasks.push_back(it->second.get());
+  }
+  if (tasks.empty()) {
+    throw ServiceError(ServiceError::kConflict, "",
+                       "every task of array " + std::to_string(array) + " has ended");
+  }
+  cancel_locked(tasks, ctx, force,
+                "array " + std::to_string(array) + " (" + std::to_string(tasks.size()) + " tasks)" +
+                    (force ? " (force)" : ""));
+  return tasks.size();
+}
+
+bool Service::cancellable_locked(const Job& j) const {
   // Cancelled (or preempted) and still waiting for its processes to exit: a second cancel
   // is answered, not refused, and `force` ends the grace (a job that ignores SIGTERM would
   // otherwise keep its GPUs until the grace runs out).
   const bool stopping = j.stopping && !j.members.empty() &&
                         (j.row.state == JobState::kCancelled || !is_terminal(j.row.state));
-  if (is_terminal(j.row.state) && !stopping) {
-    throw ServiceError(
-        ServiceError::kConflict, "",
-        "job " + std::to_string(id) + " already " + std::string(to_string(j.row.state)));
+  return !is_terminal(j.row.state) || stopping;
+}
+
+void Service::cancel_locked(const std::vector<Job*>& jobs, const RequestContext& ctx, bool force,
+                            const std::string& target) {
+  const double t = now();
+  const AuditEntry audit{0, t, ctx.caller.actor(), ctx.method, ctx.path, 200, target};
+  // The rows are written first and memory follows only once they are committed: a failed
+  // write (a full disk) leaves the jobs as they were, in memory and on disk alike.
+  std::vector<JobRow> next;
+  next.reserve(jobs.size());
+  for (const Job* j : jobs) {
+    JobRow n = j->row;
+    if (n.state != JobState::kCancelled) {
+      n.state = JobState::kCancelled;
+      n.message = "cancelled by " + ctx.caller.actor();
+      if (j->members.empty()) n.finished_at = t;
+    }
+    if (force) n.message += " (force: killed without waiting for its grace)";
+    next.push_back(std::move(n));
   }
-  // The row is written first and memory follows only once it is committed: a failed write
-  // (a full disk) leaves the job as it was, in memory and on disk alike.
-  JobRow next = j.row;
-  if (next.state != JobState::kCancelled) {
-    next.state = JobState::kCancelled;
-    next.message = "cancelled by " + ctx.caller.actor();
-    if (j.members.empty()) next.finished_at = t;
-  }
-  if (force) next.message += " (force: killed without waiting for its grace)";
-  write_job_locked(next, audit);
-  const JobState was = j.row.state;
-  j.row = std::move(next);
-  if (was == JobState::kPending) pending_.erase(&j);
-  if (j.members.empty()) {
-    // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
-    // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
-    j.waits_for.clear();
-  } else if (force) {
-    j.stopping = true;
-    j.kill_at = -1;  // sent now
-    backend_->signal(j.members, SIGKILL);
-  } else if (!j.stopping) {
-    ask_to_stop_locked(j, t);
+  std::vector<const JobRow*> rows;
+  for (const JobRow& n : next) rows.push_back(&n);
+  const std::vector<JobEvent> events = row_events_locked(rows, t);
+  api_write([&] { store_->update_jobs(rows, &audit, {}, events); });
+  mark_recorded_locked(rows);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    Job& j = *jobs[k];
+    const JobState was = j.row.state;
+    j.row = std::move(next[k]);
+    if (was == JobState::kPending) pending_.erase(&j);
+    if (j.members.empty()) {
+      // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
+      // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
+      j.waits_for.clear();
+    } else if (force) {
+      j.stopping = true;
+      j.kill_at = -1;  // sent now
+      backend_->signal(j.members, SIGKILL);
+    } else if (!j.stopping) {
+      ask_to_stop_locked(j, t);
+    }
   }
   dirty_ = true;
   wake_.notify_one();
-  return view_locked(j);
 }
 
 Service::DependencyState Service::dependencies_locked(const JobRow& row) const {

@@ -51,6 +51,13 @@ std::pair<std::string, std::string> Service::why_pending_locked(const Job& j, bo
                 " processes (--max-processes-per-tenant, or its queue's "
                 "tenant_limits.max_processes)"};
   }
+  if (array_held_.count(j.row.id) != 0) {
+    if (!text) return {"ArrayLimit", ""};
+    return {"ArrayLimit", "array " + std::to_string(j.row.array_id) + " runs " +
+                              std::to_string(j.row.spec.array_throttle) +
+                              " tasks at once, the most it allows (array: ...%" +
+                              std::to_string(j.row.spec.array_throttle) + ")"};
+  }
   if (!j.waits_for.empty()) {
     if (!text) return {"Preempting", ""};
     std::string ids;
@@ -103,6 +110,7 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
     const JobRow& r = j.row;
     if (!caller.admin && r.tenant != caller.tenant) return false;
     if (!f.tenant.empty() && r.tenant != f.tenant) return false;
+    if (f.array != 0 && r.array_id != f.array) return false;
     return f.wants(r.state);
   };
   if (f.newest_first) {

@@ -70,7 +70,7 @@ class Reader {
     check_keys(j, "",
                {"name", "tenant", "gang", "resources", "priority_class", "span", "sla",
                 "duration_estimate", "checkpoint_grace", "time_limit", "after_ok", "after_any",
-                "command", "env"});
+                "command", "env", "array"});
     JobRequest r;
     r.name = name(required(j, "name", ""), "name");
     if (const json* v = optional(j, "tenant")) r.tenant = tenant(*v, "tenant");
@@ -110,6 +110,12 @@ class Reader {
     if (const json* v = optional(j, "after_any")) r.after_any = job_ids(*v, "after_any");
     command(required(j, "command", ""), r);
     if (const json* v = optional(j, "env")) env(*v, r);
+    if (const json* v = optional(j, "array")) {
+      // A bare number (`array: 7`) is one index, as YAML reads it.
+      const std::string text =
+          v->is_number_integer() ? std::to_string(v->get<int64_t>()) : string(*v, "array");
+      parse_array_spec(text, "array", r.array_indices, r.array_throttle);
+    }
     return r;
   }
 
@@ -529,7 +535,78 @@ nlohmann::json to_json(const JobRequest& r) {
   json env = json::object();
   for (const auto& [k, v] : r.env) env[k] = v;
   if (!env.empty()) j["env"] = std::move(env);
+  if (!r.array_indices.empty()) j["array"] = array_spec_text(r.array_indices, r.array_throttle);
   return j;
+}
+
+void parse_array_spec(std::string_view text, const std::string& field,
+                      std::vector<int32_t>& indices, int32_t& throttle) {
+  const auto fail = [&](const std::string& msg) {
+    throw FieldError(field, msg + " (expected indices such as \"0-99%10\", \"1,3,5-11:2\")");
+  };
+  // A number of at most 7 digits: indices and throttles are small, and no overflow is possible.
+  const auto number = [&](std::string_view s, const char* what) {
+    if (s.empty() || s.size() > 7 ||
+        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      fail(std::string("\"") + std::string(s) + "\" is not " + what);
+    }
+    int32_t v = 0;
+    for (const char c : s) v = v * 10 + (c - '0');
+    return v;
+  };
+  indices.clear();
+  throttle = 0;
+  const size_t pct = text.find('%');
+  if (pct != std::string_view::npos) {
+    throttle = number(text.substr(pct + 1), "a throttle (tasks at once)");
+    if (throttle == 0) fail("the throttle %N must be at least 1");
+    text = text.substr(0, pct);
+  }
+  if (text.empty()) fail("no indices");
+  std::vector<int32_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    int32_t step = 1;
+    if (const size_t colon = item.find(':'); colon != std::string_view::npos) {
+      step = number(item.substr(colon + 1), "a step");
+      if (step == 0) fail("a step must be at least 1");
+      item = item.substr(0, colon);
+    }
+    const size_t dash = item.find('-');
+    const int32_t lo = number(item.substr(0, dash), "an index");
+    const int32_t hi =
+        dash == std::string_view::npos ? lo : number(item.substr(dash + 1), "an index");
+    if (hi < lo) fail(std::string(item) + " runs backwards");
+    for (int64_t i = lo; i <= hi; i += step) {
+      out.push_back(static_cast<int32_t>(i));
+      if (out.size() > kMaxArrayTasks) {
+        fail("more than " + std::to_string(kMaxArrayTasks) + " tasks in one array");
+      }
+    }
+    start = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    fail("index " + std::to_string(*std::adjacent_find(out.begin(), out.end())) + " listed twice");
+  }
+  indices = std::move(out);
+}
+
+std::string array_spec_text(const std::vector<int32_t>& indices, int32_t throttle) {
+  std::string out;
+  for (size_t i = 0; i < indices.size();) {
+    size_t j = i;
+    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(indices[i]);
+    if (j > i) out += "-" + std::to_string(indices[j]);
+    i = j + 1;
+  }
+  if (throttle > 0) out += "%" + std::to_string(throttle);
+  return out;
 }
 
 }  // namespace tessera

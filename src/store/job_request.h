@@ -58,8 +58,22 @@ struct JobRequest {
   std::vector<int64_t> after_any;        // job ids that must end first, however
   std::vector<std::string> command;
   std::vector<std::pair<std::string, std::string>> env;  // sorted by name, names unique
+  // A job array (`array: "0-99%10"`, as Slurm's --array): one task per index, each a job of
+  // its own that sees TESSERA_ARRAY_INDEX, at most array_throttle of them running at once
+  // (0 = no limit). Empty = not an array. Sorted, unique.
+  std::vector<int32_t> array_indices;
+  int32_t array_throttle = 0;
   bool operator==(const JobRequest&) const = default;
 };
+
+// The most tasks one array may have (indices are at most 7 digits).
+inline constexpr size_t kMaxArrayTasks = 10000;
+// "0-99%10", "1,3,5-11:2", "0-7": indices (ranges A-B, steps A-B:S, lists) and an optional
+// %N throttle. Throws FieldError on `field` saying what is wrong.
+void parse_array_spec(std::string_view text, const std::string& field,
+                      std::vector<int32_t>& indices, int32_t& throttle);
+// The canonical text of an array: ranges of consecutive indices, then %N if throttled.
+std::string array_spec_text(const std::vector<int32_t>& indices, int32_t throttle);
 
 // A request that is wrong, naming the field ("resources.gpus", "gang.min", "command[2]", or ""
 // for a syntax error, whose message then gives the line).

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 7> kMigrations = {
+constexpr std::array<std::string_view, 8> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -94,6 +94,11 @@ CREATE INDEX job_events_job ON job_events(job_id, id);
     // the tenant leaves the tenant list and cannot submit until created again.
     R"sql(
 CREATE TABLE deleted_tenants (name TEXT PRIMARY KEY, deleted_at REAL NOT NULL);
+)sql",
+    // 8: job arrays: each task is a job; array_id is its first task's id (0: not an array).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN array_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

@@ -135,8 +135,8 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
     insert_job_.emplace(db_->prepare(
         "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
         "message, allocation, processes, held, spec, tenant, name, submitted_at, "
-        "idempotency_key) "
-        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"));
+        "idempotency_key, array_id, array_index) "
+        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
     update_job_.emplace(db_->prepare(
         "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
         "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10, "
@@ -186,27 +186,50 @@ void Store::write_audit(const AuditEntry& e) {
 }
 
 int64_t Store::insert_job(JobRow& row, const AuditEntry* audit, std::span<const JobEvent> events) {
+  return insert_jobs({&row, 1}, audit, events);
+}
+
+int64_t Store::insert_jobs(std::span<JobRow> rows, const AuditEntry* audit,
+                           std::span<const JobEvent> events) {
   std::lock_guard lock(mu_);
   Transaction tx(*db_);
-  Statement& s = *insert_job_;
-  s.reset();
-  bind_state(s, row);
-  s.bind(13, row.tenant).bind(14, row.spec.name).bind(15, row.submitted_at);
-  if (row.idempotency_key.empty()) {
-    s.bind_null(16);
-  } else {
-    s.bind(16, row.idempotency_key);
+  int64_t first = 0;
+  for (JobRow& row : rows) {
+    Statement& s = *insert_job_;
+    s.reset();
+    bind_state(s, row);
+    s.bind(13, row.tenant).bind(14, row.spec.name).bind(15, row.submitted_at);
+    if (row.idempotency_key.empty()) {
+      s.bind_null(16);
+    } else {
+      s.bind(16, row.idempotency_key);
+    }
+    // The first task of a new array is its own array: its id is known only once inserted.
+    const bool new_array = row.array_id == kNewArray;
+    s.bind(17, new_array ? first : row.array_id).bind(18, int64_t{row.array_index});
+    s.run();
+    row.id = db_->last_insert_rowid();
+    if (first == 0) first = row.id;
+    if (new_array) {
+      row.array_id = first;
+      if (row.id == first) {
+        Statement fix = db_->prepare("UPDATE jobs SET array_id = ?1 WHERE id = ?1");
+        fix.bind(1, first);
+        fix.run();
+      }
+    }
+    for (const JobEvent& e : events) write_event(e, e.job_id == 0 ? row.id : e.job_id);
   }
-  s.run();
-  row.id = db_->last_insert_rowid();
   if (audit != nullptr) {
     AuditEntry e = *audit;
-    if (e.target.empty()) e.target = "job " + std::to_string(row.id);
+    if (e.target.empty()) {
+      e.target = "job " + std::to_string(first);
+      if (rows.size() > 1) e.target += " (array of " + std::to_string(rows.size()) + " tasks)";
+    }
     write_audit(e);
   }
-  for (const JobEvent& e : events) write_event(e, e.job_id == 0 ? row.id : e.job_id);
   tx.commit();
-  return row.id;
+  return first;
 }
 
 void Store::write_update(const JobRow& row) {
@@ -307,8 +330,8 @@ std::vector<JobRow> Store::load_jobs() {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare(
       "SELECT id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, "
-      "preemptions, exit_code, message, allocation, processes, idempotency_key, held "
-      "FROM jobs ORDER BY id");
+      "preemptions, exit_code, message, allocation, processes, idempotency_key, held, "
+      "array_id, array_index FROM jobs ORDER BY id");
   std::vector<JobRow> out;
   while (s.step()) {
     JobRow r;
@@ -335,6 +358,8 @@ std::vector<JobRow> Store::load_jobs() {
     r.processes = s.text(12);
     r.idempotency_key = s.text(13);
     r.held = s.int64(14) != 0;
+    r.array_id = s.int64(15);
+    r.array_index = static_cast<int32_t>(s.int64(16));
     out.push_back(std::move(r));
   }
   return out;

@@ -67,7 +67,12 @@ struct JobRow {
   std::string processes;        // the backend's JSON of its member processes; "" = none
   std::string idempotency_key;  // unique per tenant when not empty
   bool held = false;            // pending, but not to be started until released
+  // A task of a job array: the array's id (its first task's job id; 0 = not an array, and
+  // kNewArray in rows handed to insert_jobs) and its index.
+  int64_t array_id = 0;
+  int32_t array_index = 0;
 };
+inline constexpr int64_t kNewArray = -1;
 
 struct AuditEntry {
   int64_t id = 0;      // assigned by the store
@@ -125,6 +130,11 @@ class Store {
   // its first events (their job_id set to the new id).
   int64_t insert_job(JobRow& row, const AuditEntry* audit = nullptr,
                      std::span<const JobEvent> events = {});
+  // The same for several jobs at once (a job array's tasks): one transaction, one audit entry
+  // (naming the first job), `events` written for each job; rows with array_id kNewArray get
+  // the first row's id as theirs. Returns the first id.
+  int64_t insert_jobs(std::span<JobRow> rows, const AuditEntry* audit = nullptr,
+                      std::span<const JobEvent> events = {});
   // Writes the mutable fields (state, times, counters, exit code, message, allocation,
   // processes) of every row in one transaction, with the audit entry if given, the runs
   // that ended (accounting; a run written twice keeps its first record) and the jobs' events.
