@@ -372,6 +372,13 @@ TEST(ServiceE2E, ARotatedTokenReplacesTheOldOneAndARevokedOneStopsWorking) {
   const auto twice = testing::run_tessera_env(env, "tenant delete team-y");
   EXPECT_EQ(twice.status, 2);
   EXPECT_NE(twice.output.find("no tenant team-y"), std::string::npos) << twice.output;
+  // Archiving from the CLI: nothing is old enough on a new server; inside the retention, refused.
+  const auto archived = testing::run_tessera_env(env, "archive --older-than 48");
+  EXPECT_EQ(archived.status, 0) << archived.output;
+  EXPECT_NE(archived.output.find("0 jobs archived"), std::string::npos) << archived.output;
+  const auto early = testing::run_tessera_env(env, "archive --older-than 1");
+  EXPECT_EQ(early.status, 2) << early.output;
+  EXPECT_NE(early.output.find("at least the retention"), std::string::npos) << early.output;
 }
 
 TEST(ServiceE2E, TheCliContractFromTheReadme) {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -520,6 +522,92 @@ TEST_F(ServiceTest, AnArrayLargerThanATenantMayQueueIsRefusedWhole) {
   EXPECT_TRUE(s.jobs(Caller{true, ""}, JobFilter{}).empty());  // nothing half-submitted
   s.submit(as("team-a"), job("name: ok\narray: 0-9\ncommand: [x]\n"), "", nullptr);
   EXPECT_EQ(s.jobs(Caller{true, ""}, JobFilter{}).size(), 10u);
+}
+
+// Retention and archiving (issue 15): finished jobs past the retention leave memory and are
+// read from the database; archived ones leave the live tables for a file; usage keeps them.
+TEST_F(ServiceTest, FinishedJobsLeaveMemoryAfterTheRetentionAndTheApiStillReadsThem) {
+  ServiceOptions o = options(4);
+  o.retain_finished_seconds = 3600;
+  const auto make_retaining = [&] {
+    auto b = std::make_unique<FakeBackend>();
+    backend_ = b.get();
+    return std::make_unique<Service>(o, std::move(b));
+  };
+  auto s = make_retaining();
+  const Caller admin{true, ""};
+  const double t0 = now_;
+  const auto spec = [](const std::string& name) {
+    return job("name: " + name + "\nresources: {gpus: 1}\ncommand: [x]\n");
+  };
+  const int64_t a = s->submit(as("team-a"), spec("a"), "", nullptr).row.id;
+  bool created = true;
+  const int64_t b = s->submit(as("team-a"), spec("b"), "key-b", &created).row.id;
+  now_ += 1;
+  s->tick();
+  // c waits for a (held, so it stays waiting): a is pinned in memory while c depends on it.
+  JobRequest c_spec = spec("c");
+  c_spec.after_ok = {a};
+  const int64_t c = s->submit(as("team-a"), c_spec, "", nullptr).row.id;
+  s->hold(RequestContext{admin, "POST", "/"}, c);
+  now_ += 60;
+  backend_->exit(a, 0, 0);
+  backend_->exit(b, 0, 0);
+  s->tick();
+  ASSERT_EQ(state(*s, b), JobState::kSucceeded);
+  const uint64_t before = s->metrics().jobs_in_memory;
+  now_ += 2 * 3600;
+  s->tick();
+  EXPECT_EQ(s->metrics().jobs_evicted, 1u);  // b; a is pinned by c
+  EXPECT_EQ(s->metrics().jobs_in_memory, before - 1);
+  // Read from the database: the job, its history, listings (merged by id, paged), the key.
+  const JobView bv = s->job(admin, b);
+  EXPECT_EQ(bv.row.state, JobState::kSucceeded);
+  EXPECT_EQ(bv.queue, "team-a");
+  EXPECT_FALSE(s->job_events(admin, b).empty());
+  JobFilter page;
+  page.newest_first = true;
+  page.limit = 2;
+  std::vector<JobView> first = s->jobs(admin, page);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].row.id, c);
+  EXPECT_EQ(first[1].row.id, b);
+  page.before = b;
+  std::vector<JobView> second = s->jobs(admin, page);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].row.id, a);
+  JobFilter done;
+  done.states = {JobState::kSucceeded};
+  EXPECT_EQ(s->jobs(admin, done).size(), 2u);
+  EXPECT_EQ(s->jobs(as("team-b").caller, done).size(), 0u);
+  EXPECT_THROW(s->job(as("team-b").caller, b), ServiceError);
+  EXPECT_THROW(s->cancel(RequestContext{admin, "POST", "/"}, b), ServiceError);
+  EXPECT_EQ(s->submit(as("team-a"), spec("b"), "key-b", &created).row.id, b);
+  EXPECT_FALSE(created);
+  // A restart loads only what was in memory.
+  s.reset();
+  s = make_retaining();
+  EXPECT_EQ(s->metrics().jobs_in_memory, before - 1);
+  EXPECT_EQ(s->job(admin, b).row.state, JobState::kSucceeded);
+  // Archiving: the admin only, not inside the retention; b leaves the tables for a file.
+  EXPECT_THROW(s->archive(RequestContext{as("team-a").caller, "POST", "/"}, 3600), ServiceError);
+  EXPECT_THROW(s->archive(RequestContext{admin, "POST", "/"}, 60), ServiceError);
+  const ArchiveResult r = s->archive(RequestContext{admin, "POST", "/v1/archive"}, 3600);
+  EXPECT_EQ(r.jobs, 1u);
+  ASSERT_EQ(r.files.size(), 1u);
+  std::ifstream in(r.files[0]);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json archived = nlohmann::json::parse(line);
+  EXPECT_EQ(archived["id"], b);
+  EXPECT_EQ(archived["state"], "succeeded");
+  EXPECT_FALSE(archived["events"].empty());
+  EXPECT_FALSE(std::getline(in, line));
+  EXPECT_THROW(s->job(admin, b), ServiceError);
+  // Accounting keeps its run.
+  const std::vector<UsageRow> usage = s->usage(admin, t0, now_ + 1);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].jobs.at("succeeded"), 2);
 }
 
 TEST_F(ServiceTest, ADrainedNodeTakesNoNewWorkLetsItsJobsFinishAndStaysDrained) {

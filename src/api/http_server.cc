@@ -300,6 +300,20 @@ void ApiServer::routes() {
           res.set_content(json_text(nlohmann::json{{"name", name}, {"revoked", true}}), kJson);
         }));
 
+  // The admin archives jobs that finished more than older_than_hours ago.
+  route(
+      "POST", "/v1/archive",
+      guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+        const nlohmann::json body = json_body(req);
+        if (!body.is_object() || !body.contains("older_than_hours") ||
+            !body["older_than_hours"].is_number() || body["older_than_hours"].get<double>() < 0) {
+          throw FieldError("older_than_hours", "expected {\"older_than_hours\": HOURS >= 0}");
+        }
+        const ArchiveResult r = svc.archive(RequestContext{c, req.method, req.path},
+                                            body["older_than_hours"].get<double>() * 3600);
+        res.set_content(json_text(nlohmann::json{{"archived", r.jobs}, {"files", r.files}}), kJson);
+      }));
+
   // The admin deletes a tenant that has no job waiting or running.
   route("DELETE", R"(/v1/tenants/([^/]+))",
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {

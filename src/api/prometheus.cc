@@ -62,6 +62,12 @@ std::string render_prometheus(const ServiceMetrics& m) {
   o += "# HELP tessera_store_write_failures_total Database writes that failed.\n"
        "# TYPE tessera_store_write_failures_total counter\n";
   o += fmt::format("tessera_store_write_failures_total {}\n", m.store_write_failures);
+  o += "# HELP tessera_jobs_in_memory Jobs the server holds (finished ones leave after "
+       "--retain-finished)\n# TYPE tessera_jobs_in_memory gauge\n";
+  o += fmt::format("tessera_jobs_in_memory {}\n", m.jobs_in_memory);
+  o += "# HELP tessera_jobs_evicted_total Finished jobs retention moved out of memory\n"
+       "# TYPE tessera_jobs_evicted_total counter\n";
+  o += fmt::format("tessera_jobs_evicted_total {}\n", m.jobs_evicted);
   o += "# HELP tessera_audit_suppressed_total Refused calls without a token beyond the audit "
        "log's budget, counted but not recorded one by one.\n"
        "# TYPE tessera_audit_suppressed_total counter\n";

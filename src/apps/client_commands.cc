@@ -396,6 +396,21 @@ int token_revoke(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+int archive(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(
+      ok_body(c.post("/v1/archive", nlohmann::json{{"older_than_hours", a.older_than_hours}}.dump(),
+                     "application/json"),
+              "archive"));
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << j["archived"].get<int64_t>() << " jobs archived";
+  for (const auto& f : j["files"]) std::cout << "\n  " << f.get<std::string>();
+  std::cout << "\n";
+  return 0;
+}
+
 int tenant_delete(ApiClient& c, const ClientArgs& a) {
   ok_body(c.del("/v1/tenants/" + a.name), "tenant delete");
   std::cout << "tenant " << a.name << ": deleted\n";
@@ -513,6 +528,14 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
                    "keep printing as the log grows, until the job ends; every rank, each line "
                    "prefixed with [RANK], unless --rank names one");
   c.logs->add_option("--tail-bytes", a.tail_bytes, "at most this many bytes from the end");
+  c.archive = app.add_subcommand(
+      "archive",
+      "Move jobs that finished long ago out of the server's live tables into JSON-lines files "
+      "beside its database (admin; their usage stays for tessera usage)");
+  c.archive->add_option("--older-than", a.older_than_hours, "hours since they finished")
+      ->required()
+      ->check(non_negative_number());
+  c.archive->add_flag("--json", a.json, "print JSON");
   c.tenant = app.add_subcommand("tenant", "Manage tenants (admin)");
   c.tenant_create = c.tenant->add_subcommand("create", "Create a tenant; prints its token once");
   c.tenant_create->add_option("name", a.name, "tenant name")->required();
@@ -543,10 +566,10 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.node_resume->add_option("name", a.name, "node name")->required();
   c.node->require_subcommand(1);
   for (CLI::App* s :
-       {c.submit,        c.jobs,         c.job,          c.cancel,        c.hold,
-        c.release,       c.requeue,      c.update,       c.audit,         c.usage,
-        c.queues,        c.nodes,        c.logs,         c.tenant_create, c.tenant_list,
-        c.tenant_delete, c.token_rotate, c.token_revoke, c.node_drain,    c.node_resume}) {
+       {c.submit,       c.jobs,          c.job,         c.cancel,        c.hold,    c.release,
+        c.requeue,      c.update,        c.audit,       c.usage,         c.queues,  c.nodes,
+        c.logs,         c.tenant_create, c.tenant_list, c.tenant_delete, c.archive, c.token_rotate,
+        c.token_revoke, c.node_drain,    c.node_resume}) {
     add_common(s, a);
   }
   return c;
@@ -572,6 +595,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.tenant_create) return tenant_create(*client(), a);
   if (*c.tenant_list) return tenant_list(*client(), a);
   if (*c.tenant_delete) return tenant_delete(*client(), a);
+  if (*c.archive) return archive(*client(), a);
   if (*c.token_rotate) return token_rotate(*client(), a);
   if (*c.token_revoke) return token_revoke(*client(), a);
   if (*c.node_drain) return node_action(*client(), a, "drain");

@@ -39,6 +39,17 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "the longest grace a job may ask for, in seconds (more is refused; every grace "
                 "is held to it)")
       ->check(CLI::Range(0.0, 30.0 * 86400.0));
+  s->add_option("--retain-finished", a.retain_finished_hours,
+                "hours a finished job stays in memory; after that the API reads it from the "
+                "database (-1: for ever)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1.0, 1e6));
+  s->add_option("--archive-after", a.archive_after_hours,
+                "hours after which finished jobs move out of the database's live tables into "
+                "JSON-lines files in --archive-dir, hourly (accounting keeps their usage; "
+                "default: never; at least --retain-finished)")
+      ->check(CLI::Range(0.0, 1e6));
+  s->add_option("--archive-dir", a.archive_dir, "where archived jobs go (default: DB.archive)");
   s->add_option("--addr-file", a.addr_file, "write host:port here once listening");
   s->add_flag("--sync-full", a.sync_full,
               "fsync every commit (survives power loss; fewer submissions per second)");
@@ -117,6 +128,9 @@ int run_serve(const ServeArgs& a) {
   opt.policy = a.policy;
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
+  opt.retain_finished_seconds = a.retain_finished_hours < 0 ? -1 : a.retain_finished_hours * 3600;
+  opt.archive_after_seconds = a.archive_after_hours < 0 ? -1 : a.archive_after_hours * 3600;
+  opt.archive_dir = a.archive_dir;
   opt.sync_full = a.sync_full;
   opt.limits = a.limits;
   const bool root = ::geteuid() == 0;

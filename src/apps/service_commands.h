@@ -35,6 +35,9 @@ struct ServeArgs {
   int max_connections = 1024;
   std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;
+  double retain_finished_hours = 24;  // < 0: for ever
+  double archive_after_hours = -1;    // < 0: never
+  std::string archive_dir;            // empty: <db>.archive
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);
@@ -63,6 +66,7 @@ struct ClientArgs {
   std::string result;                      // usage: a simulation's result file instead
   int64_t array = 0;                       // jobs: only this array's tasks
   bool cancel_array = false;               // cancel: every task of the job's array
+  double older_than_hours = -1;            // archive
   bool csv = false;                        // usage: print CSV
 };
 struct ClientCommands {
@@ -83,6 +87,7 @@ struct ClientCommands {
   CLI::App* tenant_create = nullptr;
   CLI::App* tenant_list = nullptr;
   CLI::App* tenant_delete = nullptr;
+  CLI::App* archive = nullptr;
   CLI::App* token = nullptr;
   CLI::App* token_rotate = nullptr;
   CLI::App* token_revoke = nullptr;

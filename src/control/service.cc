@@ -242,6 +242,14 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
+  if (opt_.archive_dir.empty()) opt_.archive_dir = opt_.db_path + ".archive";
+  if (opt_.archive_after_seconds >= 0 &&
+      (opt_.retain_finished_seconds < 0 ||
+       opt_.archive_after_seconds < opt_.retain_finished_seconds)) {
+    throw std::invalid_argument(
+        "--archive-after must be at least --retain-finished: jobs are archived once out of "
+        "memory");
+  }
   counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));
   counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
   std::lock_guard lock(mu_);
@@ -540,6 +548,7 @@ void Service::run_loop() {
     if (stop_) break;
     if (run) {
       run_cycle();
+      archive_if_due();
       last_cycle = Clock::now();
     }
   }
@@ -549,6 +558,7 @@ void Service::tick() {
   poll_processes();
   launch_ready();
   run_cycle();
+  archive_if_due();
 }
 
 void Service::release_locked(Job& j) {
@@ -989,6 +999,7 @@ void Service::run_cycle() {
     }
     spec_updates_.clear();
     apply_drains_locked();
+    evict_finished_locked(now());
     snap.now = now();
     snap.cycle = ++cycle_no_;
     pending = pending_snapshot_locked();

@@ -72,6 +72,13 @@ struct ServiceOptions {
   int64_t pids_per_member = 4096;
   // Unix seconds now; empty = the system clock (tests inject their own).
   std::function<double()> clock;
+  // Retention: a job that finished longer ago than this leaves memory (the database keeps it,
+  // and the API reads it there); < 0 = kept in memory for ever.
+  double retain_finished_seconds = 86400;
+  // Archive: jobs that finished longer ago than this leave the live tables for a JSON-lines
+  // file in archive_dir (accounting keeps their runs); < 0 = never. At least the retention.
+  double archive_after_seconds = -1;
+  std::string archive_dir;  // "" = <db_path>.archive
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -184,6 +191,8 @@ struct ServiceMetrics {
   uint64_t cycles = 0;
   double cycle_seconds_sum = 0;
   uint64_t starts = 0, preemptions = 0, completions = 0;
+  uint64_t jobs_in_memory = 0;        // jobs the server holds (retention evicts finished ones)
+  uint64_t jobs_evicted = 0;          // finished jobs retention moved out of memory
   uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget
   uint64_t store_write_failures = 0;  // database writes that failed (a full disk)
   bool store_writable = true;
@@ -265,6 +274,9 @@ class Service {
   // Accounting over [since, until) (unix seconds): per tenant and queue, from every run that
   // ended (the database) and every run still going (counted up to now). A tenant sees its own.
   std::vector<UsageRow> usage(const Caller& caller, double since, double until) const;
+  // The admin archives the jobs that finished more than `older_than_seconds` ago (see
+  // ServiceOptions::archive_after_seconds); only jobs already out of memory are archived.
+  ArchiveResult archive(const RequestContext& ctx, double older_than_seconds);
   // The admin drains a node (its GPUs take no new work; jobs on it run to their end) or
   // resumes it. Kept in the database across restarts; takes effect at the next cycle.
   void drain_node(const RequestContext& ctx, const std::string& name, bool drain);
@@ -350,6 +362,16 @@ class Service {
   // owned through unique_ptr, so a const service still hands out the job for mutation by
   // callers that hold the lock.
   Job& visible_job_locked(const Caller& caller, int64_t id) const;
+  // The row of a job `caller` may see, in memory or (evicted) in the database.
+  JobRow visible_row_locked(const Caller& caller, int64_t id) const;
+  // A view of a row no longer in memory: finished, placed nowhere.
+  JobView view_of_row_locked(const JobRow& row) const;
+  // Retention: evicts finished jobs past retain_finished_seconds (not while a waiting job
+  // depends on them or their row is unsaved); at most once a minute of the service's clock.
+  void evict_finished_locked(double t);
+  double last_eviction_ = 0;
+  double last_archive_ = 0;
+  void archive_if_due();
   void run_loop();
   void poll_processes();
   void run_cycle();

@@ -72,7 +72,7 @@ void Service::record_reason_changes_locked(double t) {
 std::vector<JobEvent> Service::job_events(const Caller& caller, int64_t id) const {
   {
     std::lock_guard lock(mu_);
-    visible_job_locked(caller, id);
+    visible_row_locked(caller, id);
   }
   return store_->job_events(id);
 }

@@ -180,16 +180,19 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
                              " printable ASCII characters");
     }
     auto it = idempotency_.find({req.tenant, idempotency_key});
-    if (it != idempotency_.end()) {
-      const Job& first = *jobs_.at(it->second);
+    // A job retention moved out of memory keeps its key in the database.
+    const std::optional<JobRow> stored =
+        it == idempotency_.end() ? store_->job_by_key(req.tenant, idempotency_key) : std::nullopt;
+    if (it != idempotency_.end() || stored) {
+      const JobRow& first = stored ? *stored : jobs_.at(it->second)->row;
       // A retry repeats its request; the same key with another spec is a client's mistake, and
       // answering with the first job would hide it.
-      if (!(first.row.spec == req)) {
+      if (!(first.spec == req)) {
         throw ServiceError(ServiceError::kConflict, "Idempotency-Key",
-                           "idempotency key already used for job " + std::to_string(first.row.id) +
+                           "idempotency key already used for job " + std::to_string(first.id) +
                                " with a different spec");
       }
-      return view_locked(first);
+      return stored ? view_of_row_locked(*stored) : view_locked(*jobs_.at(it->second));
     }
   }
   if (deleted_tenants_.contains(req.tenant)) {
@@ -278,7 +281,11 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
 Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
-    throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
+    // Out of memory (retention): it finished long ago, so nothing can be done to it any more.
+    const JobRow row = visible_row_locked(caller, id);
+    throw ServiceError(
+        ServiceError::kConflict, "",
+        "job " + std::to_string(id) + " already " + std::string(to_string(row.state)));
   }
   if (!caller.admin && it->second->row.tenant != caller.tenant) {
     throw ServiceError(ServiceError::kForbidden, "",

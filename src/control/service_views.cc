@@ -94,6 +94,7 @@ std::vector<MemberPlacement> Service::placement_locked(const Allocation& a) cons
 
 JobView Service::job(const Caller& caller, int64_t id) const {
   std::lock_guard lock(mu_);
+  if (!jobs_.contains(id)) return view_of_row_locked(visible_row_locked(caller, id));
   return view_locked(visible_job_locked(caller, id));
 }
 
@@ -119,12 +120,39 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
       --it;
       if (wanted(*it->second)) out.push_back(view_locked(*it->second));
     }
-    return out;
+  } else {
+    for (auto it = jobs_.upper_bound(f.after); it != jobs_.end() && out.size() < f.limit; ++it) {
+      if (wanted(*it->second)) out.push_back(view_locked(*it->second));
+    }
   }
-  for (auto it = jobs_.upper_bound(f.after); it != jobs_.end() && out.size() < f.limit; ++it) {
-    if (wanted(*it->second)) out.push_back(view_locked(*it->second));
+  // Finished jobs retention moved out of memory are in the database (no job is in both): the
+  // page is the first `limit` of the two, merged by id. Only finished states are evicted, so a
+  // listing of waiting or running jobs never reads the database.
+  const bool finished_wanted =
+      f.states.empty() || std::any_of(f.states.begin(), f.states.end(), is_terminal);
+  if (!finished_wanted || opt_.retain_finished_seconds < 0) return out;
+  EvictedQuery q;
+  q.states = f.states;
+  q.tenant = caller.admin ? f.tenant : caller.tenant;
+  q.array_id = f.array;
+  q.newest_first = f.newest_first;
+  q.after = f.after;
+  q.before = f.before;
+  q.limit = f.limit;
+  std::vector<JobRow> stored = store_->evicted_jobs(q);
+  if (stored.empty()) return out;
+  std::vector<JobView> merged;
+  merged.reserve(std::min(f.limit, out.size() + stored.size()));
+  size_t a = 0, b = 0;
+  const auto first = [&](int64_t x, int64_t y) { return f.newest_first ? x > y : x < y; };
+  while (merged.size() < f.limit && (a < out.size() || b < stored.size())) {
+    if (b == stored.size() || (a < out.size() && first(out[a].row.id, stored[b].id))) {
+      merged.push_back(std::move(out[a++]));
+    } else {
+      merged.push_back(view_of_row_locked(stored[b++]));
+    }
   }
-  return out;
+  return merged;
 }
 
 LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t tail_bytes,
@@ -132,17 +160,17 @@ LogSlice Service::logs(const Caller& caller, int64_t id, int32_t rank, int64_t t
   uint32_t attempt = 0;
   {
     std::lock_guard lock(mu_);
-    const Job& j = visible_job_locked(caller, id);
-    if (j.row.attempts == 0) {
+    const JobRow row = visible_row_locked(caller, id);
+    if (row.attempts == 0) {
       throw ServiceError(ServiceError::kNotFound, "",
                          "job " + std::to_string(id) + " has not started, so it has no logs");
     }
-    const int32_t world = j.row.spec.max_members;
+    const int32_t world = row.spec.max_members;
     if (rank < 0 || rank >= world) {
       throw ServiceError(ServiceError::kInvalid, "rank",
                          "rank must be in 0.." + std::to_string(world - 1));
     }
-    attempt = static_cast<uint32_t>(j.row.attempts);
+    attempt = static_cast<uint32_t>(row.attempts);
   }
   LogSlice out;
   try {
@@ -244,15 +272,22 @@ std::vector<UsageRow> Service::usage(const Caller& caller, double since, double 
     throw ServiceError(ServiceError::kInvalid, "until", "must be later than since");
   }
   std::vector<RunRecord> runs;
+  std::vector<JobRecord> jobs;
   try {
     runs = store_->runs(since, until);
+    // Jobs retention moved out of memory: a job finished or first started in the window
+    // finished at or after its start.
+    jobs = store_->evicted_records(since);
   } catch (const StoreError& e) {
     throw ServiceError(ServiceError::kUnavailable, "", std::string("reading usage: ") + e.what());
   }
-  std::vector<JobRecord> jobs;
   {
     std::lock_guard lock(mu_);
     const double t = now();
+    for (JobRecord& r : jobs) {
+      const std::optional<TenantId> tid = tenants_.find(r.tenant);
+      r.queue = tid ? leaf_path_locked(*tid) : "";
+    }
     for (const RunRecord& r : unsaved_runs_) {
       if (r.ended >= since && r.started < until) runs.push_back(r);
     }
@@ -263,7 +298,7 @@ std::vector<UsageRow> Service::usage(const Caller& caller, double since, double 
       live.ended = t;
       runs.push_back(std::move(live));
     }
-    jobs.reserve(jobs_.size());
+    jobs.reserve(jobs.size() + jobs_.size());
     for (const auto& [id, jp] : jobs_) {
       const Job& j = *jp;
       jobs.push_back(JobRecord{id, j.row.tenant, leaf_path_locked(j.spec.tenant),
@@ -293,6 +328,7 @@ ServiceMetrics Service::metrics() const {
     by[jp->spec.tenant].gpus_allocated += static_cast<double>(jp->alloc.gpu_milli()) / 1000.0;
   }
   m.pending_jobs = static_cast<int64_t>(pending_.size());
+  m.jobs_in_memory = jobs_.size();
   m.gpus_total = cluster_.num_gpus();
   m.gpus_allocated = static_cast<double>(state_.allocated_milli()) / 1000.0;
   m.tenants = std::move(by);

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 8> kMigrations = {
+constexpr std::array<std::string_view, 9> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -99,6 +99,26 @@ CREATE TABLE deleted_tenants (name TEXT PRIMARY KEY, deleted_at REAL NOT NULL);
     R"sql(
 ALTER TABLE jobs ADD COLUMN array_id INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN array_index INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 9: retention. A finished job past the server's retention leaves its memory (evicted = 1)
+    // and is read from here; the partial indexes keep listing those pages fast however many
+    // there are, and archiving finds the oldest.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_evicted ON jobs(id) WHERE evicted = 1;
+CREATE INDEX jobs_evicted_tenant ON jobs(tenant, id) WHERE evicted = 1;
+CREATE INDEX jobs_evicted_state ON jobs(state, id) WHERE evicted = 1;
+CREATE INDEX jobs_evicted_array ON jobs(array_id, id) WHERE evicted = 1;
+CREATE INDEX jobs_evicted_finished ON jobs(finished_at) WHERE evicted = 1;
+-- What accounting needs of an archived job (its runs stay in job_runs).
+CREATE TABLE archived_jobs (
+  id INTEGER PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  state TEXT NOT NULL,
+  submitted_at REAL NOT NULL,
+  finished_at REAL NOT NULL
+);
+CREATE INDEX archived_jobs_finished ON archived_jobs(finished_at);
 )sql",
 };
 

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 
 #include <array>
 #include <nlohmann/json.hpp>
@@ -326,42 +328,219 @@ std::vector<JobEvent> Store::job_events(int64_t job_id) {
   return out;
 }
 
+namespace {
+
+constexpr const char* kRowColumns =
+    "id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, preemptions, "
+    "exit_code, message, allocation, processes, idempotency_key, held, array_id, array_index";
+
+}  // namespace
+
+JobRow Store::read_row(const Statement& s) const {
+  JobRow r;
+  r.id = s.int64(0);
+  r.tenant = s.text(1);
+  try {
+    r.spec = job_request_from_json(nlohmann::json::parse(s.text(2)));
+  } catch (const std::exception& e) {
+    throw StoreError(path_ + ": job " + std::to_string(r.id) +
+                     ": stored spec unreadable: " + e.what());
+  }
+  const std::string state = s.text(3);
+  if (!parse_job_state(state, r.state)) {
+    throw StoreError(path_ + ": job " + std::to_string(r.id) + ": unknown state '" + state + "'");
+  }
+  r.submitted_at = s.real(4);
+  r.started_at = optional_time(s, 5);
+  r.finished_at = optional_time(s, 6);
+  r.attempts = static_cast<int32_t>(s.int64(7));
+  r.preemptions = static_cast<int32_t>(s.int64(8));
+  if (!s.is_null(9)) r.exit_code = static_cast<int32_t>(s.int64(9));
+  r.message = s.text(10);
+  r.allocation = s.text(11);
+  r.processes = s.text(12);
+  r.idempotency_key = s.text(13);
+  r.held = s.int64(14) != 0;
+  r.array_id = s.int64(15);
+  r.array_index = static_cast<int32_t>(s.int64(16));
+  return r;
+}
+
 std::vector<JobRow> Store::load_jobs() {
   std::lock_guard lock(mu_);
-  Statement s = db_->prepare(
-      "SELECT id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, "
-      "preemptions, exit_code, message, allocation, processes, idempotency_key, held, "
-      "array_id, array_index FROM jobs ORDER BY id");
+  Statement s = db_->prepare(std::string("SELECT ") + kRowColumns +
+                             " FROM jobs WHERE evicted = 0 ORDER BY id");
   std::vector<JobRow> out;
-  while (s.step()) {
-    JobRow r;
-    r.id = s.int64(0);
-    r.tenant = s.text(1);
-    try {
-      r.spec = job_request_from_json(nlohmann::json::parse(s.text(2)));
-    } catch (const std::exception& e) {
-      throw StoreError(path_ + ": job " + std::to_string(r.id) +
-                       ": stored spec unreadable: " + e.what());
-    }
-    const std::string state = s.text(3);
-    if (!parse_job_state(state, r.state)) {
-      throw StoreError(path_ + ": job " + std::to_string(r.id) + ": unknown state '" + state + "'");
-    }
-    r.submitted_at = s.real(4);
-    r.started_at = optional_time(s, 5);
-    r.finished_at = optional_time(s, 6);
-    r.attempts = static_cast<int32_t>(s.int64(7));
-    r.preemptions = static_cast<int32_t>(s.int64(8));
-    if (!s.is_null(9)) r.exit_code = static_cast<int32_t>(s.int64(9));
-    r.message = s.text(10);
-    r.allocation = s.text(11);
-    r.processes = s.text(12);
-    r.idempotency_key = s.text(13);
-    r.held = s.int64(14) != 0;
-    r.array_id = s.int64(15);
-    r.array_index = static_cast<int32_t>(s.int64(16));
-    out.push_back(std::move(r));
+  while (s.step()) out.push_back(read_row(s));
+  return out;
+}
+
+void Store::mark_evicted(std::span<const int64_t> ids) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement s = db_->prepare("UPDATE jobs SET evicted = 1 WHERE id = ?1");
+  for (const int64_t id : ids) {
+    s.reset();
+    s.bind(1, id);
+    s.run();
   }
+  tx.commit();
+}
+
+std::vector<JobRow> Store::evicted_jobs(const EvictedQuery& q) {
+  std::lock_guard lock(mu_);
+  // Each filter is a condition a partial index serves: the one on (state, id) for one state,
+  // (tenant, id) for a tenant, (array_id, id) for an array, else (id).
+  std::string sql = std::string("SELECT ") + kRowColumns + " FROM jobs WHERE evicted = 1";
+  if (!q.states.empty()) {
+    sql += " AND state IN (";
+    for (size_t k = 0; k < q.states.size(); ++k) sql += k == 0 ? "?" : ", ?";
+    sql += ")";
+  }
+  if (!q.tenant.empty()) sql += " AND tenant = ?";
+  if (q.array_id != 0) sql += " AND array_id = ?";
+  if (q.newest_first) {
+    if (q.before > 0) sql += " AND id < ?";
+    sql += " ORDER BY id DESC";
+  } else {
+    sql += " AND id > ? ORDER BY id";
+  }
+  sql += " LIMIT ?";
+  Statement s = db_->prepare(sql);
+  int n = 0;
+  for (const JobState st : q.states) s.bind(++n, std::string(to_string(st)));
+  if (!q.tenant.empty()) s.bind(++n, q.tenant);
+  if (q.array_id != 0) s.bind(++n, q.array_id);
+  if (q.newest_first) {
+    if (q.before > 0) s.bind(++n, q.before);
+  } else {
+    s.bind(++n, q.after);
+  }
+  s.bind(++n, static_cast<int64_t>(q.limit));
+  std::vector<JobRow> out;
+  while (s.step()) out.push_back(read_row(s));
+  return out;
+}
+
+std::vector<JobRecord> Store::evicted_records(double since) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(
+      "SELECT id, tenant, state, submitted_at, finished_at FROM jobs "
+      "WHERE evicted = 1 AND finished_at >= ?1 UNION ALL "
+      "SELECT id, tenant, state, submitted_at, finished_at FROM archived_jobs "
+      "WHERE finished_at >= ?1");
+  s.bind(1, since);
+  std::vector<JobRecord> out;
+  while (s.step()) {
+    out.push_back(JobRecord{s.int64(0), s.text(1), "", s.text(2), s.real(3), s.real(4)});
+  }
+  return out;
+}
+
+std::optional<JobRow> Store::job(int64_t id) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(std::string("SELECT ") + kRowColumns + " FROM jobs WHERE id = ?1");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_row(s);
+}
+
+std::optional<JobRow> Store::job_by_key(const std::string& tenant, const std::string& key) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(std::string("SELECT ") + kRowColumns +
+                             " FROM jobs WHERE tenant = ?1 AND idempotency_key = ?2");
+  s.bind(1, tenant).bind(2, key);
+  if (!s.step()) return std::nullopt;
+  return read_row(s);
+}
+
+ArchiveResult Store::archive(double finished_before, const std::string& dir, size_t max_jobs) {
+  std::lock_guard lock(mu_);
+  Statement pick = db_->prepare(std::string("SELECT ") + kRowColumns +
+                                " FROM jobs WHERE evicted = 1 AND finished_at < ?1 "
+                                "ORDER BY finished_at LIMIT ?2");
+  pick.bind(1, finished_before).bind(2, static_cast<int64_t>(max_jobs));
+  std::vector<JobRow> rows;
+  while (pick.step()) rows.push_back(read_row(pick));
+  ArchiveResult out;
+  if (rows.empty()) return out;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw StoreError(dir + ": cannot create the archive directory: " + ec.message());
+  // A new file per step, named by time and the first job, so steps never overwrite each other.
+  const std::string file = dir + "/jobs-" + std::to_string(static_cast<int64_t>(::time(nullptr))) +
+                           "-" + std::to_string(rows.front().id) + ".jsonl";
+  std::string text;
+  Statement events =
+      db_->prepare("SELECT at, type, message FROM job_events WHERE job_id = ?1 ORDER BY id");
+  for (const JobRow& r : rows) {
+    nlohmann::json line = {{"id", r.id},
+                           {"tenant", r.tenant},
+                           {"state", to_string(r.state)},
+                           {"spec", to_json(r.spec)},
+                           {"submitted_at", r.submitted_at},
+                           {"started_at", r.started_at},
+                           {"finished_at", r.finished_at},
+                           {"attempts", r.attempts},
+                           {"preemptions", r.preemptions},
+                           {"message", r.message}};
+    if (r.exit_code) line["exit_code"] = *r.exit_code;
+    if (r.array_id != 0) {
+      line["array_id"] = r.array_id;
+      line["array_index"] = r.array_index;
+    }
+    nlohmann::json history = nlohmann::json::array();
+    events.reset();
+    events.bind(1, r.id);
+    while (events.step()) {
+      history.push_back(
+          {{"at", events.real(0)}, {"type", events.text(1)}, {"message", events.text(2)}});
+    }
+    line["events"] = std::move(history);
+    text += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw StoreError(file + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(file.c_str());
+      throw StoreError(file + ": cannot write: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(file.c_str());
+    throw StoreError(file + ": cannot sync: " + std::strerror(err));
+  }
+  ::close(fd);
+  Transaction tx(*db_);
+  Statement del_job = db_->prepare("DELETE FROM jobs WHERE id = ?1");
+  Statement del_events = db_->prepare("DELETE FROM job_events WHERE job_id = ?1");
+  Statement keep = db_->prepare(
+      "INSERT OR REPLACE INTO archived_jobs (id, tenant, state, submitted_at, finished_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (const JobRow& r : rows) {
+    keep.reset();
+    keep.bind(1, r.id).bind(2, r.tenant).bind(3, std::string(to_string(r.state)));
+    keep.bind(4, r.submitted_at).bind(5, r.finished_at);
+    keep.run();
+    del_job.reset();
+    del_job.bind(1, r.id);
+    del_job.run();
+    del_events.reset();
+    del_events.bind(1, r.id);
+    del_events.run();
+  }
+  tx.commit();
+  out.jobs = rows.size();
+  out.files.push_back(file);
   return out;
 }
 

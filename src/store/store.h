@@ -95,6 +95,23 @@ struct JobEvent {
   std::string message;
 };
 
+// Which evicted jobs to read (Store::evicted_jobs): the filters of GET /v1/jobs.
+struct EvictedQuery {
+  std::vector<JobState> states;  // any of these; empty = every state
+  std::string tenant;            // "" = all
+  int64_t array_id = 0;          // 0 = any
+  bool newest_first = false;
+  int64_t after = 0;   // ascending: ids greater than this
+  int64_t before = 0;  // descending: ids less than this (0 = from the newest)
+  size_t limit = 500;
+};
+
+// What an archive step did.
+struct ArchiveResult {
+  size_t jobs = 0;
+  std::vector<std::string> files;  // written, in order (none when nothing was archived)
+};
+
 struct TenantRow {
   std::string name;
   std::string token_sha256;  // hex; the token itself is never stored
@@ -147,8 +164,24 @@ class Store {
                   std::span<const JobEvent> events = {});
   // A job's history, oldest first.
   std::vector<JobEvent> job_events(int64_t job_id);
-  // Every job, by id.
+  // Every job the server keeps in memory (not evicted), by id.
   std::vector<JobRow> load_jobs();
+  // Retention: these finished jobs leave the server's memory; read with the calls below.
+  void mark_evicted(std::span<const int64_t> ids);
+  std::vector<JobRow> evicted_jobs(const EvictedQuery& q);
+  // Accounting's view of the evicted and archived jobs that finished at or after `since`
+  // (queue left empty: the caller knows the tenants' queues).
+  std::vector<JobRecord> evicted_records(double since);
+  // Any stored job, by id / by its tenant's idempotency key.
+  std::optional<JobRow> job(int64_t id);
+  std::optional<JobRow> job_by_key(const std::string& tenant, const std::string& key);
+  // Moves evicted jobs that finished before `finished_before` (unix seconds), with their
+  // events, out of the live tables into a new JSON-lines file in `dir` (one job a line, its
+  // events with it), synced before the rows are deleted: a crash between the two leaves them
+  // in both, never in neither. Their runs stay in job_runs, and what accounting needs of the
+  // job itself (tenant, final state, times) in archived_jobs. At most `max_jobs`
+  // per call. Throws StoreError naming the file when it cannot be written.
+  ArchiveResult archive(double finished_before, const std::string& dir, size_t max_jobs);
 
   void add_audit(const AuditEntry& e);
   // The newest `limit` entries, newest first.
@@ -180,6 +213,7 @@ class Store {
   void write_update(const JobRow& row);
   void write_run(const RunRecord& r);
   void write_event(const JobEvent& e, int64_t job_id);
+  JobRow read_row(const Statement& s) const;  // the columns kRowColumns lists
 
   std::string path_;
   // flock(2) on <path>.lock, held while this Store lives: a second server on the same database
