@@ -584,10 +584,19 @@ TEST_F(ServiceTest, FinishedJobsLeaveMemoryAfterTheRetentionAndTheApiStillReadsT
   EXPECT_THROW(s->cancel(RequestContext{admin, "POST", "/"}, b), ServiceError);
   EXPECT_EQ(s->submit(as("team-a"), spec("b"), "key-b", &created).row.id, b);
   EXPECT_FALSE(created);
-  // A restart loads only what was in memory.
+  // A new job may depend on it: it succeeded, so after_ok is met at once.
+  JobRequest d_spec = spec("d");
+  d_spec.after_ok = {b};
+  const int64_t d = s->submit(as("team-a"), d_spec, "", nullptr).row.id;
+  now_ += 1;
+  s->tick();
+  EXPECT_EQ(state(*s, d), JobState::kRunning);
+  backend_->exit(d, 0, 0);
+  s->tick();
+  // A restart loads only what was in memory (d took b's place).
   s.reset();
   s = make_retaining();
-  EXPECT_EQ(s->metrics().jobs_in_memory, before - 1);
+  EXPECT_EQ(s->metrics().jobs_in_memory, before);
   EXPECT_EQ(s->job(admin, b).row.state, JobState::kSucceeded);
   // Archiving: the admin only, not inside the retention; b leaves the tables for a file.
   EXPECT_THROW(s->archive(RequestContext{as("team-a").caller, "POST", "/"}, 3600), ServiceError);
@@ -607,7 +616,7 @@ TEST_F(ServiceTest, FinishedJobsLeaveMemoryAfterTheRetentionAndTheApiStillReadsT
   // Accounting keeps its run.
   const std::vector<UsageRow> usage = s->usage(admin, t0, now_ + 1);
   ASSERT_EQ(usage.size(), 1u);
-  EXPECT_EQ(usage[0].jobs.at("succeeded"), 2);
+  EXPECT_EQ(usage[0].jobs.at("succeeded"), 3);  // a, b (archived) and d
 }
 
 TEST_F(ServiceTest, ADrainedNodeTakesNoNewWorkLetsItsJobsFinishAndStaysDrained) {

@@ -224,12 +224,25 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   for (const auto* list : {&req.after_ok, &req.after_any}) {
     for (size_t i = 0; i < list->size(); ++i) {
       const int64_t dep = (*list)[i];
+      const std::string field = std::string(list == &req.after_ok ? "after_ok" : "after_any") +
+                                "[" + std::to_string(i) + "]";
       const auto it = jobs_.find(dep);
-      if (it == jobs_.end() || (!ctx.caller.admin && it->second->row.tenant != ctx.caller.tenant)) {
-        throw ServiceError(ServiceError::kInvalid,
-                           std::string(list == &req.after_ok ? "after_ok" : "after_any") + "[" +
-                               std::to_string(i) + "]",
+      // A job out of memory (retention) has ended: after_any is met, and after_ok is met only if
+      // it succeeded (a waiting job reads a dependency it cannot find as met).
+      const std::optional<JobRow> stored =
+          it == jobs_.end() ? store_->job(dep) : std::optional<JobRow>();
+      const std::string owner = stored              ? stored->tenant
+                                : it != jobs_.end() ? it->second->row.tenant
+                                                    : std::string();
+      if ((it == jobs_.end() && !stored) || (!ctx.caller.admin && owner != ctx.caller.tenant)) {
+        throw ServiceError(ServiceError::kInvalid, field,
                            "job " + std::to_string(dep) + " not found");
+      }
+      if (stored && list == &req.after_ok && stored->state != JobState::kSucceeded) {
+        throw ServiceError(ServiceError::kInvalid, field,
+                           "job " + std::to_string(dep) + " ended " +
+                               std::string(to_string(stored->state)) +
+                               ": after_ok can never be met");
       }
     }
   }
