@@ -98,16 +98,21 @@ TEST(FairnessScenario, TwoEqualTenantsConvergeToHalfEachWithinACycle) {
   EXPECT_DOUBLE_EQ(held(fifo.result, "b", 100), 0);
 }
 
-TEST(FairnessScenario, AReturningTenantGetsItsGuaranteeWithinOneReclaimPlusGrace) {
-  Workload w;
+// Tenant a fills 64 GPUs; b, guaranteed 48, arrives at 1000 s and reclaims.
+Outcome returning_tenant(Workload& w, QueueTree& tree, double grace) {
   add_jobs(w, "a", 128, 0, 36000);
   add_jobs(w, "b", 128, 1000, 36000);
-  QueueTree tree;
   tree.add(kRootQueue, queue("a"));
   tree.add(kRootQueue, queue("b", 48));
   tree.finish();
+  return run(w, k64, "fair", &tree, grace);
+}
+
+TEST(FairnessScenario, AReturningTenantGetsItsGuaranteeWithinOneReclaimPlusGrace) {
+  Workload w;
+  QueueTree tree;
   const double grace = 45;
-  const Outcome r = run(w, k64, "fair", &tree, grace);
+  const Outcome r = returning_tenant(w, tree, grace);
   // b arrives at 1000; the reclaim cycle runs then, and its jobs begin once the victims'
   // grace is over.
   int started_in_time = 0;
@@ -128,13 +133,8 @@ TEST(FairnessScenario, AReturningTenantGetsItsGuaranteeWithinOneReclaimPlusGrace
 // GPU time the metrics count (grace included), by GPU type.
 TEST(FairnessScenario, TheResultsUsageSaysWhoGaveWayToWhomAndAddsUp) {
   Workload w;
-  add_jobs(w, "a", 128, 0, 36000);
-  add_jobs(w, "b", 128, 1000, 36000);
   QueueTree tree;
-  tree.add(kRootQueue, queue("a"));
-  tree.add(kRootQueue, queue("b", 48));
-  tree.finish();
-  const Outcome r = run(w, k64, "fair", &tree, 45);
+  const Outcome r = returning_tenant(w, tree, 45);
   const nlohmann::ordered_json report =
       make_report(w, k64, r.result, ReportContext{"fair", 1, "test", {}});
   ASSERT_EQ(report["usage"].size(), 2u);
