@@ -558,7 +558,7 @@ class Cycle {
   }
 
   bool startable_now(const GangShape& shape, bool preempt, int64_t free) const {
-    return (preempt && may_preempt(shape.tenant)) || (shape.need <= free && !failed(shape));
+    return (preempt && may_preempt(shape)) || (shape.need <= free && !failed(shape));
   }
 
   // Bound::kShortOnly in an order that interleaves tenants: a tenant with no job left that
@@ -672,11 +672,17 @@ class Cycle {
   }
 
   bool failed(const GangShape& g) const {
-    if (failed_.empty()) return false;
+    return !failed_.empty() && failed_.contains(shape_key(g));
+  }
+  // The ShapeKey of the jobs of a gang shape (shape_of).
+  static ShapeKey shape_key(const GangShape& g) {
     const MemberDemand demand{g.gpus, g.gpu_milli, g.cpu_milli, g.mem_mib};
-    return failed_.contains(ShapeKey{demand, g.min_members, g.max_members, g.types,
-                                     static_cast<Level>(g.span),
-                                     reinterpret_cast<const NodeSet*>(g.nodes)});
+    return ShapeKey{demand,
+                    g.min_members,
+                    g.max_members,
+                    g.types,
+                    static_cast<Level>(g.span),
+                    reinterpret_cast<const NodeSet*>(g.nodes)};
   }
 
   bool reservation_holds_all() const {
@@ -687,9 +693,11 @@ class Cycle {
   }
 
   // Whether a job not yet reached might preempt someone (victim_kind): it outranks a running
-  // job, or, with reclaim, it is of a class that crosses queues, or its queue is short of its
-  // share (or its guarantee per GPU type, or starving) by as much as its smallest gang.
-  // Also notes for whom (may_preempt): everyone, or the tenants whose queue may reclaim.
+  // job, or, with reclaim, it is of a class that crosses queues, or there are per-GPU-type
+  // guarantees, or it has a gang shape that may reclaim (may_reclaim: its queue stays within
+  // its share with it, or it may be starving, and no attempt of the shape failed since usage
+  // last changed). Also notes for whom (may_preempt): everyone, or the tenants with such a
+  // shape.
   bool preemption_possible() {
     preempt_all_ = false;
     preempt_tenants_.assign(queue_->tenants(), false);
@@ -719,22 +727,54 @@ class Cycle {
                                      (starving && !all_le(shares_.usage[k], shares_.entitled[k])));
     }
     if (!any_over) return false;
-    // A queue reclaims while it stays within its share, or for a starving gang (one larger
-    // than the share, while the queue holds less).
+    // Past the checks above, a job reaches past its own queue only by reclaim (try_preempt's
+    // cross_queue is may_reclaim): the tenants with a shape not yet reached that may reclaim.
     bool any = false;
-    for (TenantId t = 0; t < q.tenants(); ++t) {
-      if (q.count(t) == tenant_visited_[t]) continue;
-      const QueueId leaf = shares_.leaf_of(t);
-      const int64_t holds = live_[leaf][kGpuDim], share = shares_.entitled[leaf][kGpuDim];
-      if (holds + q.min_gpu_need(t) <= share ||
-          (starving && holds < share && q.max_gpu_need(t) > share)) {
-        preempt_tenants_[t] = true;
-        any = true;
-      }
+    for (const auto& [shape, jobs] : q.by_shape()) {
+      if (preempt_tenants_[shape.tenant] || !may_reclaim(shape)) continue;
+      if (first_unvisited(shape, jobs) == nullptr) continue;
+      preempt_tenants_[shape.tenant] = true;
+      any = true;
     }
     return any;
   }
-  bool may_preempt(TenantId t) const { return preempt_all_ || preempt_tenants_[t]; }
+
+  // Whether a job of `shape` may preempt, as preemption_possible() found: anyone may, or its
+  // tenant has a shape that may reclaim and this is one.
+  bool may_preempt(const GangShape& shape) const {
+    return preempt_all_ || (preempt_tenants_[shape.tenant] && may_reclaim(shape));
+  }
+
+  // For preemption_possible's per-tenant case (no job not yet reached outranks a running one
+  // or crosses queues by its class, no per-GPU-type quotas): whether a job of `shape` could
+  // get past try_preempt's early returns. It may reclaim while its queue stays within its share
+  // with it, or as a starving gang (larger than the share while the queue holds less, if it
+  // waited long enough: unknown here, so both are allowed); and not when the attempt of the
+  // same shape, queue, rank and finding failed since usage last changed (preempt_failed_),
+  // for every rank waiting. (Best-effort jobs never reclaim: counting them in is only loose.)
+  bool may_reclaim(const GangShape& shape) const {
+    const QueueId leaf = shares_.leaf_of(shape.tenant);
+    const Amounts need{shape.need, shape.cpu_milli * shape.min_members,
+                       shape.mem_mib * shape.min_members};
+    const int64_t holds = live_[leaf][kGpuDim], share = shares_.entitled[leaf][kGpuDim];
+    const bool within = all_le(live_[leaf] + need, shares_.entitled[leaf]);
+    const bool may_starve =
+        tree_.settings().starving_after_seconds > 0 && need[kGpuDim] > share && holds < share;
+    if (!within && !may_starve) return false;
+    if (preempt_failed_.empty()) return true;
+    const ShapeKey key = shape_key(shape);
+    for (const auto& rank_count : queue_->ranks()) {
+      const int64_t rank = rank_count.first;
+      // A job that is not starving may reclaim only `within`; one that is may anyway.
+      if (within && !preempt_failed_.contains(PreemptKey{key, leaf, rank, true, false})) {
+        return true;
+      }
+      if (may_starve && !preempt_failed_.contains(PreemptKey{key, leaf, rank, true, true})) {
+        return true;
+      }
+    }
+    return false;
+  }
 
   // Ranks are fixed for the cycle (attained service is as of the snapshot): computed once.
   void rank_running() {

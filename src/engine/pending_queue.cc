@@ -84,22 +84,6 @@ void PendingQueue::set_wanting(JobId id, bool wants) {
   }
 }
 
-int64_t PendingQueue::min_gpu_need(TenantId t) const {
-  // GangShape{t} (every other field zero) sorts before each of t's shapes.
-  const auto it = by_shape_.lower_bound(GangShape{t});
-  return it != by_shape_.end() && it->first.tenant == t ? it->first.need
-                                                        : std::numeric_limits<int64_t>::max();
-}
-
-int64_t PendingQueue::max_gpu_need(TenantId t) const {
-  auto it = t == std::numeric_limits<TenantId>::max() ? by_shape_.end()
-                                                      : by_shape_.lower_bound(GangShape{t + 1});
-  if (it == by_shape_.begin() || (--it)->first.tenant != t) {
-    return std::numeric_limits<int64_t>::min();
-  }
-  return it->first.need;
-}
-
 void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
   const JobSpec& s = *job.spec;
   const TenantId t = s.tenant;

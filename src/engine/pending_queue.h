@@ -137,11 +137,6 @@ class PendingQueue {
   TenantId tenants() const { return static_cast<TenantId>(count_.size()); }
   uint32_t count(TenantId t) const { return t < count_.size() ? count_[t] : 0; }
   Amounts demand(TenantId t) const { return t < demand_.size() ? demand_[t] : kZeroAmounts; }
-  // The smallest milli-GPU a tenant's gangs need at their minimum size; max() when none (its
-  // first gang shape: by_shape() is ordered by tenant, then need).
-  int64_t min_gpu_need(TenantId t) const;
-  // The largest; min() when none (its last gang shape).
-  int64_t max_gpu_need(TenantId t) const;
   // Every tenant's gang shapes waiting (by tenant, then need), with their jobs.
   const std::map<GangShape, ByEstimate>& by_shape() const { return by_shape_; }
   // Every preemption rank waiting (QueueOrder::rank), with how many jobs hold it.
