@@ -133,6 +133,71 @@ TEST(PendingQueue, KeepsItsAggregatesAndIndexesAsJobsComeAndGo) {
   EXPECT_THROW(q.remove(1u << 30), std::invalid_argument);
 }
 
+// A rule over the jobs fill_randomly makes (1 to 8 GPUs, estimates of 10 to 1000 s or none):
+// any spare capacity, shadow time (or none), room and GPU counts that may preempt.
+PassOver random_rule(std::mt19937_64& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  PassOver r;
+  r.now = 100.0 * pick(10);
+  r.shadow_time = pick(5) == 0 ? std::numeric_limits<double>::infinity() : r.now + 10.0 * pick(100);
+  r.extra_milli = kMilliPerGpu * pick(9);
+  r.room_milli = pick(4) == 0 ? std::numeric_limits<int64_t>::max() : kMilliPerGpu * pick(9);
+  for (int k = pick(3); k > 0; --k) r.add_preempt_need(kMilliPerGpu * (1 << pick(4)));
+  return r;
+}
+
+// The searches a stream's sums allow, against a pass over its entries: the first job a rule
+// keeps from a key on, and the first job past a place (a monotone test of the job and the
+// amounts ahead of it). Flags of wanted reasons flipped after the jobs came in are searched too.
+TEST(PendingQueue, FindsTheFirstJobARuleKeepsAndTheFirstPastAPlace) {
+  const auto order = make_fair_order();
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    World w(make_uniform_cluster(1, 2, 4, 8));
+    fill_randomly(w, rng, 300, /*running=*/false);
+    PendingQueue q = queue_of(w, *order, &rng);
+    for (int k = 0; k < 60; ++k) {
+      const PendingJob& p = q.jobs()[rng() % q.size()];
+      q.set_wants_reason(p.id, !p.wants_reason);
+    }
+    for (const PendingQueue::Stream& s : q.streams()) {
+      std::vector<const StreamEntry*> entries;
+      for (const StreamEntry& e : s) {
+        EXPECT_EQ(e.wants_reason, q.jobs()[e.index].wants_reason);
+        entries.push_back(&e);
+      }
+      if (entries.empty()) continue;
+      for (int trial = 0; trial < 40; ++trial) {
+        const PassOver rule = random_rule(rng);
+        const size_t from = rng() % entries.size();
+        const StreamEntry* want = nullptr;
+        for (size_t k = from; k < entries.size() && want == nullptr; ++k) {
+          if (rule.keeps(*entries[k])) want = entries[k];
+        }
+        EXPECT_EQ(s.first_kept(entries[from]->key, rule), want) << "seed " << seed;
+
+        const PendingKey pivot = entries[rng() % entries.size()]->key;
+        const int64_t limit = static_cast<int64_t>(rng() % 200) * kMilliPerGpu;
+        auto past = [&](const StreamEntry& e, const Amounts& ahead) {
+          return ahead[kGpuDim] > limit || pivot < e.key;
+        };
+        Amounts ahead = kZeroAmounts, want_ahead = kZeroAmounts, got_ahead{};
+        want = nullptr;
+        for (const StreamEntry* e : entries) {
+          if (past(*e, ahead)) {
+            want = e;
+            break;
+          }
+          ahead = ahead + e->amounts;
+        }
+        want_ahead = ahead;
+        EXPECT_EQ(s.first_where(past, got_ahead), want) << "seed " << seed;
+        EXPECT_EQ(got_ahead, want_ahead) << "seed " << seed;
+      }
+    }
+  }
+}
+
 // The decisions of a cycle over the queue, stopping early, against the reference cycle.
 void expect_same_cycle(const World& w, const Policy& policy, std::mt19937_64& rng,
                        const std::string& what) {
