@@ -151,7 +151,7 @@ class Cycle {
           break;
         }
         if (b == Bound::kShortOnly) {
-          if (jump_to_short_jobs(*walk)) break;
+          if (!passing_ && jump_to_short_jobs(*walk)) break;
           if (!by_key) drop_idle_tenants(*walk);
         }
         gap = b == Bound::kNothing ? 1 : gap * 2;
@@ -164,6 +164,7 @@ class Cycle {
       const size_t decided = decisions_made();
       consider(idx);
       if (decisions_made() != decided) gap = 1, since_check = 0;
+      if (queue_ != nullptr) pass_over(*walk);
     }
     // What is left after every waiting job was considered goes to elastic gangs below their
     // maximum: the waiting jobs could not use it now, and any of them may take it back later
@@ -470,6 +471,42 @@ class Cycle {
       head_ = pj.id;
       if (policy_.backfill == Backfill::kEasy) reserve(job, reason.need_gpu_milli);
     }
+  }
+
+  // Behind EASY's reservation over every GPU, consider() leaves a job waiting before it tries
+  // anything for it (the tests before only choose its reason) when it needs more than the
+  // reservation spares and is not known to end by its shadow time; and after that, without
+  // trying to place it, when it needs more than is free and may not preempt (try_preempt
+  // returns before it tries anything: no job left outranks a running one or crosses queues by
+  // its class, and its shape may not reclaim, or failed to since usage last changed:
+  // preemption_possible, may_reclaim). A job it would leave waiting whose reason is not wanted
+  // changes nothing: the walk may pass over it. The rules hold until something changes (a
+  // decision, a failed preemption noted) and are given again then: jobs passed over that a new
+  // rule keeps are walked again (PendingWalk::pass_over). Elastic gangs are left out (placement
+  // at their maximum, shrinking and growth are not bounded here). Where the walk passes over
+  // jobs, no job may be considered out of its order (jump_to_short_jobs): some not reached lie
+  // behind it.
+  void pass_over(PendingWalk& walk) {
+    if (policy_.elastic || pass_refused_ || !reservation_holds_all()) return;
+    const std::pair<size_t, size_t> state{decisions_made(), preempt_failed_.size()};
+    if (passing_ && state == passed_state_) return;
+    passed_state_ = state;
+    const bool preempt = preemption_possible();
+    PassOver rule;
+    rule.now = snap_.now;
+    rule.shadow_time = shadow_time_;
+    rule.extra_milli = extra_milli_;
+    rule.room_milli = preempt && preempt_all_ ? std::numeric_limits<int64_t>::max()
+                                              : scratch_.free_milli_matching(kAnyGpuType);
+    rules_.assign(queue_->tenants(), rule);
+    if (preempt && !preempt_all_) {
+      for (const auto& shape_jobs : queue_->by_shape()) {
+        const GangShape& shape = shape_jobs.first;
+        if (may_reclaim(shape)) rules_[shape.tenant].add_preempt_need(shape.need);
+      }
+    }
+    passing_ = walk.pass_over(rules_);
+    pass_refused_ = !passing_;  // the walk never will: ask no more
   }
 
   size_t decisions_made() const {
@@ -1344,7 +1381,13 @@ class Cycle {
       free_on_nodes_;
   double shadow_time_ = kNever;
   int64_t extra_milli_ = 0;
-  bool wants_reason_ = true;  // of the job being considered
+  // pass_over: whether the walk passes over jobs or refused to, the state its rules were made
+  // for (decisions_made, preempt_failed_'s size), and the rules.
+  bool passing_ = false;
+  bool pass_refused_ = false;
+  std::pair<size_t, size_t> passed_state_{0, 0};
+  std::vector<PassOver> rules_;  // by TenantId
+  bool wants_reason_ = true;     // of the job being considered
   // Stopping the walk early (what_more_can_start): the caller's queue, and what the walk has
   // reached of it (by index in snap_.pending; ranks as (rank, jobs)).
   const PendingQueue* queue_ = nullptr;
