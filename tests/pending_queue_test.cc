@@ -133,6 +133,120 @@ TEST(PendingQueue, KeepsItsAggregatesAndIndexesAsJobsComeAndGo) {
   EXPECT_THROW(q.remove(1u << 30), std::invalid_argument);
 }
 
+// A rule over the jobs fill_randomly makes (1 to 8 GPUs, estimates of 10 to 1000 s or none):
+// any spare capacity, shadow time (or none), room and GPU counts that may preempt.
+PassOver random_rule(std::mt19937_64& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  PassOver r;
+  r.now = 100.0 * pick(10);
+  r.shadow_time = pick(5) == 0 ? std::numeric_limits<double>::infinity() : r.now + 10.0 * pick(100);
+  r.extra_milli = kMilliPerGpu * pick(9);
+  r.room_milli = pick(4) == 0 ? std::numeric_limits<int64_t>::max() : kMilliPerGpu * pick(9);
+  for (int k = pick(3); k > 0; --k) r.add_preempt_need(kMilliPerGpu * (1 << pick(4)));
+  return r;
+}
+
+StreamEntry entry_of(const QueueOrder& order, const PendingJob& p, uint32_t index) {
+  const JobSpec& s = *p.spec;
+  return StreamEntry{order.pending_key(p), index, amounts_of(s, s.min_members), s.duration_estimate,
+                     p.wants_reason};
+}
+
+// The searches a stream's sums allow, against a pass over its entries: the first job a rule
+// keeps from a key on, and the first job past a place (a monotone test of the job and the
+// amounts ahead of it). Flags of wanted reasons flipped after the jobs came in are searched too.
+TEST(PendingQueue, FindsTheFirstJobARuleKeepsAndTheFirstPastAPlace) {
+  const auto order = make_fair_order();
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    World w(make_uniform_cluster(1, 2, 4, 8));
+    fill_randomly(w, rng, 300, /*running=*/false);
+    PendingQueue q = queue_of(w, *order, &rng);
+    for (int k = 0; k < 60; ++k) {
+      const PendingJob& p = q.jobs()[rng() % q.size()];
+      q.set_wants_reason(p.id, !p.wants_reason);
+    }
+    for (const PendingQueue::Stream& s : q.streams()) {
+      std::vector<const StreamEntry*> entries;
+      for (const StreamEntry& e : s) {
+        EXPECT_EQ(e.wants_reason, q.jobs()[e.index].wants_reason);
+        entries.push_back(&e);
+      }
+      if (entries.empty()) continue;
+      for (int trial = 0; trial < 40; ++trial) {
+        const PassOver rule = random_rule(rng);
+        const size_t from = rng() % entries.size();
+        const StreamEntry* want = nullptr;
+        for (size_t k = from; k < entries.size() && want == nullptr; ++k) {
+          if (rule.keeps(*entries[k])) want = entries[k];
+        }
+        EXPECT_EQ(s.first_kept(entries[from]->key, rule), want) << "seed " << seed;
+
+        const PendingKey pivot = entries[rng() % entries.size()]->key;
+        const int64_t limit = static_cast<int64_t>(rng() % 200) * kMilliPerGpu;
+        auto past = [&](const StreamEntry& e, const Amounts& ahead) {
+          return ahead[kGpuDim] > limit || pivot < e.key;
+        };
+        Amounts ahead = kZeroAmounts, want_ahead = kZeroAmounts, got_ahead{};
+        want = nullptr;
+        for (const StreamEntry* e : entries) {
+          if (past(*e, ahead)) {
+            want = e;
+            break;
+          }
+          ahead = ahead + e->amounts;
+        }
+        want_ahead = ahead;
+        EXPECT_EQ(s.first_where(past, got_ahead), want) << "seed " << seed;
+        EXPECT_EQ(got_ahead, want_ahead) << "seed " << seed;
+      }
+    }
+  }
+}
+
+// The fair walk over a queue, told between steps to pass over jobs by rules that tighten and
+// loosen at random: it gives, each time, the first job after the last one it gave, in the
+// order of the plain snapshot, that the rule of its tenant keeps now.
+TEST(FairWalk, PassingOverJobsKeepsTheOrderOfTheRest) {
+  const auto order = make_fair_order();
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937_64 rng(seed);
+    World w(make_uniform_cluster(1, 2, 4, 8));
+    fill_randomly(w, rng, 150, /*running=*/true);
+    const Snapshot plain = w.snapshot();
+    const PendingQueue q = queue_of(w, *order, &rng);
+    Snapshot lazy = plain;
+    lazy.pending = q.jobs();
+    lazy.pending_queue = &q;
+    const QueueShares shares = compute_queue_shares(lazy);
+    std::vector<uint32_t> expected;  // indices into q.jobs(), in the plain order
+    for (uint32_t i : order->order(plain)) expected.push_back(q.index_of(plain.pending[i].id));
+    const auto walk = order->walk(lazy, shares);
+    std::vector<PassOver> rules(q.tenants());
+    bool passing = false;
+    size_t pos = 0;  // in expected: the first after the last job given
+    for (size_t step = 0;; ++step) {
+      if (rng() % 3 == 0) {
+        for (PassOver& r : rules) r = random_rule(rng);
+        ASSERT_TRUE(walk->pass_over(rules));
+        passing = true;
+      }
+      auto kept = [&](uint32_t i) {
+        const PendingJob& p = q.jobs()[i];
+        return !passing || rules[p.spec->tenant].keeps(entry_of(*order, p, i));
+      };
+      while (pos < expected.size() && !kept(expected[pos])) ++pos;
+      const int64_t got = walk->next();
+      if (pos == expected.size()) {
+        EXPECT_EQ(got, -1) << "seed " << seed << " step " << step;
+        break;
+      }
+      ASSERT_EQ(got, expected[pos]) << "seed " << seed << " step " << step;
+      ++pos;
+    }
+  }
+}
+
 // The decisions of a cycle over the queue, stopping early, against the reference cycle.
 void expect_same_cycle(const World& w, const Policy& policy, std::mt19937_64& rng,
                        const std::string& what) {
@@ -192,6 +306,70 @@ TEST(IncrementalCycle, MakesTheDecisionsOfTheFullWalk) {
                           name + " backfill " + backfill + " seed " + std::to_string(seed));
       }
     }
+  }
+}
+
+// The fair order over queue trees other than one equal queue per tenant: weighted, with
+// guarantees (queues short of their share reclaim), and nested (where the walk does not pass
+// over jobs).
+TEST(IncrementalCycle, MakesTheDecisionsOfTheFullWalkOverQueueTrees) {
+  Interner tenants;
+  for (int t = 0; t < 4; ++t) tenants.intern("t" + std::to_string(t));
+  QueueTree weighted;
+  weighted.add(kRootQueue, testing::queue_spec("t0", 1, 4));
+  weighted.add(kRootQueue, testing::queue_spec("t1", 2));
+  weighted.add(kRootQueue, testing::queue_spec("t2", 1, 2));
+  weighted.add(kRootQueue, testing::queue_spec("t3", 3));
+  weighted.finish();
+  weighted.bind(tenants, "test");
+  QueueTree nested;
+  nested.add(kRootQueue, testing::queue_spec("t0", 1, 4));
+  const QueueId group = nested.add(kRootQueue, testing::queue_spec("group", 2));
+  nested.add(group, testing::queue_spec("t1"));
+  nested.add(group, testing::queue_spec("t2"));
+  nested.add(kRootQueue, testing::queue_spec("t3"));
+  nested.finish();
+  nested.bind(tenants, "test");
+  for (const QueueTree* tree : {&weighted, &nested}) {
+    for (uint64_t seed = 1; seed <= 30; ++seed) {
+      std::mt19937_64 rng(seed);
+      World w(make_uniform_cluster(1, 2, 4, 8));
+      w.queues = tree;
+      w.now = seed % 3 == 0 ? 900 : 100;
+      fill_randomly(w, rng, seed % 2 == 0 ? 40 : 200, /*running=*/true);
+      expect_same_cycle(
+          w, make_policy("fair", seed), rng,
+          std::string(tree == &weighted ? "weighted" : "nested") + " seed " + std::to_string(seed));
+    }
+  }
+}
+
+// A full cluster held by two tenants over their shares, and two tenants waiting: the first
+// job of one is too large for its share, so it waits with EASY's reservation, and the jobs
+// behind it reclaim GPUs, each where the full walk reaches it (the lazy walk passes over the
+// jobs around them).
+TEST(IncrementalCycle, ReclaimsBehindAReservationAsTheFullWalk) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+    World w(make_uniform_cluster(1, 2, 4, 8));
+    w.now = 5000;
+    const Cluster& c = w.cluster;
+    for (NodeId n = 0; n < c.nodes().size(); ++n) {
+      for (int g = 0; g < 4; g += 2) {
+        JobSpec s = gang("r" + std::to_string(n * 4 + g), 1, 2, 0, static_cast<TenantId>(pick(2)));
+        w.add_running(s, testing::whole_gpus(c, n, g, 2), 100.0 * pick(10),
+                      pick(2) == 0 ? 5000 + 100.0 * (1 + pick(50)) : kUnknown);
+      }
+    }
+    w.add_pending(gang("big", 1, 8, 4900, 2));  // not starving yet: waited under an hour
+    for (int i = 0; i < 60; ++i) {
+      JobSpec s = gang("p" + std::to_string(i), 1, 1 << pick(2), 4901.0 + i,
+                       static_cast<TenantId>(2 + pick(2)));
+      s.duration_estimate = pick(3) == 0 ? kUnknown : 100.0 * (1 + pick(100));
+      w.add_pending(s);
+    }
+    expect_same_cycle(w, make_policy("fair", seed), rng, "seed " + std::to_string(seed));
   }
 }
 

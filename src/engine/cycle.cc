@@ -151,7 +151,7 @@ class Cycle {
           break;
         }
         if (b == Bound::kShortOnly) {
-          if (jump_to_short_jobs(*walk)) break;
+          if (!passing_ && jump_to_short_jobs(*walk)) break;
           if (!by_key) drop_idle_tenants(*walk);
         }
         gap = b == Bound::kNothing ? 1 : gap * 2;
@@ -164,6 +164,7 @@ class Cycle {
       const size_t decided = decisions_made();
       consider(idx);
       if (decisions_made() != decided) gap = 1, since_check = 0;
+      if (queue_ != nullptr) pass_over(*walk);
     }
     // What is left after every waiting job was considered goes to elastic gangs below their
     // maximum: the waiting jobs could not use it now, and any of them may take it back later
@@ -472,6 +473,42 @@ class Cycle {
     }
   }
 
+  // Behind EASY's reservation over every GPU, consider() leaves a job waiting before it tries
+  // anything for it (the tests before only choose its reason) when it needs more than the
+  // reservation spares and is not known to end by its shadow time; and after that, without
+  // trying to place it, when it needs more than is free and may not preempt (try_preempt
+  // returns before it tries anything: no job left outranks a running one or crosses queues by
+  // its class, and its shape may not reclaim, or failed to since usage last changed:
+  // preemption_possible, may_reclaim). A job it would leave waiting whose reason is not wanted
+  // changes nothing: the walk may pass over it. The rules hold until something changes (a
+  // decision, a failed preemption noted) and are given again then: jobs passed over that a new
+  // rule keeps are walked again (PendingWalk::pass_over). Elastic gangs are left out (placement
+  // at their maximum, shrinking and growth are not bounded here). Where the walk passes over
+  // jobs, no job may be considered out of its order (jump_to_short_jobs): some not reached lie
+  // behind it.
+  void pass_over(PendingWalk& walk) {
+    if (policy_.elastic || pass_refused_ || !reservation_holds_all()) return;
+    const std::pair<size_t, size_t> state{decisions_made(), preempt_failed_.size()};
+    if (passing_ && state == passed_state_) return;
+    passed_state_ = state;
+    const bool preempt = preemption_possible();
+    PassOver rule;
+    rule.now = snap_.now;
+    rule.shadow_time = shadow_time_;
+    rule.extra_milli = extra_milli_;
+    rule.room_milli = preempt && preempt_all_ ? std::numeric_limits<int64_t>::max()
+                                              : scratch_.free_milli_matching(kAnyGpuType);
+    rules_.assign(queue_->tenants(), rule);
+    if (preempt && !preempt_all_) {
+      for (const auto& shape_jobs : queue_->by_shape()) {
+        const GangShape& shape = shape_jobs.first;
+        if (may_reclaim(shape)) rules_[shape.tenant].add_preempt_need(shape.need);
+      }
+    }
+    passing_ = walk.pass_over(rules_);
+    pass_refused_ = !passing_;  // the walk never will: ask no more
+  }
+
   size_t decisions_made() const {
     return out_.starts.size() + out_.preemptions.size() + out_.resizes.size() +
            (reservation_active_ ? 1 : 0);
@@ -558,7 +595,7 @@ class Cycle {
   }
 
   bool startable_now(const GangShape& shape, bool preempt, int64_t free) const {
-    return (preempt && may_preempt(shape.tenant)) || (shape.need <= free && !failed(shape));
+    return (preempt && may_preempt(shape)) || (shape.need <= free && !failed(shape));
   }
 
   // Bound::kShortOnly in an order that interleaves tenants: a tenant with no job left that
@@ -672,11 +709,17 @@ class Cycle {
   }
 
   bool failed(const GangShape& g) const {
-    if (failed_.empty()) return false;
+    return !failed_.empty() && failed_.contains(shape_key(g));
+  }
+  // The ShapeKey of the jobs of a gang shape (shape_of).
+  static ShapeKey shape_key(const GangShape& g) {
     const MemberDemand demand{g.gpus, g.gpu_milli, g.cpu_milli, g.mem_mib};
-    return failed_.contains(ShapeKey{demand, g.min_members, g.max_members, g.types,
-                                     static_cast<Level>(g.span),
-                                     reinterpret_cast<const NodeSet*>(g.nodes)});
+    return ShapeKey{demand,
+                    g.min_members,
+                    g.max_members,
+                    g.types,
+                    static_cast<Level>(g.span),
+                    reinterpret_cast<const NodeSet*>(g.nodes)};
   }
 
   bool reservation_holds_all() const {
@@ -687,9 +730,11 @@ class Cycle {
   }
 
   // Whether a job not yet reached might preempt someone (victim_kind): it outranks a running
-  // job, or, with reclaim, it is of a class that crosses queues, or its queue is short of its
-  // share (or its guarantee per GPU type, or starving) by as much as its smallest gang.
-  // Also notes for whom (may_preempt): everyone, or the tenants whose queue may reclaim.
+  // job, or, with reclaim, it is of a class that crosses queues, or there are per-GPU-type
+  // guarantees, or it has a gang shape that may reclaim (may_reclaim: its queue stays within
+  // its share with it, or it may be starving, and no attempt of the shape failed since usage
+  // last changed). Also notes for whom (may_preempt): everyone, or the tenants with such a
+  // shape.
   bool preemption_possible() {
     preempt_all_ = false;
     preempt_tenants_.assign(queue_->tenants(), false);
@@ -719,22 +764,54 @@ class Cycle {
                                      (starving && !all_le(shares_.usage[k], shares_.entitled[k])));
     }
     if (!any_over) return false;
-    // A queue reclaims while it stays within its share, or for a starving gang (one larger
-    // than the share, while the queue holds less).
+    // Past the checks above, a job reaches past its own queue only by reclaim (try_preempt's
+    // cross_queue is may_reclaim): the tenants with a shape not yet reached that may reclaim.
     bool any = false;
-    for (TenantId t = 0; t < q.tenants(); ++t) {
-      if (q.count(t) == tenant_visited_[t]) continue;
-      const QueueId leaf = shares_.leaf_of(t);
-      const int64_t holds = live_[leaf][kGpuDim], share = shares_.entitled[leaf][kGpuDim];
-      if (holds + q.min_gpu_need(t) <= share ||
-          (starving && holds < share && q.max_gpu_need(t) > share)) {
-        preempt_tenants_[t] = true;
-        any = true;
-      }
+    for (const auto& [shape, jobs] : q.by_shape()) {
+      if (preempt_tenants_[shape.tenant] || !may_reclaim(shape)) continue;
+      if (first_unvisited(shape, jobs) == nullptr) continue;
+      preempt_tenants_[shape.tenant] = true;
+      any = true;
     }
     return any;
   }
-  bool may_preempt(TenantId t) const { return preempt_all_ || preempt_tenants_[t]; }
+
+  // Whether a job of `shape` may preempt, as preemption_possible() found: anyone may, or its
+  // tenant has a shape that may reclaim and this is one.
+  bool may_preempt(const GangShape& shape) const {
+    return preempt_all_ || (preempt_tenants_[shape.tenant] && may_reclaim(shape));
+  }
+
+  // For preemption_possible's per-tenant case (no job not yet reached outranks a running one
+  // or crosses queues by its class, no per-GPU-type quotas): whether a job of `shape` could
+  // get past try_preempt's early returns. It may reclaim while its queue stays within its share
+  // with it, or as a starving gang (larger than the share while the queue holds less, if it
+  // waited long enough: unknown here, so both are allowed); and not when the attempt of the
+  // same shape, queue, rank and finding failed since usage last changed (preempt_failed_),
+  // for every rank waiting. (Best-effort jobs never reclaim: counting them in is only loose.)
+  bool may_reclaim(const GangShape& shape) const {
+    const QueueId leaf = shares_.leaf_of(shape.tenant);
+    const Amounts need{shape.need, shape.cpu_milli * shape.min_members,
+                       shape.mem_mib * shape.min_members};
+    const int64_t holds = live_[leaf][kGpuDim], share = shares_.entitled[leaf][kGpuDim];
+    const bool within = all_le(live_[leaf] + need, shares_.entitled[leaf]);
+    const bool may_starve =
+        tree_.settings().starving_after_seconds > 0 && need[kGpuDim] > share && holds < share;
+    if (!within && !may_starve) return false;
+    if (preempt_failed_.empty()) return true;
+    const ShapeKey key = shape_key(shape);
+    for (const auto& rank_count : queue_->ranks()) {
+      const int64_t rank = rank_count.first;
+      // A job that is not starving may reclaim only `within`; one that is may anyway.
+      if (within && !preempt_failed_.contains(PreemptKey{key, leaf, rank, true, false})) {
+        return true;
+      }
+      if (may_starve && !preempt_failed_.contains(PreemptKey{key, leaf, rank, true, true})) {
+        return true;
+      }
+    }
+    return false;
+  }
 
   // Ranks are fixed for the cycle (attained service is as of the snapshot): computed once.
   void rank_running() {
@@ -1304,7 +1381,13 @@ class Cycle {
       free_on_nodes_;
   double shadow_time_ = kNever;
   int64_t extra_milli_ = 0;
-  bool wants_reason_ = true;  // of the job being considered
+  // pass_over: whether the walk passes over jobs or refused to, the state its rules were made
+  // for (decisions_made, preempt_failed_'s size), and the rules.
+  bool passing_ = false;
+  bool pass_refused_ = false;
+  std::pair<size_t, size_t> passed_state_{0, 0};
+  std::vector<PassOver> rules_;  // by TenantId
+  bool wants_reason_ = true;     // of the job being considered
   // Stopping the walk early (what_more_can_start): the caller's queue, and what the walk has
   // reached of it (by index in snap_.pending; ranks as (rank, jobs)).
   const PendingQueue* queue_ = nullptr;

@@ -64,16 +64,27 @@ void PendingQueue::reindex(uint32_t pos) {
   const PendingJob& job = jobs_[pos];
   const JobSpec& s = *job.spec;
   const Stream& stream = streams_[per_tenant_ ? s.tenant : 0];
-  stream.find(StreamEntry{order_.pending_key(job), 0, kZeroAmounts})->index = pos;
+  stream.find(StreamEntry{order_.pending_key(job)})->index = pos;
   const ByEstimate& by_est = by_shape_.at(GangShape::of(s));
   by_est.find({{estimate_key(s), job.id}, 0})->index = pos;
 }
 
 void PendingQueue::set_wants_reason(JobId id, bool wants) {
-  PendingJob& job = jobs_[index_.at(id)];
+  const uint32_t pos = index_.at(id);
+  PendingJob& job = jobs_[pos];
   if (job.wants_reason == wants) return;
+  // The stream's entry carries the flag into its tree's sums (first_kept): put it back anew.
+  Stream& stream = streams_[per_tenant_ ? job.spec->tenant : 0];
+  stream.erase(StreamEntry{order_.pending_key(job)});
   job.wants_reason = wants;
+  stream.insert(stream_entry(job, pos));
   set_wanting(id, wants);
+}
+
+StreamEntry PendingQueue::stream_entry(const PendingJob& job, uint32_t index) const {
+  const JobSpec& s = *job.spec;
+  return StreamEntry{order_.pending_key(job), index, amounts_of(s, s.min_members),
+                     s.duration_estimate, job.wants_reason};
 }
 
 void PendingQueue::set_wanting(JobId id, bool wants) {
@@ -82,22 +93,6 @@ void PendingQueue::set_wanting(JobId id, bool wants) {
   } else {
     wanting_.erase(id);
   }
-}
-
-int64_t PendingQueue::min_gpu_need(TenantId t) const {
-  // GangShape{t} (every other field zero) sorts before each of t's shapes.
-  const auto it = by_shape_.lower_bound(GangShape{t});
-  return it != by_shape_.end() && it->first.tenant == t ? it->first.need
-                                                        : std::numeric_limits<int64_t>::max();
-}
-
-int64_t PendingQueue::max_gpu_need(TenantId t) const {
-  auto it = t == std::numeric_limits<TenantId>::max() ? by_shape_.end()
-                                                      : by_shape_.lower_bound(GangShape{t + 1});
-  if (it == by_shape_.begin() || (--it)->first.tenant != t) {
-    return std::numeric_limits<int64_t>::min();
-  }
-  return it->first.need;
 }
 
 void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
@@ -112,11 +107,11 @@ void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
   const Amounts amounts = amounts_of(s, s.min_members);
   const EstimateEntry by_est{{estimate_key(s), job.id}, index};
   if (sign > 0) {
-    stream.insert(StreamEntry{order_.pending_key(job), index, amounts});
+    stream.insert(stream_entry(job, index));
     by_shape_[GangShape::of(s)].insert(by_est);
     ++rank_[order_.rank(s, job.attained_gpu_seconds)];
   } else {
-    stream.erase(StreamEntry{order_.pending_key(job), index, kZeroAmounts});
+    stream.erase(StreamEntry{order_.pending_key(job)});
     const auto n = by_shape_.find(GangShape::of(s));
     n->second.erase(by_est);
     if (n->second.empty()) by_shape_.erase(n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <tuple>
@@ -30,6 +31,16 @@ class Source {
   virtual const PendingKey& head(TenantId t) const = 0;
   virtual uint32_t head_index(TenantId t) const = 0;  // into Snapshot::pending
   virtual void advance(TenantId t) = 0;
+  // Whether pass_over() and seek() may be called: the source reads a PendingQueue's streams.
+  virtual bool can_pass_over() const { return false; }
+  // Moves t's head to its first job from the head on that `rule` keeps (done when none),
+  // returning the summed amounts of the jobs passed over.
+  virtual Amounts pass_over(TenantId, const PassOver&) { return kZeroAmounts; }
+  // Moves t's head, back or forth, to its first job for which after(job, amounts of the jobs
+  // ahead of it) holds (done when none), given that it holds for every job after one it holds
+  // for; returns the amounts of the jobs ahead of the new head (of all, when done).
+  using After = std::function<bool(const StreamEntry&, const Amounts&)>;
+  virtual Amounts seek(TenantId, const After&) { return kZeroAmounts; }
 };
 
 // From a plain snapshot: each tenant's jobs sorted once (O(n) when the caller keeps them in
@@ -67,7 +78,7 @@ class SpanSource final : public Source {
 // order, source_for), else one.
 class QueueSource final : public Source {
  public:
-  explicit QueueSource(const PendingQueue& q) {
+  explicit QueueSource(const PendingQueue& q) : streams_(q.streams()) {
     for (const PendingQueue::Stream& s : q.streams()) it_.emplace_back(s.begin(), s.end());
   }
   TenantId tenants() const override { return static_cast<TenantId>(it_.size()); }
@@ -75,8 +86,33 @@ class QueueSource final : public Source {
   const PendingKey& head(TenantId t) const override { return it_[t].first->key; }
   uint32_t head_index(TenantId t) const override { return it_[t].first->index; }
   void advance(TenantId t) override { ++it_[t].first; }
+  bool can_pass_over() const override { return true; }
+  // O(log n) by the stream's sums, however many jobs it passes over.
+  Amounts pass_over(TenantId t, const PassOver& rule) override {
+    auto& [it, end] = it_[t];
+    if (it == end || rule.keeps(*it)) return kZeroAmounts;
+    const PendingQueue::Stream& s = streams_[t];
+    const Amounts before = s.amounts_before(it->key);
+    const StreamEntry* kept = s.first_kept(it->key, rule);
+    if (kept == nullptr) {
+      it = end;
+      return s.node_begin().get_metadata().amounts - before;  // the root's sums: every job
+    }
+    it = s.find(*kept);
+    return s.amounts_before(kept->key) - before;
+  }
+  // O(log n) by the stream's sums.
+  Amounts seek(TenantId t, const After& after) override {
+    auto& [it, end] = it_[t];
+    const PendingQueue::Stream& s = streams_[t];
+    Amounts ahead = kZeroAmounts;
+    const StreamEntry* e = s.first_where(after, ahead);
+    it = e == nullptr ? end : s.find(*e);
+    return ahead;
+  }
 
  private:
+  std::span<const PendingQueue::Stream> streams_;
   std::vector<std::pair<PendingQueue::Stream::const_iterator, PendingQueue::Stream::const_iterator>>
       it_;
 };
@@ -246,7 +282,8 @@ class DrfWalk final : public PendingWalk {
 // Hierarchical fair share: one priority class at a time (every class outranks the fairness
 // between queues); within it, progressive filling down the tree, at each level the child whose
 // usage (grown as jobs are assumed to start) is the smallest fraction of its entitlement;
-// within a leaf, the pending_key order. A step costs O(tenants + queues).
+// within a leaf, the pending_key order. A step costs O(tenants + queues), and, while the cycle
+// has it pass over jobs that cannot start (pass_over), O(log n) more per leaf that moved on.
 class FairWalk final : public PendingWalk {
  public:
   // `queue`: the PendingQueue src reads, if it does (order_subset needs its sums).
@@ -266,6 +303,34 @@ class FairWalk final : public PendingWalk {
       if (!tenants_of_[q].empty()) leaves_.push_back(q);
     }
     marked_.assign(n, false);
+    const auto& children = tree_.queue(kRootQueue).children;
+    flat_ = src_->can_pass_over() && tenants_of_[kRootQueue].empty();
+    child_pos_.assign(n, 0);
+    for (size_t k = 0; k < children.size(); ++k) {
+      child_pos_[children[k]] = k;
+      flat_ = flat_ && tree_.queue(children[k]).leaf() && tenants_of_[children[k]].size() <= 1;
+    }
+    rules_.resize(n);
+    unchecked_.assign(n, false);
+  }
+
+  // In a flat tree whose leaves hold one tenant each, a leaf is a sequence of its jobs in key
+  // order, each placed among the root's children by the leaf's usage plus the amounts of every
+  // job ahead of it (order_subset): leaving some out while adding their amounts to the leaf's
+  // usage keeps the place, so the order, of the rest. A leaf's head is checked against its
+  // rule before each step; a leaf whose rule keeps a job its last one did not goes back to its
+  // first job after the last one given (seek, by the same places).
+  bool pass_over(std::span<const PassOver> rule) override {
+    if (!flat_) return false;
+    for (QueueId q : leaves_) {
+      const PassOver& r = rule[tenants_of_[q].front()];
+      if (passing_ && r == rules_[q]) continue;
+      if (passing_ && !rules_[q].keeps_all_of(r)) go_back(q);
+      rules_[q] = r;
+      unchecked_[q] = true;
+    }
+    passing_ = true;
+    return true;
   }
 
   // A leaf whose parent is the root, once every tenant of it is dropped: the progressive
@@ -319,6 +384,7 @@ class FairWalk final : public PendingWalk {
   }
 
   int64_t next() override {
+    if (passing_) pass_over_heads();
     // The class being filled: the highest among the queues' next jobs.
     int tier = std::numeric_limits<int>::max();
     for (QueueId q : leaves_) {
@@ -333,6 +399,7 @@ class FairWalk final : public PendingWalk {
       for (QueueId a = q; a != kNoId && !marked_[a]; a = tree_.queue(a).parent) marked_[a] = true;
     }
     QueueId q = kRootQueue;
+    double root_ratio = 0;  // of the root's child chosen
     while (!tree_.queue(q).leaf()) {
       QueueId best = kNoId;
       double best_ratio = 0;
@@ -345,20 +412,59 @@ class FairWalk final : public PendingWalk {
         }
       }
       if (best == kNoId) break;  // jobs of a tenant bound to this inner queue itself
+      if (q == kRootQueue) root_ratio = best_ratio;
       q = best;
     }
     const TenantId t = head_tenant(q);
     const uint32_t i = src_->head_index(t);
+    if (flat_) last_ = LastPlace{true, tier, root_ratio, child_pos_[q], q, src_->head(t)};
     src_->advance(t);
+    unchecked_[q] = passing_;
     const JobSpec& s = *snap_.pending[i].spec;
-    const Amounts a = amounts_of(s, s.min_members);
-    for (QueueId u = q; u != kNoId; u = tree_.queue(u).parent) {
-      for (size_t d = 0; d < kNumDims; ++d) eff_[u][d] += static_cast<double>(a[d]);
-    }
+    take(q, amounts_of(s, s.min_members));
     return i;
   }
 
  private:
+  // Grows the usage of q and its ancestors by `a`, as if those jobs started.
+  void take(QueueId q, const Amounts& a) {
+    for (QueueId u = q; u != kNoId; u = tree_.queue(u).parent) {
+      for (size_t d = 0; d < kNumDims; ++d) eff_[u][d] += static_cast<double>(a[d]);
+    }
+  }
+  // Moves each unchecked leaf's head past the jobs its rule does not keep, taking their
+  // amounts. (Integer-valued doubles below 2^53 sum exactly: adding the amounts at once
+  // gives the usage adding them one by one would.)
+  void pass_over_heads() {
+    for (QueueId q : leaves_) {
+      if (!unchecked_[q]) continue;
+      unchecked_[q] = false;
+      const TenantId t = tenants_of_[q].front();
+      if (!src_->done(t)) take(q, src_->pass_over(t, rules_[q]));
+    }
+  }
+  // Puts leaf q's head at its first job after the last job given (flat_), with the usage the
+  // leaf has there: its own plus the amounts of every job ahead of that one.
+  void go_back(QueueId q) {
+    const LastPlace last = last_;
+    const std::vector<Amounts>& usage = sh_.usage;
+    auto after = [this, q, last, &usage](const StreamEntry& e, const Amounts& ahead) {
+      if (!last.any) return true;
+      if (q == last.leaf) return last.key < e.key;
+      std::array<double, kNumDims> eff{};
+      for (size_t d = 0; d < kNumDims; ++d) {
+        eff[d] = static_cast<double>(usage[q][d]) + static_cast<double>(ahead[d]);
+      }
+      return std::make_tuple(e.key.neg_priority, ratio(q, eff), child_pos_[q]) >
+             std::make_tuple(last.tier, last.ratio, last.pos);
+    };
+    const Amounts ahead = src_->seek(tenants_of_[q].front(), after);
+    for (size_t d = 0; d < kNumDims; ++d) {
+      const double now = static_cast<double>(usage[q][d]) + static_cast<double>(ahead[d]);
+      eff_[kRootQueue][d] += now - eff_[q][d];
+      eff_[q][d] = now;
+    }
+  }
   static constexpr TenantId kNoTenant = std::numeric_limits<TenantId>::max();
   // The tenant of queue q whose next job comes first (a leaf usually has one tenant).
   TenantId head_tenant(QueueId q) const {
@@ -387,6 +493,24 @@ class FairWalk final : public PendingWalk {
   std::vector<QueueId> leaves_;                    // queues with tenants that have jobs
   std::vector<bool> marked_;   // per step: the subtree has a next job of the class being filled
   std::vector<bool> dropped_;  // by TenantId (drop_tenant)
+  // pass_over: whether it applies (a flat tree, leaves of one tenant, read from a
+  // PendingQueue), whether a rule was given, each leaf's rule and whether its head was checked
+  // against it (not since the rule changed or the leaf moved on).
+  bool flat_ = false;
+  bool passing_ = false;
+  std::vector<PassOver> rules_;    // by QueueId
+  std::vector<bool> unchecked_;    // by QueueId
+  std::vector<size_t> child_pos_;  // by QueueId: its place among the root's children
+  // The place (order_subset) of the last job given, where flat_.
+  struct LastPlace {
+    bool any = false;
+    int tier = 0;
+    double ratio = 0;  // its leaf's when it was taken
+    size_t pos = 0;    // child_pos_ of its leaf
+    QueueId leaf = kNoId;
+    PendingKey key;
+  };
+  LastPlace last_;
 };
 
 class DrfOrder final : public QueueOrder {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,15 @@ class PendingWalk {
   // the others, where it can (returns whether it did): the fair walk over a PendingQueue in a
   // flat tree. (A key order is the jobs' pending_key order; the caller sorts those itself.)
   virtual bool order_subset(std::vector<uint32_t>&) const { return false; }
+  // From now on the walk may leave out the jobs of each tenant t that rule[t] does not keep,
+  // where that keeps the order of the others as it was; it returns whether it does (the fair
+  // walk over a PendingQueue in a flat tree whose leaves hold one tenant each: a job's place
+  // there is fixed by its leaf's usage and what is ahead of it in the leaf, passed over or
+  // not). Rules may come in any order: where one keeps a job an earlier one left out, the walk
+  // goes back for the tenant's jobs after the last one it gave. The jobs it leaves out are not
+  // given to the caller, who must not consider any job out of the walk's order (some not
+  // given lie behind it). `rule` covers every tenant with jobs.
+  virtual bool pass_over(std::span<const PassOver> /*rule*/) { return false; }
 };
 
 class QueueOrder {
