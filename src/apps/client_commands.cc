@@ -455,7 +455,10 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.jobs->add_option("--watch", a.watch, "print the list again every this many seconds")
       ->check(non_negative_number());
   c.jobs->add_flag("--json", a.json, "print a JSON array");
-  c.job = app.add_subcommand("job", "Show one job: state, why it waits, placement, spec");
+  c.job = app.add_subcommand(
+      "job",
+      "Show one job: state, why it waits, placement, spec, and its history (submitted, each "
+      "change of reason, started where, preempted by whom, how it ended)");
   c.job->add_option("id", a.id, "job id")->required();
   c.job->add_flag("--json", a.json, "print JSON");
   c.cancel = app.add_subcommand("cancel", "Cancel a job");
