@@ -943,14 +943,10 @@ void Service::hold_for_process_limits_locked(std::vector<PendingJob>& pending) {
 
 void Service::hold_for_array_limits_locked(std::vector<PendingJob>& pending) {
   array_held_.clear();
+  if (array_tasks_.empty()) return;  // no array has a task in memory: nothing to throttle
   std::unordered_map<int64_t, int32_t> running;  // by array id: tasks placed or with processes
   for (const auto& [id, jp] : active_) {
     if (jp->row.array_id != 0 && jp->row.spec.array_throttle > 0) ++running[jp->row.array_id];
-  }
-  if (running.empty() && std::none_of(pending.begin(), pending.end(), [&](const PendingJob& p) {
-        return jobs_.at(static_cast<int64_t>(p.id))->row.spec.array_throttle > 0;
-      })) {
-    return;
   }
   // `pending` is in arrival order, an array's tasks by index: the lowest indices go first.
   std::erase_if(pending, [&](const PendingJob& p) {
