@@ -79,9 +79,19 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     const double isolated = spec.work_seconds * std::max(1.0, slice > 0 ? gpus / slice : 1.0);
     if (isolated > 0) ftf.push_back((o.finish - o.submit) / isolated);
   }
+  // Per tenant over every job, finished or not: preemptions, lost work, and (accounting) the
+  // jobs that started and their waits.
+  std::vector<int64_t> t_started(nt, 0);
+  std::vector<double> t_wait_hours(nt, 0.0);
   for (JobId j = 0; j < w.jobs.size(); ++j) {
-    t_preempt[w.jobs[j].tenant] += static_cast<size_t>(r.jobs[j].preemptions);
-    t_lost_gpu[w.jobs[j].tenant] += r.jobs[j].lost_gpu_seconds;
+    const JobOutcome& o = r.jobs[j];
+    const TenantId t = w.jobs[j].tenant;
+    t_preempt[t] += static_cast<size_t>(o.preemptions);
+    t_lost_gpu[t] += o.lost_gpu_seconds;
+    if (o.first_start >= 0) {
+      ++t_started[t];
+      t_wait_hours[t] += (o.first_start - o.submit) / 3600.0;
+    }
   }
   const double makespan = r.last_finish - r.first_submit;
   const double capacity = static_cast<double>(c.num_gpus()) * makespan;
@@ -160,14 +170,6 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   // Accounting over the whole run (tessera usage --result), in GET /v1/usage's schema: every
   // job of a simulation ends by finishing (succeeded); GPU-hours by type include a victim's
   // checkpoint grace, as the service's runs do.
-  std::vector<int64_t> t_started(nt, 0);
-  std::vector<double> t_wait_hours(nt, 0.0);
-  for (JobId k = 0; k < w.jobs.size(); ++k) {
-    const JobOutcome& o = r.jobs[k];
-    if (o.first_start < 0) continue;
-    ++t_started[w.jobs[k].tenant];
-    t_wait_hours[w.jobs[k].tenant] += (o.first_start - o.submit) / 3600.0;
-  }
   nlohmann::ordered_json usage = nlohmann::ordered_json::array();
   for (TenantId t = 0; t < w.tenants.size() && t < r.tenants.size(); ++t) {
     const TenantSeries& ts = r.tenants[t];
