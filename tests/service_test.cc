@@ -598,6 +598,14 @@ TEST_F(ServiceTest, FinishedJobsLeaveMemoryAfterTheRetentionAndTheApiStillReadsT
   s = make_retaining();
   EXPECT_EQ(s->metrics().jobs_in_memory, before);
   EXPECT_EQ(s->job(admin, b).row.state, JobState::kSucceeded);
+  // A server started without retention does not load b again, and still lists it.
+  o.retain_finished_seconds = -1;
+  s.reset();
+  s = make_retaining();
+  EXPECT_EQ(s->jobs(admin, done).size(), 3u);  // a, b and d
+  o.retain_finished_seconds = 3600;
+  s.reset();
+  s = make_retaining();
   // Archiving: the admin only, not inside the retention; b leaves the tables for a file.
   EXPECT_THROW(s->archive(RequestContext{as("team-a").caller, "POST", "/"}, 3600), ServiceError);
   EXPECT_THROW(s->archive(RequestContext{admin, "POST", "/"}, 60), ServiceError);

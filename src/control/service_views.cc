@@ -127,10 +127,11 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   }
   // Finished jobs retention moved out of memory are in the database (no job is in both): the
   // page is the first `limit` of the two, merged by id. Only finished states are evicted, so a
-  // listing of waiting or running jobs never reads the database.
+  // listing of waiting or running jobs never reads the database. (A server started without
+  // retention still lists the jobs an earlier one evicted: they are not loaded again.)
   const bool finished_wanted =
       f.states.empty() || std::any_of(f.states.begin(), f.states.end(), is_terminal);
-  if (!finished_wanted || opt_.retain_finished_seconds < 0) return out;
+  if (!finished_wanted) return out;
   EvictedQuery q;
   q.states = f.states;
   q.tenant = caller.admin ? f.tenant : caller.tenant;
