@@ -162,6 +162,26 @@ class ServiceTest : public ::testing::Test {
     s.tick();
     return id;
   }
+  // Issue 15 defect 2's scenario, on make(8): team-a submits big1 then big2 (6 GPUs each),
+  // team-b submits b (4 GPUs), which reclaims from big1 and runs; 100 s later b ends and big1
+  // runs again (big2 still waits).
+  struct Reclaimed {
+    int64_t big1 = 0, big2 = 0, b = 0;
+  };
+  void reclaim_then_return(Service& s, Reclaimed& out) {
+    out.big1 = submit_and_tick(s, "team-a", "big1", 6);
+    out.big2 = submit_and_tick(s, "team-a", "big2", 6);
+    out.b = submit_and_tick(s, "team-b", "b", 4);
+    now_ += 10;
+    s.tick();
+    s.tick();
+    ASSERT_EQ(state(s, out.b), JobState::kRunning);
+    now_ += 100;
+    backend_->exit(out.b, 0, 0);
+    s.tick();
+    s.tick();
+    ASSERT_EQ(state(s, out.big1), JobState::kRunning);
+  }
   static double free_gpus(Service& s) {
     double free = 0;
     for (const NodeView& n : s.nodes()) {
@@ -277,21 +297,9 @@ TEST_F(ServiceTest, UsageAccountsEveryRunAndWhoPreemptedWhom) {
   // again after b. Accounting sees big1's two runs, b's run, one preemption each way.
   auto s = make(8);
   const double t0 = now_;
-  const auto submit = [&](const char* tenant, const char* name, int gpus) {
-    return submit_and_tick(*s, tenant, name, gpus);
-  };
-  const int64_t big1 = submit("team-a", "big1", 6);
-  submit("team-a", "big2", 6);
-  const int64_t b = submit("team-b", "b", 4);
-  now_ += 10;
-  s->tick();
-  s->tick();
-  ASSERT_EQ(state(*s, b), JobState::kRunning);
-  now_ += 100;
-  backend_->exit(b, 0, 0);
-  s->tick();
-  s->tick();
-  ASSERT_EQ(state(*s, big1), JobState::kRunning);
+  Reclaimed r;
+  ASSERT_NO_FATAL_FAILURE(reclaim_then_return(*s, r));
+  const int64_t b = r.b;
   now_ += 50;
   const JobView bv = s->job(Caller{true, ""}, b);
   const std::vector<UsageRow> all = s->usage(Caller{true, ""}, t0, now_ + 1);
@@ -340,18 +348,9 @@ TEST_F(ServiceTest, AJobsHistoryTellsItsLifeFromSubmissionToItsEnd) {
     }
     return std::string("(no " + type + ")");
   };
-  const int64_t big1 = submit_and_tick(*s, "team-a", "big1", 6);
-  const int64_t big2 = submit_and_tick(*s, "team-a", "big2", 6);
-  const int64_t b = submit_and_tick(*s, "team-b", "b", 4);
-  now_ += 10;
-  s->tick();
-  s->tick();
-  ASSERT_EQ(state(*s, b), JobState::kRunning);
-  now_ += 100;
-  backend_->exit(b, 0, 0);
-  s->tick();
-  s->tick();
-  ASSERT_EQ(state(*s, big1), JobState::kRunning);
+  Reclaimed r;
+  ASSERT_NO_FATAL_FAILURE(reclaim_then_return(*s, r));
+  const int64_t big1 = r.big1, big2 = r.big2, b = r.b;
   s->hold(RequestContext{admin, "POST", "/"}, big2);
   s->release(RequestContext{as("team-a").caller, "POST", "/"}, big2);
   s->cancel(RequestContext{admin, "POST", "/"}, big2);
