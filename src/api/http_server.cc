@@ -13,9 +13,41 @@
 #include "api/prometheus.h"
 #include "control/token.h"
 #include "model/accounting_json.h"
+#include "web/assets.h"
 
 namespace tessera {
 namespace {
+
+// /ui/PATH: "" is the dashboard's page, vendor/... the chart library, the rest the dashboard's
+// files. Revalidated by ETag (the content's hash), so an upgraded server is never shadowed by a
+// cached page, and answered 304 when unchanged.
+void serve_ui_asset(const httplib::Request& req, httplib::Response& res, const std::string& path) {
+  const std::string name = path.empty()                    ? "dashboard/index.html"
+                           : path.rfind("vendor/", 0) == 0 ? path
+                                                           : "dashboard/" + path;
+  const std::optional<WebAsset> asset = web_asset(name);
+  if (!asset) {
+    send_error(res, 404, "no dashboard file /ui/" + path);
+    return;
+  }
+  const std::string etag = "\"" + std::to_string(std::hash<std::string_view>{}(asset->body)) + "\"";
+  res.set_header("ETag", etag);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  if (name.ends_with(".html")) {
+    // Scripts and data only from this server; the page cannot be framed (clickjacking).
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Referrer-Policy", "no-referrer");
+  }
+  if (req.get_header_value("If-None-Match") == etag) {
+    res.status = 304;
+    return;
+  }
+  res.set_content(std::string(asset->body), std::string(asset->content_type));
+}
 
 // Methods that change something: their refusals are audited.
 bool is_mutating(const std::string& method) {
@@ -371,6 +403,16 @@ void ApiServer::routes() {
               json_text(nlohmann::json{{"since", since}, {"until", until}, {"usage", rows}}),
               kJson);
         }));
+
+  // The dashboard: static pages built into the binary. They sign in with an API token and read
+  // the same API as the CLI, so the page shows what that token may see and nothing more.
+  route("GET", "/ui", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 308;
+    res.set_header("Location", "/ui/");
+  });
+  route("GET", R"(/ui/(.*))", [](const httplib::Request& req, httplib::Response& res) {
+    serve_ui_asset(req, res, req.matches[1]);
+  });
 
   // Requests the front end refused (too large, chunked, malformed) are audited as well.
   http_->on_refused = [&svc](const Framing& f) {
