@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 
 #include "api/http_util.h"
@@ -21,11 +23,26 @@ namespace {
 // /ui/PATH: "" is the dashboard's page, vendor/... the chart library, the rest the dashboard's
 // files. Revalidated by ETag (the content's hash), so an upgraded server is never shadowed by a
 // cached page, and answered 304 when unchanged.
-void serve_ui_asset(const httplib::Request& req, httplib::Response& res, const std::string& path) {
+void serve_ui_asset(const httplib::Request& req, httplib::Response& res, const std::string& path,
+                    const std::string& ui_dir) {
   const std::string name = path.empty()                    ? "dashboard/index.html"
                            : path.rfind("vendor/", 0) == 0 ? path
                                                            : "dashboard/" + path;
-  const std::optional<WebAsset> asset = web_asset(name);
+  std::optional<WebAsset> asset = web_asset(name);
+  std::string from_disk;
+  // --ui-dir: the dashboard's own files from disk (never a path that climbs out of it).
+  if (!ui_dir.empty() && name.rfind("dashboard/", 0) == 0 && name.find("..") == std::string::npos) {
+    std::ifstream in(ui_dir + "/" + name, std::ios::binary);
+    if (in) {
+      from_disk.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      const std::string_view type = name.ends_with(".html")  ? "text/html; charset=utf-8"
+                                    : name.ends_with(".css") ? "text/css; charset=utf-8"
+                                                             : "text/javascript; charset=utf-8";
+      asset = WebAsset{name, type, from_disk};
+    } else {
+      asset.reset();
+    }
+  }
   if (!asset) {
     send_error(res, 404, "no dashboard file /ui/" + path);
     return;
@@ -410,9 +427,19 @@ void ApiServer::routes() {
     res.status = 308;
     res.set_header("Location", "/ui/");
   });
-  route("GET", R"(/ui/(.*))", [](const httplib::Request& req, httplib::Response& res) {
-    serve_ui_asset(req, res, req.matches[1]);
-  });
+  route("GET", R"(/ui/(.*))",
+        [ui_dir = opt_.ui_dir](const httplib::Request& req, httplib::Response& res) {
+          serve_ui_asset(req, res, req.matches[1], ui_dir);
+        });
+
+  // Who a token stands for: the dashboard shows the admin's pages only to the admin.
+  route("GET", "/v1/whoami",
+        guarded([](const httplib::Request&, httplib::Response& res, const Caller& c) {
+          res.set_content(json_text(nlohmann::json{{"admin", c.admin},
+                                                   {"tenant", c.admin ? nlohmann::json(nullptr)
+                                                                      : nlohmann::json(c.tenant)}}),
+                          kJson);
+        }));
 
   // Requests the front end refused (too large, chunked, malformed) are audited as well.
   http_->on_refused = [&svc](const Framing& f) {

@@ -31,6 +31,9 @@ struct ApiOptions {
   // Prometheus scrape config holds.
   std::string metrics_token;
   TlsConfig tls;  // HTTPS when set
+  // The dashboard's files from this folder (its dashboard/ subfolder) instead of those built
+  // in: for working on the dashboard without rebuilding. Empty = the built-in ones.
+  std::string ui_dir;
 };
 
 class ApiServer {

@@ -98,6 +98,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
       ->check(CLI::ExistingFile);
   s->add_option("--tls-key", a.tls_key, "the private key of --tls-cert (PEM)")
       ->check(CLI::ExistingFile);
+  s->add_option("--ui-dir", a.ui_dir,
+                "serve the dashboard (/ui/) from DIR/dashboard instead of the copy built in, "
+                "re-read at every request (for working on the web/ folder)")
+      ->check(CLI::ExistingDirectory);
   s->add_option("--metrics-token", a.metrics_token,
                 "a token that reads /metrics and nothing else, for a Prometheus scrape "
                 "(else TESSERA_METRICS_TOKEN; without either only the admin token reads it)");
@@ -201,6 +205,7 @@ int run_serve(const ServeArgs& a) {
   ApiOptions api_opt;
   api_opt.tls = TlsConfig{a.tls_cert, a.tls_key};
   api_opt.metrics_token = a.metrics_token;
+  api_opt.ui_dir = a.ui_dir;
   if (api_opt.metrics_token.empty()) {
     if (const char* e = std::getenv("TESSERA_METRICS_TOKEN")) api_opt.metrics_token = e;
   }
