@@ -41,6 +41,20 @@ TEST(RequestFraming, FindsTheEndOfARequestAndItsBody) {
   EXPECT_EQ(leading_empty_lines("\r\n\r\nGET"), 4u);
 }
 
+TEST(RequestFraming, BrotliIsDroppedFromAcceptEncodingAndTheRestKept) {
+  std::string r =
+      "GET /ui/ HTTP/1.1\r\nHost: x\r\nACCEPT-Encoding: gzip, deflate, BR;q=1, zstd\r\n\r\n";
+  drop_brotli(r);
+  EXPECT_EQ(r, "GET /ui/ HTTP/1.1\r\nHost: x\r\nACCEPT-Encoding: gzip, deflate, zstd\r\n\r\n");
+  std::string only = "GET / HTTP/1.1\r\nAccept-Encoding: br\r\n\r\nbody: br";
+  drop_brotli(only);
+  EXPECT_EQ(only, "GET / HTTP/1.1\r\nAccept-Encoding:\r\n\r\nbody: br");
+  std::string none = "GET / HTTP/1.1\r\nX-Accept-Encoding-Note: br\r\n\r\n";
+  const std::string before = none;
+  drop_brotli(none);
+  EXPECT_EQ(none, before);
+}
+
 TEST(RequestFraming, RefusesWhatCannotBeBounded) {
   FramingLimits lim;
   lim.max_header_bytes = 1024;

@@ -460,5 +460,48 @@ command: ["sh", "-c", "echo index=$TESSERA_ARRAY_INDEX of $TESSERA_ARRAY_JOB_ID"
       << page.output;
 }
 
+// The dashboard's feeds: /v1/history over HTTP (its parameters checked, a tenant's view
+// narrowed), /v1/whoami, and the dashboard's page itself at /ui/.
+TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
+  TempDir dir("dashboard-feeds");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2", "--history-interval", "0.2"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient team_a = server.client(create_tenant(admin, "team-a"));
+  submit(admin, "name: x\ntenant: team-b\nresources: {gpus: 1}\ncommand: [sleep, '30']\n");
+  submit(team_a, "name: y\nresources: {gpus: 1}\ncommand: [sleep, '30']\n");
+  nlohmann::json h;
+  ASSERT_TRUE(eventually([&] {
+    h = nlohmann::json::parse(admin.get("/v1/history?step=1").body);
+    return !h["samples"].empty() && h["samples"].back()["tenants"].size() == 2;
+  })) << h.dump();
+  EXPECT_EQ(h["interval_s"], 0.2);
+  EXPECT_EQ(h["samples"].back()["gpus_total"], 2);
+  const nlohmann::json mine = nlohmann::json::parse(team_a.get("/v1/history?step=1").body);
+  ASSERT_FALSE(mine["samples"].empty());
+  for (const auto& s : mine["samples"]) {
+    for (const auto& t : s["tenants"]) EXPECT_EQ(t["name"], "team-a") << s.dump();
+  }
+  // A day at a 1 s step would be 86,400 points: the step widens to at most 2,000.
+  const nlohmann::json day =
+      nlohmann::json::parse(admin.get("/v1/history?since=0&until=86400&step=1").body);
+  EXPECT_EQ(day["step_s"], 44);
+  const HttpResult bad = admin.get("/v1/history?since=10&until=5");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("since"), std::string::npos) << bad.body;
+  EXPECT_EQ(admin.get("/v1/history?step=0").status, 400);
+  EXPECT_EQ(server.client("wrong").get("/v1/history").status, 401);
+
+  EXPECT_EQ(nlohmann::json::parse(team_a.get("/v1/whoami").body),
+            (nlohmann::json{{"admin", false}, {"tenant", "team-a"}}));
+  EXPECT_EQ(nlohmann::json::parse(admin.get("/v1/whoami").body)["admin"], true);
+  const HttpResult page = admin.get("/ui/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("chart.umd.min.js"), std::string::npos) << page.body;
+  EXPECT_EQ(admin.get("/ui/vendor/chart.umd.min.js").status, 200);
+  EXPECT_EQ(admin.get("/ui/no-such-file.js").status, 404);
+  EXPECT_EQ(admin.get("/ui/../v1/jobs").status, 404);
+}
+
 }  // namespace
 }  // namespace tessera

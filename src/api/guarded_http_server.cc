@@ -341,7 +341,9 @@ std::string GuardedHttpServer::respond(std::string_view raw) {
   const Framing f = frame_request(raw, limits_.framing);
   if (f.kind == Framing::kRefused) return refusal_response(f.status, f.reason);
   if (f.kind == Framing::kIncomplete) return "";
-  MemoryStream strm(raw.substr(0, f.length));
+  std::string request(raw.substr(0, f.length));
+  drop_brotli(request);
+  MemoryStream strm(request);
   bool connection_closed = false;
   process_request(strm, true, connection_closed, nullptr);
   return std::move(strm.out());
@@ -543,6 +545,7 @@ bool GuardedHttpServer::advance(std::unique_ptr<Conn>& c, bool& dispatched) {
   }
   Work w;
   w.request = c->buf.substr(0, f.length);
+  drop_brotli(w.request);
   c->buf.erase(0, f.length);
   c->reading = false;
   c->headers_done = false;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -438,6 +439,35 @@ void ApiServer::routes() {
           res.set_content(json_text(nlohmann::json{{"admin", c.admin},
                                                    {"tenant", c.admin ? nlohmann::json(nullptr)
                                                                       : nlohmann::json(c.tenant)}}),
+                          kJson);
+        }));
+
+  // The dashboard's charts: samples of the server (GPUs per tenant, queue depth, decisions,
+  // shares) in [since, until] (unix seconds; the last hour by default), averaged over buckets
+  // of `step` seconds, widened so that no answer has more than kMaxPoints samples.
+  route("GET", "/v1/history",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          constexpr double kMaxPoints = 2000;
+          const auto now = static_cast<int64_t>(std::ceil(svc.clock_now()));
+          const int64_t until = int_param(req, "until", now, 0, INT64_MAX);
+          const int64_t since = int_param(req, "since", until - 3600, 0, INT64_MAX);
+          if (since > until) throw FieldError("since", "since must not be after until");
+          const double interval = svc.history_interval();
+          double step = static_cast<double>(
+              int_param(req, "step", static_cast<int64_t>(std::ceil(interval)), 1, 86400 * 366));
+          const double span = static_cast<double>(until - since);
+          if (span / step > kMaxPoints) step = std::ceil(span / kMaxPoints);
+          nlohmann::json samples = nlohmann::json::array();
+          for (const HistorySample& s :
+               svc.history(c, static_cast<double>(since), static_cast<double>(until), step)) {
+            samples.push_back(to_json(s));
+          }
+          res.set_content(json_text(nlohmann::json{{"interval_s", interval},
+                                                   {"retention_s", svc.history_window()},
+                                                   {"since", since},
+                                                   {"until", until},
+                                                   {"step_s", step},
+                                                   {"samples", std::move(samples)}}),
                           kJson);
         }));
 

@@ -188,6 +188,9 @@ JobFilter job_filter(const httplib::Request& req) {
   }
   f.tenant = query_param(req, "tenant").value_or("");
   f.array = int_param(req, "array", 0, 0, INT64_MAX);
+  f.queue = query_param(req, "queue").value_or("");
+  f.priority_class = query_param(req, "class").value_or("");
+  f.reason = query_param(req, "reason").value_or("");
   f.limit = static_cast<size_t>(int_param(req, "limit", 500, 1, 10000));
   const std::string order = query_param(req, "order").value_or("asc");
   if (order != "asc" && order != "desc") {

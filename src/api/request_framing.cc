@@ -1,5 +1,7 @@
 #include "api/request_framing.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
 
@@ -150,6 +152,36 @@ Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
     f.authorization = seen.authorization;
   }
   return f;
+}
+
+void drop_brotli(std::string& request) {
+  const auto lower = [](std::string_view v) {
+    std::string out(v);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const size_t head_end = request.find("\r\n\r\n");
+  if (head_end == std::string::npos) return;
+  // Field names are case-insensitive.
+  const size_t at =
+      lower(std::string_view(request).substr(0, head_end)).find("\r\naccept-encoding:");
+  if (at == std::string::npos) return;
+  const size_t value = at + std::string_view("\r\naccept-encoding:").size();
+  const size_t end = request.find("\r\n", value);
+  // Every coding but br (with or without a weight), in order.
+  std::string kept;
+  for (size_t from = value; from < end;) {
+    size_t comma = request.find(',', from);
+    if (comma == std::string::npos || comma > end) comma = end;
+    std::string_view item(request.data() + from, comma - from);
+    item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));
+    if (!item.empty() && lower(item.substr(0, item.find_first_of(" \t;"))) != "br") {
+      kept += kept.empty() ? " " : ", ";
+      kept += item;
+    }
+    from = comma + 1;
+  }
+  request.replace(value, end - value, kept);
 }
 
 }  // namespace tessera

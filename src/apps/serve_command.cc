@@ -39,6 +39,15 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "the longest grace a job may ask for, in seconds (more is refused; every grace "
                 "is held to it)")
       ->check(CLI::Range(0.0, 30.0 * 86400.0));
+  s->add_option("--history-interval", a.history_interval,
+                "seconds between the samples the dashboard's charts draw (GET /v1/history); "
+                "0 takes none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  s->add_option("--history-hours", a.history_hours,
+                "hours of samples kept, in memory and in the database (at least 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 24.0 * 90));
   s->add_option("--retain-finished", a.retain_finished_hours,
                 "hours a finished job stays in memory; after that the API reads it from the "
                 "database (-1: for ever)")
@@ -132,6 +141,8 @@ int run_serve(const ServeArgs& a) {
   opt.policy = a.policy;
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
+  opt.history_interval_seconds = a.history_interval;
+  opt.history_window_seconds = a.history_hours * 3600;
   opt.retain_finished_seconds = a.retain_finished_hours < 0 ? -1 : a.retain_finished_hours * 3600;
   opt.archive_after_seconds = a.archive_after_hours < 0 ? -1 : a.archive_after_hours * 3600;
   opt.archive_dir = a.archive_dir;

@@ -33,8 +33,10 @@ struct ServeArgs {
   std::string tls_cert, tls_key;
   int64_t pids_per_member = 4096;
   int max_connections = 1024;
-  std::string ui_dir;         // serve --ui-dir: the dashboard from disk (development)
-  std::string metrics_token;  // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
+  double history_interval = 10;  // serve --history-interval
+  double history_hours = 24;     // serve --history-hours
+  std::string ui_dir;            // serve --ui-dir: the dashboard from disk (development)
+  std::string metrics_token;     // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;
   double retain_finished_hours = 24;  // < 0: for ever
   double archive_after_hours = -1;    // < 0: never

@@ -284,6 +284,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
   }
   recover();
   restore_decayed_locked();
+  restore_history();
 }
 
 Service::~Service() {
@@ -551,6 +552,7 @@ void Service::run_loop() {
       archive_if_due();
       last_cycle = Clock::now();
     }
+    record_history_if_due();
   }
 }
 
@@ -559,6 +561,7 @@ void Service::tick() {
   launch_ready();
   run_cycle();
   archive_if_due();
+  record_history_if_due();
 }
 
 void Service::release_locked(Job& j) {

@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgroups.h"
+#include "control/history.h"
 #include "control/store_health.h"
 #include "control/tenant_limits.h"
 #include "control/views.h"
@@ -79,6 +80,10 @@ struct ServiceOptions {
   // file in archive_dir (accounting keeps their runs); < 0 = never. At least the retention.
   double archive_after_seconds = -1;
   std::string archive_dir;  // "" = <db_path>.archive
+  // The dashboard's history (GET /v1/history): a sample this often (<= 0: none), kept this
+  // long in memory and in the database.
+  double history_interval_seconds = 10;
+  double history_window_seconds = 86400;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -154,6 +159,9 @@ struct JobFilter {
   std::vector<JobState> states;  // any of these; empty = every state
   std::string tenant;            // "" = all the caller may see
   int64_t array = 0;             // only this array's tasks; 0 = any job
+  std::string queue;             // jobs of tenants whose queue is this path or below it
+  std::string priority_class;    // "" = any
+  std::string reason;            // pending jobs waiting for this reason code; "" = any
   // Ascending: ids greater than `after`; descending (newest first): ids less than `before`
   // (0 = from the newest).
   bool newest_first = false;
@@ -283,6 +291,12 @@ class Service {
   // The service's clock (unix seconds; ServiceOptions::clock in tests).
   double clock_now() const { return now(); }
   ServiceMetrics metrics() const;
+  // The history samples in [since, until] averaged into buckets of `step` seconds; a tenant
+  // sees the cluster's totals, its own entry and its own queue's.
+  std::vector<HistorySample> history(const Caller& caller, double since, double until,
+                                     double step) const;
+  double history_interval() const { return opt_.history_interval_seconds; }
+  double history_window() const { return opt_.history_window_seconds; }
   // Why the service is degraded (its database refuses writes), or nullopt when healthy.
   std::optional<std::string> degraded() const { return health_.problem(); }
 
@@ -372,6 +386,13 @@ class Service {
   double last_eviction_ = 0;
   double last_archive_ = 0;
   void archive_if_due();
+  // History: a sample when one is due (scheduler thread), and the stored ones after a restart.
+  void record_history_if_due();
+  void restore_history();
+  std::unique_ptr<HistoryLog> history_;
+  double last_history_ = -1;     // when the last sample was taken (-1: none yet)
+  double history_from_ = 0;      // the start of the next sample's interval
+  ServiceMetrics history_base_;  // the counters as of the last sample
   void run_loop();
   void poll_processes();
   void run_cycle();

@@ -107,12 +107,24 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   }
   std::lock_guard lock(mu_);
   std::vector<JobView> out;
+  // queue=PATH: the jobs of the tenants whose leaf queue is PATH or below it.
+  const auto in_queue = [&](const std::string& path) {
+    return f.queue.empty() || path == f.queue ||
+           (path.size() > f.queue.size() && path.starts_with(f.queue) &&
+            path[f.queue.size()] == '/');
+  };
   const auto wanted = [&](const Job& j) {
     const JobRow& r = j.row;
     if (!caller.admin && r.tenant != caller.tenant) return false;
     if (!f.tenant.empty() && r.tenant != f.tenant) return false;
     if (f.array != 0 && r.array_id != f.array) return false;
-    return f.wants(r.state);
+    if (!f.wants(r.state)) return false;
+    if (!f.queue.empty() && !in_queue(leaf_path_locked(j.spec.tenant))) return false;
+    if (!f.priority_class.empty() &&
+        to_string(j.next_spec ? j.next_spec->priority : j.spec.priority) != f.priority_class) {
+      return false;
+    }
+    return f.reason.empty() || why_pending_locked(j, false).first == f.reason;
   };
   if (f.newest_first) {
     auto it = f.before > 0 ? jobs_.lower_bound(f.before) : jobs_.end();
@@ -129,8 +141,10 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   // page is the first `limit` of the two, merged by id. Only finished states are evicted, so a
   // listing of waiting or running jobs never reads the database. (A server started without
   // retention still lists the jobs an earlier one evicted: they are not loaded again.)
+  // A finished job waits for nothing: a reason filter never matches one.
   const bool finished_wanted =
-      f.states.empty() || std::any_of(f.states.begin(), f.states.end(), is_terminal);
+      (f.states.empty() || std::any_of(f.states.begin(), f.states.end(), is_terminal)) &&
+      f.reason.empty();
   if (!finished_wanted) return out;
   EvictedQuery q;
   q.states = f.states;
@@ -140,7 +154,27 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   q.after = f.after;
   q.before = f.before;
   q.limit = f.limit;
-  std::vector<JobRow> stored = store_->evicted_jobs(q);
+  if (!f.queue.empty()) {
+    for (TenantId t = 0; t < tenants_.size(); ++t) {
+      if (in_queue(leaf_path_locked(t))) q.tenants_in.push_back(tenants_.name(t));
+    }
+    if (q.tenants_in.empty()) return out;
+  }
+  // The class is inside the stored spec: read pages and keep the matching rows until the
+  // page is full or the table ends.
+  std::vector<JobRow> stored;
+  for (;;) {
+    std::vector<JobRow> rows = store_->evicted_jobs(q);
+    const bool last = rows.size() < q.limit;
+    if (!rows.empty()) (q.newest_first ? q.before : q.after) = rows.back().id;
+    for (JobRow& r : rows) {
+      if (!f.priority_class.empty() && view_of_row_locked(r).priority_class != f.priority_class) {
+        continue;
+      }
+      if (stored.size() < f.limit) stored.push_back(std::move(r));
+    }
+    if (last || stored.size() >= f.limit || f.priority_class.empty()) break;
+  }
   if (stored.empty()) return out;
   std::vector<JobView> merged;
   merged.reserve(std::min(f.limit, out.size() + stored.size()));

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 9> kMigrations = {
+constexpr std::array<std::string_view, 10> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -119,6 +119,13 @@ CREATE TABLE archived_jobs (
   finished_at REAL NOT NULL
 );
 CREATE INDEX archived_jobs_finished ON archived_jobs(finished_at);
+)sql",
+    // 10: the dashboard's history, one sample (JSON) per row, pruned to the server's window.
+    R"sql(
+CREATE TABLE history (
+  t REAL PRIMARY KEY,
+  sample TEXT NOT NULL
+);
 )sql",
 };
 

@@ -398,6 +398,11 @@ std::vector<JobRow> Store::evicted_jobs(const EvictedQuery& q) {
     sql += ")";
   }
   if (!q.tenant.empty()) sql += " AND tenant = ?";
+  if (!q.tenants_in.empty()) {
+    sql += " AND tenant IN (";
+    for (size_t k = 0; k < q.tenants_in.size(); ++k) sql += k == 0 ? "?" : ", ?";
+    sql += ")";
+  }
   if (q.array_id != 0) sql += " AND array_id = ?";
   if (q.newest_first) {
     if (q.before > 0) sql += " AND id < ?";
@@ -410,6 +415,7 @@ std::vector<JobRow> Store::evicted_jobs(const EvictedQuery& q) {
   int n = 0;
   for (const JobState st : q.states) s.bind(++n, std::string(to_string(st)));
   if (!q.tenant.empty()) s.bind(++n, q.tenant);
+  for (const std::string& t : q.tenants_in) s.bind(++n, t);
   if (q.array_id != 0) s.bind(++n, q.array_id);
   if (q.newest_first) {
     if (q.before > 0) s.bind(++n, q.before);
@@ -637,6 +643,27 @@ std::vector<TenantRow> Store::tenants() {
   Statement s = db_->prepare("SELECT name, token_sha256, created_at FROM tenants ORDER BY name");
   std::vector<TenantRow> out;
   while (s.step()) out.push_back(TenantRow{s.text(0), s.text(1), s.real(2)});
+  return out;
+}
+
+void Store::append_history(double t, std::string_view sample, double drop_before) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement add = db_->prepare("INSERT OR REPLACE INTO history (t, sample) VALUES (?1, ?2)");
+  add.bind(1, t).bind(2, sample);
+  add.run();
+  Statement drop = db_->prepare("DELETE FROM history WHERE t < ?1");
+  drop.bind(1, drop_before);
+  drop.run();
+  tx.commit();
+}
+
+std::vector<std::pair<double, std::string>> Store::history(double since) {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare("SELECT t, sample FROM history WHERE t >= ?1 ORDER BY t");
+  s.bind(1, since);
+  std::vector<std::pair<double, std::string>> out;
+  while (s.step()) out.emplace_back(s.real(0), s.text(1));
   return out;
 }
 

@@ -97,9 +97,10 @@ struct JobEvent {
 
 // Which evicted jobs to read (Store::evicted_jobs): the filters of GET /v1/jobs.
 struct EvictedQuery {
-  std::vector<JobState> states;  // any of these; empty = every state
-  std::string tenant;            // "" = all
-  int64_t array_id = 0;          // 0 = any
+  std::vector<JobState> states;         // any of these; empty = every state
+  std::string tenant;                   // "" = all
+  std::vector<std::string> tenants_in;  // any of these; empty = no such condition
+  int64_t array_id = 0;                 // 0 = any
   bool newest_first = false;
   int64_t after = 0;   // ascending: ids greater than this
   int64_t before = 0;  // descending: ids less than this (0 = from the newest)
@@ -200,6 +201,12 @@ class Store {
   bool set_tenant_token(const std::string& name, const std::string& token_sha256,
                         const AuditEntry* audit);
   bool remove_tenant_token(const std::string& name, const AuditEntry* audit);
+
+  // The dashboard's history: appends one sample (JSON text) at time t and drops those older
+  // than `drop_before`, in one transaction; and reads back the samples from `since` on, oldest
+  // first, as (t, JSON text).
+  void append_history(double t, std::string_view sample, double drop_before);
+  std::vector<std::pair<double, std::string>> history(double since);
 
   std::optional<std::string> setting(std::string_view key);
   void set_setting(std::string_view key, std::string_view value, const AuditEntry* audit = nullptr);

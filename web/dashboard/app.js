@@ -1,1 +1,181 @@
-"use strict";
+// The dashboard's shell: sign-in, the hash router (#/overview, #/queues, #/jobs?state=...,
+// #/jobs/ID, #/nodes, #/audit) and the poller that refreshes the open page.
+import * as api from './api.js';
+import * as overview from './page-overview.js';
+import * as queues from './page-queues.js';
+import * as jobs from './page-jobs.js';
+import * as job from './page-job.js';
+import * as nodes from './page-nodes.js';
+import * as audit from './page-audit.js';
+
+const PAGES = { overview, queues, jobs, job, nodes, audit };
+const $ = (id) => document.getElementById(id);
+
+let who = null;      // {admin, tenant} of the signed-in token
+let current = null;  // {name, inst, gen, timer, busy, again}
+let generation = 0;
+
+// --- sign-in ----------------------------------------------------------------------------------
+
+function showSignin(message) {
+  stopPage();
+  who = null;
+  $('shell').hidden = true;
+  $('signin').hidden = false;
+  const err = $('signin-error');
+  err.textContent = message || '';
+  err.hidden = !message;
+  $('signin-token').value = '';
+  $('signin-token').focus();
+}
+
+async function signIn(token) {
+  const me = await api.get('/v1/whoami', { token });
+  api.setToken(token);
+  who = me;
+  $('signin').hidden = true;
+  $('shell').hidden = false;
+  $('nav-audit').hidden = !me.admin;
+  $('who').textContent = me.admin ? 'admin' : `tenant ${me.tenant}`;
+  $('who').title = me.admin ? 'Signed in with the admin token' : `Signed in as tenant ${me.tenant}`;
+  route();
+}
+
+$('signin-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const token = $('signin-token').value.trim();
+  if (!token) return;
+  $('signin-submit').disabled = true;
+  try {
+    await signIn(token);
+  } catch (e) {
+    api.clearToken();
+    const why = e.status === 401 ? `Sign-in refused: the server does not know this token (${e.message}).`
+      : `Sign-in failed: ${e.message}`;
+    showSignin(why);
+  } finally {
+    $('signin-submit').disabled = false;
+  }
+});
+
+$('signout').addEventListener('click', () => {
+  api.clearToken();
+  showSignin('');
+});
+
+api.onUnauthorized((msg) => {
+  api.clearToken();
+  showSignin(`Signed out: the server refused the token (${msg}).`);
+});
+
+// --- routing ----------------------------------------------------------------------------------
+
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const [path, qs] = raw.split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const params = new URLSearchParams(qs || '');
+  if (parts[0] === 'jobs' && parts[1]) return { name: 'job', id: parts[1], params };
+  if (!PAGES[parts[0]]) return { name: 'overview', params };
+  return { name: parts[0], params };
+}
+
+function stopPage() {
+  if (!current) return;
+  clearTimeout(current.timer);
+  if (current.inst.unmount) current.inst.unmount();
+  current = null;
+}
+
+function route() {
+  if (!who) return;
+  const r = parseHash();
+  if (r.name === 'audit' && !who.admin) {
+    location.hash = '#/overview';
+    return;
+  }
+  for (const a of document.querySelectorAll('.sidebar a.nav')) {
+    a.classList.toggle('active', a.dataset.page === (r.name === 'job' ? 'jobs' : r.name));
+  }
+  // Same page, other parameters (filters, paging): the page updates itself.
+  if (current && current.name === r.name && current.inst.update && r.name !== 'job') {
+    current.inst.update(r);
+    kick();
+    return;
+  }
+  stopPage();
+  const root = $('page');
+  root.replaceChildren();
+  root.className = `page page-${r.name}`;
+  setBanner('');
+  const ctx = { who, kick, setTitle: (t) => { $('page-title').textContent = t; document.title = `${t} · Tessera`; } };
+  const mod = PAGES[r.name];
+  ctx.setTitle(mod.title);
+  const inst = mod.mount(root, r, ctx);
+  current = { name: r.name, inst, gen: ++generation, timer: 0, busy: false, again: false };
+  tick(current.gen);
+}
+
+window.addEventListener('hashchange', route);
+
+// --- polling ----------------------------------------------------------------------------------
+
+// Refreshes the open page, then again after its interval; never two refreshes at once, and
+// none while the tab is hidden.
+async function tick(gen) {
+  const c = current;
+  if (!c || c.gen !== gen) return;
+  clearTimeout(c.timer);
+  if (c.busy) { c.again = true; return; }
+  if (!document.hidden) {
+    c.busy = true;
+    try {
+      await c.inst.refresh();
+      if (c.gen === generation) { setBanner(''); setLive(true); }
+    } catch (e) {
+      if (e.status !== 401 && c.gen === generation) {
+        setBanner(`Could not refresh: ${e.message}`);
+        setLive(false);
+      }
+    } finally {
+      c.busy = false;
+    }
+  }
+  if (current !== c) return;
+  if (c.again) { c.again = false; tick(gen); return; }
+  c.timer = setTimeout(() => tick(gen), c.inst.interval || 5000);
+}
+
+function kick() { if (current) tick(current.gen); }
+
+document.addEventListener('visibilitychange', () => { if (!document.hidden) kick(); });
+
+function setBanner(text) {
+  const b = $('banner');
+  b.textContent = text;
+  b.hidden = !text;
+}
+
+let liveTimer = 0;
+function setLive(ok) {
+  const l = $('live');
+  l.classList.toggle('stale', !ok);
+  l.classList.add('pulse');
+  clearTimeout(liveTimer);
+  liveTimer = setTimeout(() => l.classList.remove('pulse'), 400);
+  const d = new Date();
+  l.textContent = ok ? `live · ${d.toLocaleTimeString('en-GB')}` : 'stale';
+}
+
+// --- start ------------------------------------------------------------------------------------
+
+(async () => {
+  const token = api.getToken();
+  if (!token) { showSignin(''); return; }
+  try {
+    await signIn(token);
+  } catch (e) {
+    api.clearToken();
+    showSignin(e.status === 401 ? `Signed out: the server refused the stored token (${e.message}).` : `Sign-in failed: ${e.message}`);
+  }
+})();

@@ -1,0 +1,187 @@
+#include "control/history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace tessera {
+
+void cap_entries(HistorySample& s) {
+  if (s.tenants.size() > kHistoryMaxEntries) {
+    std::stable_sort(s.tenants.begin(), s.tenants.end(),
+                     [](const auto& a, const auto& b) { return a.gpus > b.gpus; });
+    HistorySample::Tenant other{"(other)"};
+    for (size_t k = kHistoryMaxEntries - 1; k < s.tenants.size(); ++k) {
+      other.gpus += s.tenants[k].gpus;
+      other.pending += s.tenants[k].pending;
+      other.running += s.tenants[k].running;
+    }
+    s.tenants.resize(kHistoryMaxEntries - 1);
+    s.tenants.push_back(other);
+  }
+  if (s.queues.size() > kHistoryMaxEntries) {
+    std::stable_sort(s.queues.begin(), s.queues.end(),
+                     [](const auto& a, const auto& b) { return a.holds_gpus > b.holds_gpus; });
+    HistorySample::Queue other{"(other)"};
+    for (size_t k = kHistoryMaxEntries - 1; k < s.queues.size(); ++k) {
+      other.holds_gpus += s.queues[k].holds_gpus;
+      other.fair_share_gpus += s.queues[k].fair_share_gpus;
+      other.guarantee_gpus += s.queues[k].guarantee_gpus;
+    }
+    s.queues.resize(kHistoryMaxEntries - 1);
+    s.queues.push_back(other);
+  }
+}
+
+nlohmann::json to_json(const HistorySample& s) {
+  nlohmann::json tenants = nlohmann::json::array();
+  for (const auto& t : s.tenants) {
+    tenants.push_back(
+        {{"name", t.name}, {"gpus", t.gpus}, {"pending", t.pending}, {"running", t.running}});
+  }
+  nlohmann::json queues = nlohmann::json::array();
+  for (const auto& q : s.queues) {
+    queues.push_back({{"path", q.path},
+                      {"holds_gpus", q.holds_gpus},
+                      {"fair_share_gpus", q.fair_share_gpus},
+                      {"guarantee_gpus", q.guarantee_gpus}});
+  }
+  return {{"t", s.t},
+          {"interval_s", s.interval_s},
+          {"gpus_total", s.gpus_total},
+          {"gpus_allocated", s.gpus_allocated},
+          {"pending_jobs", s.pending_jobs},
+          {"running_jobs", s.running_jobs},
+          {"cycles", s.cycles},
+          {"starts", s.starts},
+          {"preemptions", s.preemptions},
+          {"completions", s.completions},
+          {"decisions_per_s", s.decisions_per_s()},
+          {"tenants", std::move(tenants)},
+          {"queues", std::move(queues)}};
+}
+
+HistorySample history_sample_from_json(const nlohmann::json& j) {
+  HistorySample s;
+  s.t = j.at("t").get<double>();
+  s.interval_s = j.at("interval_s").get<double>();
+  s.gpus_total = j.at("gpus_total").get<double>();
+  s.gpus_allocated = j.at("gpus_allocated").get<double>();
+  s.pending_jobs = j.at("pending_jobs").get<double>();
+  s.running_jobs = j.at("running_jobs").get<double>();
+  s.cycles = j.at("cycles").get<uint64_t>();
+  s.starts = j.at("starts").get<uint64_t>();
+  s.preemptions = j.at("preemptions").get<uint64_t>();
+  s.completions = j.at("completions").get<uint64_t>();
+  for (const auto& t : j.at("tenants")) {
+    s.tenants.push_back({t.at("name").get<std::string>(), t.at("gpus").get<double>(),
+                         t.at("pending").get<double>(), t.at("running").get<double>()});
+  }
+  for (const auto& q : j.at("queues")) {
+    s.queues.push_back({q.at("path").get<std::string>(), q.at("holds_gpus").get<double>(),
+                        q.at("fair_share_gpus").get<double>(),
+                        q.at("guarantee_gpus").get<double>()});
+  }
+  return s;
+}
+
+namespace {
+
+// The running sums of one bucket.
+struct Bucket {
+  HistorySample sum;
+  size_t n = 0;
+  std::map<std::string, HistorySample::Tenant> tenants;
+  std::map<std::string, HistorySample::Queue> queues;
+
+  void add(const HistorySample& s) {
+    sum.t = s.t;
+    sum.interval_s += s.interval_s;
+    sum.gpus_total += s.gpus_total;
+    sum.gpus_allocated += s.gpus_allocated;
+    sum.pending_jobs += s.pending_jobs;
+    sum.running_jobs += s.running_jobs;
+    sum.cycles += s.cycles;
+    sum.starts += s.starts;
+    sum.preemptions += s.preemptions;
+    sum.completions += s.completions;
+    for (const auto& t : s.tenants) {
+      auto& e = tenants[t.name];
+      e.gpus += t.gpus;
+      e.pending += t.pending;
+      e.running += t.running;
+    }
+    for (const auto& q : s.queues) {
+      auto& e = queues[q.path];
+      e.holds_gpus += q.holds_gpus;
+      e.fair_share_gpus += q.fair_share_gpus;
+      e.guarantee_gpus += q.guarantee_gpus;
+    }
+    ++n;
+  }
+
+  HistorySample mean() const {
+    HistorySample out = sum;
+    const auto k = static_cast<double>(n);
+    out.gpus_total /= k;
+    out.gpus_allocated /= k;
+    out.pending_jobs /= k;
+    out.running_jobs /= k;
+    for (const auto& [name, t] : tenants) {
+      out.tenants.push_back({name, t.gpus / k, t.pending / k, t.running / k});
+    }
+    for (const auto& [path, q] : queues) {
+      out.queues.push_back({path, q.holds_gpus / k, q.fair_share_gpus / k, q.guarantee_gpus / k});
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<HistorySample> downsample(const std::deque<HistorySample>& in, double since,
+                                      double until, double step) {
+  const auto first = std::lower_bound(in.begin(), in.end(), since,
+                                      [](const HistorySample& s, double t) { return s.t < t; });
+  std::vector<HistorySample> out;
+  Bucket b;
+  double key = NAN;
+  for (auto it = first; it != in.end() && it->t <= until; ++it) {
+    // A step no wider than the sample interval keeps every sample.
+    if (step <= it->interval_s || step <= 0) {
+      if (b.n > 0) out.push_back(b.mean());
+      b = Bucket{};
+      out.push_back(*it);
+      continue;
+    }
+    const double k = std::floor(it->t / step);
+    if (b.n > 0 && k != key) {
+      out.push_back(b.mean());
+      b = Bucket{};
+    }
+    key = k;
+    b.add(*it);
+  }
+  if (b.n > 0) out.push_back(b.mean());
+  return out;
+}
+
+void HistoryLog::append(HistorySample s) {
+  std::lock_guard lock(mu_);
+  if (!samples_.empty() && s.t <= samples_.back().t) return;
+  const double oldest = s.t - window_;
+  while (!samples_.empty() && samples_.front().t < oldest) samples_.pop_front();
+  samples_.push_back(std::move(s));
+}
+
+std::vector<HistorySample> HistoryLog::query(double since, double until, double step) const {
+  std::lock_guard lock(mu_);
+  return downsample(samples_, since, until, step);
+}
+
+size_t HistoryLog::size() const {
+  std::lock_guard lock(mu_);
+  return samples_.size();
+}
+
+}  // namespace tessera

@@ -1,0 +1,103 @@
+// Time-series charts through Chart.js (the global `Chart`, served at /ui/vendor/). The x axis is
+// linear in unix seconds with clock labels (no date adapter needed). Charts update in place, with
+// no animation, so a poll every few seconds neither flickers nor loses what the legend hid.
+import { clock, alpha } from './ui.js';
+
+const FONT = { family: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif', size: 11 };
+
+// Points are drawn only while a series has too few of them to show as a line.
+const fewPoints = (c) => (c.dataset && c.dataset.data && c.dataset.data.length < 3 ? 2.5 : 0);
+
+export function timeChart(canvas, { stacked = false, yTitle = '', type = 'line', legend = true,
+  yFormat = null, suggestedMax = undefined } = {}) {
+  Chart.defaults.font = FONT;
+  Chart.defaults.color = '#5b6472';
+  return new Chart(canvas, {
+    type,
+    data: { datasets: [] },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      parsing: true,
+      normalized: true,
+      interaction: { mode: 'index', intersect: false },
+      elements: { point: { radius: fewPoints, hitRadius: 6, hoverRadius: 3 }, line: { borderWidth: 1.5, cubicInterpolationMode: 'monotone' } },
+      scales: {
+        x: {
+          type: 'linear',
+          grid: { color: '#eef0f3' },
+          ticks: { maxRotation: 0, autoSkipPadding: 24, callback(v) { return clock(v, this.max - this.min < 900); } },
+          // Only round times: not the range's own ends.
+          afterBuildTicks(axis) {
+            const step = axis.chart.$tickStep;
+            if (!step) return;
+            const ticks = [];
+            for (let v = Math.ceil(axis.min / step) * step; v <= axis.max; v += step) ticks.push({ value: v });
+            axis.ticks = ticks;
+          },
+        },
+        y: {
+          stacked,
+          beginAtZero: true,
+          suggestedMax,
+          grid: { color: '#eef0f3' },
+          title: { display: !!yTitle, text: yTitle },
+          ticks: yFormat ? { callback: yFormat } : {},
+        },
+      },
+      plugins: {
+        legend: { display: legend, position: 'bottom', labels: { boxWidth: 10, boxHeight: 10, padding: 10 } },
+        tooltip: {
+          callbacks: {
+            title: (items) => (items.length ? clock(items[0].parsed.x) : ''),
+          },
+        },
+      },
+    },
+  });
+}
+
+// Sets the x range and the datasets (matched to the chart's by label, so that a series the
+// user hid in the legend stays hidden), then redraws.
+// A history shorter than the range is drawn across the whole width, from its first point.
+export function setSeries(chart, datasets, xmin, xmax) {
+  let first = Infinity;
+  for (const d of datasets) if (d.data.length && d.data[0].x < first) first = d.data[0].x;
+  if (Number.isFinite(first) && first > xmin) xmin = Math.max(xmin, Math.min(first, xmax - 20));
+  chart.options.scales.x.min = xmin;
+  chart.$tickStep = niceStep(xmax - xmin, chart.width > 700 ? 10 : 4);
+  chart.options.scales.x.max = xmax;
+  const old = new Map(chart.data.datasets.map((d) => [d.label, d]));
+  chart.data.datasets = datasets.map((d) => {
+    const o = old.get(d.label);
+    if (!o) return d;
+    Object.assign(o, d);
+    return o;
+  });
+  chart.update('none');
+}
+
+// The round tick interval (seconds) that puts at most `most` ticks on a span.
+const STEPS = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+function niceStep(span, most) {
+  for (const s of STEPS) if (span / s <= most) return s;
+  return STEPS[STEPS.length - 1];
+}
+
+// A line series; `area` fills it (stacked areas fill to the series below).
+export function series(label, color, points, { area = false, dashed = false, stackFill = null } = {}) {
+  return {
+    label,
+    data: points,
+    borderColor: color,
+    backgroundColor: area ? alpha(color, 0.55) : color,
+    fill: stackFill !== null ? stackFill : area ? 'origin' : false,
+    borderDash: dashed ? [5, 4] : undefined,
+    spanGaps: false,
+  };
+}
+
+export function destroyAll(charts) {
+  for (const c of charts) if (c) c.destroy();
+}
