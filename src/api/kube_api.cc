@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "api/dashboard_routes.h"
 #include "api/http_util.h"
 #include "api/json_views.h"
 #include "api/prometheus.h"
@@ -62,6 +63,8 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
         h(req, res);
       } catch (const ServiceError& e) {
         send_error(res, status_of(e.kind()), e.what(), e.field());
+      } catch (const FieldError& e) {
+        send_error(res, 400, e.what(), e.field());
       } catch (const std::exception& e) {
         send_error(res, 500, std::string("internal error: ") + e.what());
       }
@@ -110,6 +113,26 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
                nlohmann::json arr = nlohmann::json::array();
                for (const NodeView& n : s.nodes()) arr.push_back(to_json(n));
                res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
+             }));
+  // The dashboard, read-only: whoami says so, and the pages offer no action.
+  http_->Get("/ui", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 308;
+    res.set_header("Location", "/ui/");
+  });
+  http_->Get(R"(/ui/(.*))", [](const httplib::Request& req, httplib::Response& res) {
+    serve_dashboard_file(req, res, req.matches[1], "");
+  });
+  http_->Get("/v1/whoami", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(
+        json_text(nlohmann::json{
+            {"admin", true}, {"tenant", nullptr}, {"read_only", true}, {"server", "kube"}}),
+        kJson);
+  });
+  http_->Get("/v1/history", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+               send_history(req, res, s.clock_now(), s.history_interval(), s.history_window(),
+                            [&s](double since, double until, double step) {
+                              return s.history(since, until, step);
+                            });
              }));
   // Mutations belong to Kubernetes here: say so rather than 404.
   http_->Post(".*", [](const httplib::Request& req, httplib::Response& res) {

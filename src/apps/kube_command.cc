@@ -56,6 +56,14 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
                 "fairness.half_life) to ConfigMap <lease-name>-usage in the lease namespace; 0: "
                 "kept in memory only")
       ->check(CLI::Range(0.0, 86400.0));
+  k->add_option("--history-interval", a.history_interval,
+                "seconds between the samples the dashboard's charts draw (/ui/, GET "
+                "/v1/history; kept in memory); 0 takes none")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  k->add_option("--history-hours", a.history_hours, "hours of samples kept")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 24.0 * 90));
   return k;
 }
 
@@ -80,6 +88,8 @@ int run_kube(const KubeArgs& a) {
   opt.gang_timeout = a.gang_timeout;
   opt.bind_workers = a.bind_workers;
   opt.status_qps = a.status_qps;
+  opt.history_interval = a.history_interval;
+  opt.history_window = a.history_hours * 3600;
   opt.usage_save_interval = a.usage_save_interval;
   opt.leader_elect = a.leader_elect;
   opt.lease.ns = a.lease_namespace;

@@ -24,6 +24,8 @@ struct KubeArgs {
   double gang_timeout = 30;
   int bind_workers = 16;
   double status_qps = 200;
+  double history_interval = 10;  // --history-interval
+  double history_hours = 24;     // --history-hours
   double usage_save_interval = 60;
 };
 CLI::App* add_kube_command(CLI::App& app, KubeArgs& args);

@@ -166,6 +166,33 @@ std::vector<HistorySample> downsample(const std::deque<HistorySample>& in, doubl
   return out;
 }
 
+HistorySample HistorySampler::next(double t, const ServiceMetrics& m,
+                                   const std::vector<QueueView>& queues) {
+  HistorySample s;
+  s.t = t;
+  s.interval_s = t - from_;
+  s.gpus_total = m.gpus_total;
+  s.gpus_allocated = m.gpus_allocated;
+  s.pending_jobs = static_cast<double>(m.pending_jobs);
+  s.running_jobs = static_cast<double>(m.running_jobs);
+  s.cycles = m.cycles - base_.cycles;
+  s.starts = m.starts - base_.starts;
+  s.preemptions = m.preemptions - base_.preemptions;
+  s.completions = m.completions - base_.completions;
+  for (const ServiceMetrics::Tenant& x : m.tenants) {
+    if (x.gpus_allocated == 0 && x.pending == 0 && x.running == 0) continue;
+    s.tenants.push_back(
+        {x.name, x.gpus_allocated, static_cast<double>(x.pending), static_cast<double>(x.running)});
+  }
+  for (const QueueView& q : queues) {
+    s.queues.push_back({q.path, q.holds_gpus, q.fair_share_gpus, q.guarantee_gpus});
+  }
+  cap_entries(s);
+  base_ = m;
+  from_ = t;
+  return s;
+}
+
 void HistoryLog::append(HistorySample s) {
   std::lock_guard lock(mu_);
   if (!samples_.empty() && s.t <= samples_.back().t) return;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "control/views.h"
+
 namespace tessera {
 
 struct HistorySample {
@@ -51,6 +53,19 @@ HistorySample history_sample_from_json(const nlohmann::json& j);
 // no wider than one sample returns the samples unchanged. `in` is in time order.
 std::vector<HistorySample> downsample(const std::deque<HistorySample>& in, double since,
                                       double until, double step);
+
+// Makes each sample from the server's counters and queues: the counters' increase since the
+// previous sample (they restart at zero with the process, as the sampler does).
+class HistorySampler {
+ public:
+  explicit HistorySampler(double start) : from_(start) {}
+  bool due(double t, double interval) const { return interval > 0 && t - from_ >= interval; }
+  HistorySample next(double t, const ServiceMetrics& m, const std::vector<QueueView>& queues);
+
+ private:
+  double from_;          // the start of the next sample's interval
+  ServiceMetrics base_;  // the counters as of the last sample
+};
 
 // The window of samples in memory, oldest first. Thread-safe: the scheduler thread appends,
 // API threads read.

@@ -168,42 +168,23 @@ struct JobFilter {
   int64_t after = 0;
   int64_t before = 0;
   size_t limit = 500;
+  // Whether a job in the queue at `path` is wanted: the queue or one below it (a name that
+  // merely starts the same is not below it).
+  bool in_queue(std::string_view path) const {
+    return queue.empty() || path == queue ||
+           (path.size() > queue.size() && path.starts_with(queue) && path[queue.size()] == '/');
+  }
   bool wants(JobState s) const {
     return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
   }
 };
 
-// Counters and gauges for /metrics.
 // The part of a member's log a caller asked for: `length` bytes of `file` from `offset`.
 struct LogSlice {
   LogFile file;
   int64_t offset = 0;
   int64_t length = 0;
   uint32_t attempt = 0;  // whose log it is (a requeued job starts a new one)
-};
-
-struct ServiceMetrics {
-  struct Tenant {
-    std::string name;
-    int64_t pending = 0;
-    int64_t running = 0;
-    double gpus_allocated = 0;
-  };
-  std::vector<Tenant> tenants;
-  int64_t running_jobs = 0;
-  int64_t pending_jobs = 0;
-  double gpus_total = 0;
-  double gpus_allocated = 0;
-  std::vector<double> cycle_bucket_bounds;    // seconds (Prometheus "le")
-  std::vector<uint64_t> cycle_bucket_counts;  // cumulative, one per bound
-  uint64_t cycles = 0;
-  double cycle_seconds_sum = 0;
-  uint64_t starts = 0, preemptions = 0, completions = 0;
-  uint64_t jobs_in_memory = 0;        // jobs the server holds (retention evicts finished ones)
-  uint64_t jobs_evicted = 0;          // finished jobs retention moved out of memory
-  uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget
-  uint64_t store_write_failures = 0;  // database writes that failed (a full disk)
-  bool store_writable = true;
 };
 
 class Service {
@@ -390,9 +371,7 @@ class Service {
   void record_history_if_due();
   void restore_history();
   std::unique_ptr<HistoryLog> history_;
-  double last_history_ = -1;     // when the last sample was taken (-1: none yet)
-  double history_from_ = 0;      // the start of the next sample's interval
-  ServiceMetrics history_base_;  // the counters as of the last sample
+  std::unique_ptr<HistorySampler> history_sampler_;
   void run_loop();
   void poll_processes();
   void run_cycle();

@@ -107,19 +107,13 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   }
   std::lock_guard lock(mu_);
   std::vector<JobView> out;
-  // queue=PATH: the jobs of the tenants whose leaf queue is PATH or below it.
-  const auto in_queue = [&](const std::string& path) {
-    return f.queue.empty() || path == f.queue ||
-           (path.size() > f.queue.size() && path.starts_with(f.queue) &&
-            path[f.queue.size()] == '/');
-  };
   const auto wanted = [&](const Job& j) {
     const JobRow& r = j.row;
     if (!caller.admin && r.tenant != caller.tenant) return false;
     if (!f.tenant.empty() && r.tenant != f.tenant) return false;
     if (f.array != 0 && r.array_id != f.array) return false;
     if (!f.wants(r.state)) return false;
-    if (!f.queue.empty() && !in_queue(leaf_path_locked(j.spec.tenant))) return false;
+    if (!f.queue.empty() && !f.in_queue(leaf_path_locked(j.spec.tenant))) return false;
     if (!f.priority_class.empty() &&
         to_string(j.next_spec ? j.next_spec->priority : j.spec.priority) != f.priority_class) {
       return false;
@@ -156,7 +150,7 @@ std::vector<JobView> Service::jobs(const Caller& caller, const JobFilter& f) con
   q.limit = f.limit;
   if (!f.queue.empty()) {
     for (TenantId t = 0; t < tenants_.size(); ++t) {
-      if (in_queue(leaf_path_locked(t))) q.tenants_in.push_back(tenants_.name(t));
+      if (f.in_queue(leaf_path_locked(t))) q.tenants_in.push_back(tenants_.name(t));
     }
     if (q.tenants_in.empty()) return out;
   }

@@ -62,4 +62,29 @@ std::vector<NodeView> node_views(const ClusterState& st,
 void mark_gpu_holders(std::vector<NodeView>& nodes, const Cluster& c,
                       const std::vector<std::pair<int64_t, const Allocation*>>& allocations);
 
+// Counters and gauges for /metrics (and the dashboard's history).
+struct ServiceMetrics {
+  struct Tenant {
+    std::string name;
+    int64_t pending = 0;
+    int64_t running = 0;
+    double gpus_allocated = 0;
+  };
+  std::vector<Tenant> tenants;
+  int64_t running_jobs = 0;
+  int64_t pending_jobs = 0;
+  double gpus_total = 0;
+  double gpus_allocated = 0;
+  std::vector<double> cycle_bucket_bounds;    // seconds (Prometheus "le")
+  std::vector<uint64_t> cycle_bucket_counts;  // cumulative, one per bound
+  uint64_t cycles = 0;
+  double cycle_seconds_sum = 0;
+  uint64_t starts = 0, preemptions = 0, completions = 0;
+  uint64_t jobs_in_memory = 0;        // jobs the server holds (retention evicts finished ones)
+  uint64_t jobs_evicted = 0;          // finished jobs retention moved out of memory
+  uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget
+  uint64_t store_write_failures = 0;  // database writes that failed (a full disk)
+  bool store_writable = true;
+};
+
 }  // namespace tessera

@@ -152,7 +152,9 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
       opt_(std::move(opt)),
       policy_(make_policy(opt_.policy, opt_.seed)),
       inbox_(std::make_unique<Inbox>()),
-      model_(opt_.model) {
+      model_(opt_.model),
+      history_(opt_.history_window),
+      history_sampler_(wall_now()) {
   policy_.elastic = false;  // a pod group's size is its controller's, not the scheduler's
   counters_.cycle_bucket_bounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
   counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
@@ -243,16 +245,22 @@ void KubeScheduler::run_loop() {
     if (stop_.load()) break;
     // Let a burst of events (a Job creating its pods) arrive before deciding.
     std::this_thread::sleep_for(std::chrono::duration<double>(opt_.min_cycle_interval));
-    std::lock_guard lock(mu_);
-    drain_inbox();
-    drain_bind_results();
-    const bool lead = leading();
-    kube_counters_.leading = lead;
-    if (!lead) usage_loaded_ = false;  // the leader's saves are newer: read them on taking over
-    const double t = now();
-    if (lead && synced() && (model_.dirty() || t - last_cycle_ >= opt_.max_cycle_interval)) {
-      run_cycle();
-      last_cycle_ = t;
+    {
+      std::lock_guard lock(mu_);
+      drain_inbox();
+      drain_bind_results();
+      const bool lead = leading();
+      kube_counters_.leading = lead;
+      if (!lead) usage_loaded_ = false;  // the leader's saves are newer: read them on taking over
+      const double t = now();
+      if (lead && synced() && (model_.dirty() || t - last_cycle_ >= opt_.max_cycle_interval)) {
+        run_cycle();
+        last_cycle_ = t;
+      }
+    }
+    // metrics() and queues() take the lock themselves.
+    if (synced() && history_sampler_.due(now(), opt_.history_interval)) {
+      history_.append(history_sampler_.next(now(), metrics(), queues()));
     }
   }
   // The last leader's usage outlives it (the elector may be giving the lease up meanwhile).
@@ -803,6 +811,9 @@ std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
     JobView v = view_locked(g);
     if (!f.wants(v.row.state)) continue;
     if (!f.tenant.empty() && v.row.tenant != f.tenant) continue;
+    if (!f.in_queue(v.queue)) continue;
+    if (!f.priority_class.empty() && v.priority_class != f.priority_class) continue;
+    if (!f.reason.empty() && v.reason_code != f.reason) continue;
     if (f.newest_first ? (f.before > 0 && v.row.id >= f.before) : v.row.id <= f.after) continue;
     out.push_back(std::move(v));
   }
@@ -858,7 +869,28 @@ std::vector<QueueView> KubeScheduler::queues() const {
 
 std::vector<NodeView> KubeScheduler::nodes() const {
   std::lock_guard lock(mu_);
-  return node_views(model_.ledger(), [&](GpuId g) { return model_.gpu_index(g); });
+  std::vector<NodeView> out =
+      node_views(model_.ledger(), [&](GpuId g) { return model_.gpu_index(g); });
+  // Which job (pod group) holds each GPU, as serve's nodes say (the dashboard's grid).
+  const Cluster& c = model_.ledger().cluster();
+  for (const auto& [key, g] : model_.gangs()) {
+    const int64_t id = job_id(key);
+    for (const std::string& uid : g.pods) {
+      const auto pod = model_.pods().find(uid);
+      if (pod == model_.pods().end() || !pod->second.slot) continue;
+      for (const GpuShare& s : pod->second.slot->shares) {
+        const NodeId n = c.node_of_gpu(s.gpu);
+        std::vector<int64_t>& holders = out.at(n).gpus.at(s.gpu - c.node(n).first_gpu).jobs;
+        if (std::find(holders.begin(), holders.end(), id) == holders.end()) {
+          holders.push_back(id);
+        }
+      }
+    }
+  }
+  for (NodeView& n : out) {
+    for (GpuView& g : n.gpus) std::sort(g.jobs.begin(), g.jobs.end());
+  }
+  return out;
 }
 
 ServiceMetrics KubeScheduler::metrics() const {

@@ -32,6 +32,7 @@
 
 #include "backend/kubernetes/kube_client.h"
 #include "backend/kubernetes/reflector.h"
+#include "control/history.h"
 #include "control/kube/cluster_model.h"
 #include "control/kube/leader_elector.h"
 #include "control/kube/usage_store.h"
@@ -63,6 +64,10 @@ struct SchedulerOptions {
   // Long-term usage (when the queue tree sets fairness.half_life) is saved this often, and on
   // the way out, to ConfigMap <lease.name>-usage in lease.ns; 0: kept in memory only.
   double usage_save_interval = 60;
+  // The dashboard's history (GET /v1/history): a sample this often (<= 0: none), kept this
+  // long, in memory (a restart starts it again).
+  double history_interval = 10;
+  double history_window = 86400;
 };
 
 // Counters for /metrics beyond the service's.
@@ -98,6 +103,13 @@ class KubeScheduler {
   std::vector<NodeView> nodes() const;
   ServiceMetrics metrics() const;
   KubeMetrics kube_metrics() const;
+  // The history samples in [since, until], averaged into buckets of `step` seconds.
+  std::vector<HistorySample> history(double since, double until, double step) const {
+    return history_.query(since, until, step);
+  }
+  double history_interval() const { return opt_.history_interval; }
+  double history_window() const { return opt_.history_window; }
+  double clock_now() const { return now(); }
 
  private:
   struct Inbox;
@@ -158,6 +170,8 @@ class KubeScheduler {
   std::map<std::string, std::pair<int32_t, int32_t>> done_;
   ServiceMetrics counters_;
   KubeMetrics kube_counters_;
+  HistoryLog history_;
+  HistorySampler history_sampler_;
   std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
   DecayedUsage decayed_;
   // Saved usage not yet given to a queue: read when this replica starts leading, applied to
