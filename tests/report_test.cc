@@ -114,7 +114,7 @@ TEST(ReportHtml, DataRoundTripsAndScriptEndIsEscaped) {
   EXPECT_EQ(back["simulate"][0]["shares"][0]["queue"], kHostileTenant);
   EXPECT_EQ(back["simulate"][1]["label"], "las+spread");
   // CDF in hours against percent of jobs, from the result's quantiles.
-  EXPECT_EQ(back["simulate"][0]["jct_cdf"]["x"], Json({60.0 / 3600, 1.0, 3.0}));
+  EXPECT_EQ(back["simulate"][0]["jct_cdf"]["x"], Json({0.01667, 1.0, 3.0}));  // 5 decimals
   EXPECT_EQ(back["simulate"][0]["jct_cdf"]["y"], Json({0.0, 50.0, 100.0}));
   EXPECT_EQ(back["simulate"][0]["allocation"]["y"], Json({25.0, 50.0, 12.5, 0.0}));
   EXPECT_EQ(back["simulate"][0]["timeline"]["total_preemptions"], 2.0);
