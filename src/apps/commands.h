@@ -16,7 +16,8 @@ struct SimulateArgs {
   std::string policy = "fifo";
   uint64_t seed = 1;
   std::string json_out, events_out;
-  std::string data_dir;  // measured data (Pollux profiles, Gavel throughputs)
+  std::string report_out;  // --report: the HTML page of this run (tessera report)
+  std::string data_dir;    // measured data (Pollux profiles, Gavel throughputs)
   double tick = 60;
   std::string backfill;  // empty: the policy's default
   bool no_preemption = false;

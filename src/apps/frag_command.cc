@@ -70,6 +70,8 @@ int run_frag_command(const FragArgs& a) {
     opt.progress = progress.callback();
     r = run_frag(cluster, pods, opt);
   }
+  r.nodes = nodes_path;
+  r.pods = pods_path;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!a.json_out.empty()) {
     std::ofstream out(a.json_out);

@@ -17,6 +17,7 @@
 #include "apps/kube_command.h"
 #include "apps/kube_emulator_command.h"
 #include "apps/predict_command.h"
+#include "apps/report_command.h"
 #include "apps/service_commands.h"
 
 namespace {
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
   CLI::App* advise_cmd = tessera::add_advise_command(app, advise);
   tessera::PredictArgs predict;
   CLI::App* predict_cmd = tessera::add_predict_command(app, predict);
+  tessera::ReportArgs report;
+  CLI::App* report_cmd = tessera::add_report_command(app, report);
   tessera::ForecastArgs forecast;
   CLI::App* forecast_cmd = tessera::add_forecast_command(app, forecast);
   tessera::ServeArgs serve;
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
     if (*kube_emulator_cmd) return tessera::run_kube_emulator(kube_emulator);
     if (const int rc = tessera::run_client_command(client_cmds, client); rc >= 0) return rc;
     if (*bench_cmd) return tessera::run_bench(bench);
+    if (*report_cmd) return tessera::run_report(report);
     if (*forecast_cmd) return tessera::run_forecast(forecast);
     if (*advise_cmd) return tessera::run_advise(advise);
     if (*predict_cmd) return tessera::run_predict(predict);

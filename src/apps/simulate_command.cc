@@ -13,6 +13,7 @@
 #include "apps/json_file.h"
 #include "apps/progress_line.h"
 #include "apps/provenance.h"
+#include "apps/report_command.h"
 #include "engine/admission.h"
 #include "engine/policy.h"
 #include "insight/runtime_predictor.h"
@@ -51,6 +52,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--seed", a.seed, "random seed (policies and the embedded workload)")
       ->check(non_negative_number());
   s->add_option("--json", a.json_out, "write metrics as JSON to this file");
+  s->add_option("--report", a.report_out,
+                "write this run's HTML report (tables and plots, opens offline; as tessera "
+                "report) to this file");
   s->add_option("--events", a.events_out, "write the event log (JSON lines) to this file");
   s->add_option("--data-dir", a.data_dir,
                 "measured data: Pollux profiles, Gavel throughputs (default: $TESSERA_DATA or "
@@ -290,6 +294,13 @@ int run_simulate(const SimulateArgs& a) {
   ReportContext ctx{policy.name(), a.seed, source, run};
   const auto report = make_report(w, cluster, r, ctx);
   write_json_file(a.json_out, report);
+  if (!a.report_out.empty()) {
+    tessera::report::ReportInput page;
+    page.title = "Tessera simulate: " + policy.name();
+    page.results.push_back(
+        {a.json_out.empty() ? std::string("simulate") : a.json_out, report, nullptr});
+    write_report_file(a.report_out, std::move(page));
+  }
   if (!a.quiet) std::cout << format_summary(report);
   if (!r.histories.empty()) std::cout << format_histories(report);
   return 0;

@@ -167,6 +167,8 @@ void write_frag_json(const FragResult& r, std::ostream& out) {
   j["seeds"] = r.seeds;
   j["total_gpus"] = r.total_gpus;
   j["target_shapes"] = r.target_shapes;
+  if (!r.nodes.empty()) j["nodes"] = r.nodes;
+  if (!r.pods.empty()) j["pods"] = r.pods;
   nlohmann::json curve = nlohmann::json::array();
   for (size_t b = 1; b < r.curve.size(); ++b) {
     const FragPoint& p = r.curve[b];

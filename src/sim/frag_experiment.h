@@ -48,6 +48,9 @@ struct FragResult {
   size_t target_shapes = 0;
   std::vector<FragPoint> curve;  // mean over runs, index = arrived percent
   std::vector<FragRun> runs;
+  // The input files, when the caller names them: --json records them so that a report can
+  // draw the published curves of the same pod list.
+  std::string nodes, pods;
 };
 
 // The arrival sequence of one seed: `pods` thinned or sampled with replacement until their

@@ -39,6 +39,38 @@ nlohmann::ordered_json to_json(const Summary& s) {
   return j;
 }
 
+// The values at probabilities 0, 1/(n-1), ..., 1 (interpolated as summarize's percentiles),
+// rounded to 0.1 s: a CDF of any number of jobs in a fixed, small size (tessera report plots
+// it). Empty input gives an empty array.
+nlohmann::ordered_json quantile_points(std::vector<double> v, size_t n) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  if (v.empty() || n < 2) return out;
+  std::sort(v.begin(), v.end());
+  for (size_t i = 0; i < n; ++i) {
+    const double pos =
+        static_cast<double>(i) / static_cast<double>(n - 1) * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    const double x = v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+    out.push_back(std::round(x * 10) / 10);
+  }
+  return out;
+}
+
+// How many of `times` fall in each bucket of `interval` seconds from `start`, over `buckets`
+// buckets (a time past the end counts in the last).
+nlohmann::ordered_json bucket_counts(const std::vector<double>& times, double start,
+                                     double interval, size_t buckets) {
+  std::vector<uint64_t> counts(buckets, 0);
+  for (double t : times) {
+    const double k = std::floor((t - start) / interval);
+    counts[static_cast<size_t>(std::clamp(k, 0.0, static_cast<double>(buckets - 1)))]++;
+  }
+  return counts;
+}
+
+constexpr size_t kCdfPoints = 201;  // every half percentile
+
 }  // namespace
 
 nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const SimResult& r,
@@ -104,7 +136,9 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   j["jobs"] = w.jobs.size();
   j["finished"] = finished;
   j["jct"] = to_json(summarize(jct));
+  j["jct"]["cdf"] = quantile_points(jct, kCdfPoints);
   j["queueing_delay"] = to_json(summarize(wait));
+  j["queueing_delay"]["cdf"] = quantile_points(wait, kCdfPoints);
   j["makespan"] = makespan;
   j["gpu_allocation"] = capacity > 0 ? r.allocated_gpu_seconds / capacity : 0.0;
   j["effective_utilisation"] = capacity > 0 ? r.effective_gpu_seconds / capacity : 0.0;
@@ -201,6 +235,17 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     }
     series["queues"] = queues;
     j["share_series"] = series;
+  }
+  {
+    // Preemptions and node failures per bucket of the share series' interval (an hour without
+    // one), from the first submit to the last finish: the report's timeline.
+    const double interval = r.series.interval > 0 ? r.series.interval : 3600.0;
+    const auto buckets = static_cast<size_t>(std::max(1.0, std::ceil(makespan / interval)));
+    j["timeline"] = {
+        {"start", r.first_submit},
+        {"interval_s", interval},
+        {"preemptions", bucket_counts(r.preemption_times, r.first_submit, interval, buckets)},
+        {"node_failures", bucket_counts(r.failure.times, r.first_submit, interval, buckets)}};
   }
   if (!r.histories.empty()) {
     // Times are seconds since the first submit, as in the share series.

@@ -372,6 +372,7 @@ class Simulation {
     if (js.speed > 0) result_.jobs[j].lost_gpu_seconds += (done - kept) / js.speed * run_gpus(js);
     result_.jobs[j].preemptions++;
     result_.preemptions++;
+    result_.preemption_times.push_back(now_);
     const bool was_begun = js.begun;
     js.grace_gpus = was_begun ? run_gpus(js) : 0.0;
     js.grace_amounts = was_begun ? fair_.held(w_.jobs[j], js.alloc) : kZeroAmounts;
@@ -411,6 +412,7 @@ class Simulation {
     const auto record = static_cast<int32_t>(failure_records_.size());
     failure_records_.push_back(FailureRecord{now_, static_cast<uint32_t>(hit.size())});
     result_.failure.failures++;
+    result_.failure.times.push_back(now_);
     result_.failure.jobs_hit += hit.size();
     if (hit.empty()) result_.failure.frt.push_back(0);
     std::vector<Allocation> before;

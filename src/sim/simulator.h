@@ -102,6 +102,7 @@ struct FailureStats {
   uint64_t unrecovered = 0;  // failures whose jobs had not all run again when the run ended
   uint64_t restarted_in_place = 0;  // hit jobs the recovery policy restarted at once
   double lost_gpu_seconds = 0;      // allocated GPU time whose work the failures lost
+  std::vector<double> times;        // when each node failure happened (the report's timeline)
 };
 
 struct SimResult {
@@ -122,6 +123,7 @@ struct SimResult {
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;
+  std::vector<double> preemption_times;  // one per preemption, in order (the report's timeline)
 };
 
 // Runs every job of `w` to completion. Jobs must have passed admission (infeasible_reason);
