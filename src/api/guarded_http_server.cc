@@ -296,6 +296,11 @@ std::shared_ptr<SSL_CTX> make_tls_context(const TlsConfig& tls) {
 GuardedHttpServer::GuardedHttpServer(HttpLimits limits, TlsConfig tls)
     : limits_(limits), tls_(make_tls_context(tls)) {
   new_task_queue = [] { return new InlineTaskQueue(); };
+  // httplib only writes these into each response's Keep-Alive header (its own defaults say
+  // max=5); the connection loop here enforces them.
+  set_keep_alive_max_count(static_cast<size_t>(limits_.keep_alive_max_requests));
+  set_keep_alive_timeout(
+      std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count());
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (epoll_fd_ < 0 || wake_fd_ < 0) {
