@@ -492,6 +492,10 @@ TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
   EXPECT_EQ(admin.get("/v1/history?step=0").status, 400);
   EXPECT_EQ(server.client("wrong").get("/v1/history").status, 401);
 
+  // Which server this is, without a token (the dashboard asks before signing in).
+  const nlohmann::json info = nlohmann::json::parse(server.client("").get("/v1/info").body);
+  EXPECT_EQ(info["server"], "serve");
+  EXPECT_EQ(info["token_required"], true);
   EXPECT_EQ(nlohmann::json::parse(team_a.get("/v1/whoami").body),
             (nlohmann::json{{"admin", false}, {"tenant", "team-a"}}));
   EXPECT_EQ(nlohmann::json::parse(admin.get("/v1/whoami").body)["admin"], true);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "api/http_util.h"
+#include "model/version.h"
 #include "web/assets.h"
 
 namespace tessera {
@@ -53,6 +54,14 @@ void serve_dashboard_file(const httplib::Request& req, httplib::Response& res,
     return;
   }
   res.set_content(std::string(asset->body), std::string(asset->content_type));
+}
+
+void send_server_info(httplib::Response& res, const std::string& server, bool read_only) {
+  res.set_content(json_text(nlohmann::json{{"server", server},
+                                           {"version", std::string(tessera_version())},
+                                           {"read_only", read_only},
+                                           {"token_required", !read_only}}),
+                  kJson);
 }
 
 void send_history(const httplib::Request& req, httplib::Response& res, double now_s,

@@ -17,6 +17,10 @@ namespace tessera {
 void serve_dashboard_file(const httplib::Request& req, httplib::Response& res,
                           const std::string& path, const std::string& ui_dir);
 
+// GET /v1/info, asked without a token: which server this is, so that the dashboard knows
+// whether to ask for one (`tessera kube` is read-only and takes none).
+void send_server_info(httplib::Response& res, const std::string& server, bool read_only);
+
 // GET /v1/history?since=&until=&step=: the samples in [since, until] (unix seconds; the last
 // hour by default) averaged over buckets of `step` seconds (the sample interval by default),
 // widened so that no answer has more than 2,000 samples. `read(since, until, step)` gives them.

@@ -387,6 +387,10 @@ void ApiServer::routes() {
           serve_dashboard_file(req, res, req.matches[1], ui_dir);
         });
 
+  route("GET", "/v1/info", [](const httplib::Request&, httplib::Response& res) {
+    send_server_info(res, "serve", false);
+  });
+
   // Who a token stands for: the dashboard shows the admin's pages only to the admin.
   route("GET", "/v1/whoami",
         guarded([](const httplib::Request&, httplib::Response& res, const Caller& c) {

@@ -122,6 +122,9 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
   http_->Get(R"(/ui/(.*))", [](const httplib::Request& req, httplib::Response& res) {
     serve_dashboard_file(req, res, req.matches[1], "");
   });
+  http_->Get("/v1/info", [](const httplib::Request&, httplib::Response& res) {
+    send_server_info(res, "kube", true);
+  });
   http_->Get("/v1/whoami", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(
         json_text(nlohmann::json{

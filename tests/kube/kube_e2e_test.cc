@@ -190,6 +190,14 @@ TEST_F(KubeE2E, SharesFollowTheQueueTreesWeights) {
   for (const QueueView& q : sched_->queues()) holds[q.path] = q.holds_gpus;
   EXPECT_EQ(holds["team-a"], 64);
   EXPECT_EQ(holds["team-b"], 32);
+  // A job is found by its id before any listing handed ids out (a dashboard link), and every
+  // held GPU names its job in the nodes view (the dashboard's grid).
+  EXPECT_TRUE(sched_->job(1).has_value());
+  int marked = 0;
+  for (const NodeView& n : sched_->nodes()) {
+    for (const GpuView& g : n.gpus) marked += g.jobs.empty() ? 0 : 1;
+  }
+  EXPECT_EQ(marked, 128);
 }
 
 TEST_F(KubeE2E, SharesConvergeToTheQueueTreesAsTheFirstTenantsPodsFinish) {

@@ -1,5 +1,7 @@
 // The dashboard's shell: sign-in, the hash router (#/overview, #/queues, #/jobs?state=...,
 // #/jobs/ID, #/nodes, #/audit) and the poller that refreshes the open page.
+// A read-only server (`tessera kube`: whoami says read_only) takes no token: the sign-in step
+// is skipped, and the pages offer no action and ask for nothing the server does not have.
 import * as api from './api.js';
 import * as overview from './page-overview.js';
 import * as queues from './page-queues.js';
@@ -11,7 +13,7 @@ import * as audit from './page-audit.js';
 const PAGES = { overview, queues, jobs, job, nodes, audit };
 const $ = (id) => document.getElementById(id);
 
-let who = null;      // {admin, tenant} of the signed-in token
+let who = null;      // {admin, tenant, read_only?, server?} of the signed-in token
 let current = null;  // {name, inst, gen, timer, busy, again}
 let generation = 0;
 
@@ -31,14 +33,42 @@ function showSignin(message) {
 
 async function signIn(token) {
   const me = await api.get('/v1/whoami', { token });
-  api.setToken(token);
+  if (me.read_only) api.clearToken(); // a read-only server takes none: nothing to keep
+  else api.setToken(token);
+  enter(me);
+}
+
+function enter(me) {
   who = me;
+  const ro = !!me.read_only;
   $('signin').hidden = true;
   $('shell').hidden = false;
-  $('nav-audit').hidden = !me.admin;
-  $('who').textContent = me.admin ? 'admin' : `tenant ${me.tenant}`;
-  $('who').title = me.admin ? 'Signed in with the admin token' : `Signed in as tenant ${me.tenant}`;
+  document.body.classList.toggle('read-only', ro);
+  $('nav-audit').hidden = !me.admin || ro;
+  $('signout').hidden = ro;
+  if (ro) {
+    const server = me.server ? `tessera ${me.server}` : 'tessera';
+    $('who').textContent = `${server} · read-only`;
+    $('who').title = `${server} serves a read-only view: no token, no actions (change the cluster with its own tools)`;
+  } else {
+    $('who').textContent = me.admin ? 'admin' : `tenant ${me.tenant}`;
+    $('who').title = me.admin ? 'Signed in with the admin token' : `Signed in as tenant ${me.tenant}`;
+  }
   route();
+}
+
+// Whether the server is a read-only one (`tessera kube`), asked of /v1/info, which both servers
+// answer without a token (a refused request would be logged in the browser's console). Only
+// then is /v1/whoami asked without a token.
+async function readOnlyServer() {
+  try {
+    const info = await api.get('/v1/info', { token: '' });
+    if (!info || !info.read_only) return null;
+    const me = await api.get('/v1/whoami', { token: '' });
+    return me && me.read_only ? me : null;
+  } catch {
+    return null;
+  }
 }
 
 $('signin-form').addEventListener('submit', async (ev) => {
@@ -90,7 +120,7 @@ function stopPage() {
 function route() {
   if (!who) return;
   const r = parseHash();
-  if (r.name === 'audit' && !who.admin) {
+  if (r.name === 'audit' && (!who.admin || who.read_only)) {
     location.hash = '#/overview';
     return;
   }
@@ -171,7 +201,12 @@ function setLive(ok) {
 
 (async () => {
   const token = api.getToken();
-  if (!token) { showSignin(''); return; }
+  if (!token) {
+    const me = await readOnlyServer();
+    if (me) enter(me);
+    else showSignin('');
+    return;
+  }
   try {
     await signIn(token);
   } catch (e) {

@@ -1,5 +1,7 @@
 // One job: its spec, placement, history (events) and the tail of a rank's log, followed live
-// (the log from the byte where the last read stopped, X-Log-Offset).
+// (the log from the byte where the last read stopped, X-Log-Offset). On a read-only server
+// (`tessera kube`) a job is a pod group: its state, placement and reason, no actions, and a
+// note that its events and logs are Kubernetes' (no /events or /logs is asked for).
 import * as api from './api.js';
 import { h, fill, card, table, empty, duration, dateTime, gpus, now, stateBadge, tenantColor } from './ui.js';
 import { jobGpus } from './page-jobs.js';
@@ -12,7 +14,9 @@ const FINISHED = ['succeeded', 'failed', 'cancelled', 'preempted', 'timeout'];
 
 export function mount(root, route, ctx) {
   const id = route.id;
+  const readOnly = !!ctx.who.read_only;
   let job = null;
+  let gone = false; // read-only: the pod group is no longer there (its pods finished or went)
   let rank = 0;
   let log = null; // {rank, attempt, next, decoder}
 
@@ -29,8 +33,20 @@ export function mount(root, route, ctx) {
   const pre = h('pre', { class: 'log', id: 'job-log', tabindex: '0' });
   const logNote = h('div', { class: 'empty', hidden: true });
   const spec = h('pre', { class: 'spec' });
+  const kubeNote = h('div', { class: 'kube-note', id: 'kube-note' });
+  const goneNote = h('div', { class: 'empty gone-note', hidden: true });
 
-  fill(root,
+  if (readOnly) {
+    fill(root,
+      h('div', { class: 'job-head' },
+        h('a', { href: '#/jobs', class: 'back', text: '← Jobs' }), heading, badge),
+      goneNote,
+      h('div', { class: 'two-col' },
+        card('Summary', h('div', null, summary, h('details', { class: 'spec-details' }, h('summary', { text: 'Full spec' }), spec))),
+        h('div', { class: 'stack' },
+          card('Placement (pods)', h('div', { class: 'table-wrap' }, placeTbl)),
+          card('Events and logs', kubeNote))));
+  } else fill(root,
     h('div', { class: 'job-head' },
       h('a', { href: '#/jobs', class: 'back', text: '← Jobs' }), heading, badge, h('span', { class: 'spacer' }), actions),
     actionError,
@@ -74,6 +90,33 @@ export function mount(root, route, ctx) {
     return [h('dt', { text: label }), h('dd', { class: cls || null }, value)];
   }
 
+  // The kubectl commands that show a pod group's events and logs: its name is NAMESPACE/GROUP
+  // (a pod without a group: pod:UID).
+  function renderKubeNote(j) {
+    const name = j.name || '';
+    const slash = name.indexOf('/');
+    let describe;
+    let logs;
+    if (slash > 0 && !name.startsWith('pod:')) {
+      const ns = name.slice(0, slash);
+      const sel = `scheduling.x-k8s.io/pod-group=${name.slice(slash + 1)}`;
+      describe = `kubectl describe pods -n ${ns} -l ${sel}`;
+      logs = `kubectl logs -n ${ns} -l ${sel} --prefix --all-containers`;
+    } else {
+      describe = 'kubectl describe pod -n NAMESPACE POD';
+      logs = 'kubectl logs -n NAMESPACE POD';
+    }
+    const key = `${describe}\n${logs}`;
+    if (kubeNote.dataset.key === key) return;
+    kubeNote.dataset.key = key;
+    fill(kubeNote,
+      h('p', null, 'This scheduler only places pods: their events (the scheduler\'s included) and logs are Kubernetes\'. Ask the cluster:'),
+      h('div', { class: 'cmd-label', text: 'Events, conditions and exit codes' }),
+      h('pre', { class: 'cmd', text: describe }),
+      h('div', { class: 'cmd-label', text: 'Logs' }),
+      h('pre', { class: 'cmd', text: logs }));
+  }
+
   function renderSummary(j) {
     const t = now();
     const s = j.spec || {};
@@ -81,6 +124,7 @@ export function mount(root, route, ctx) {
     const gang = s.gang || { min: 1, max: 1 };
     const end = j.finished_at || t;
     fill(summary,
+      readOnly ? row('Pod group', j.name, 'mono') : null,
       row('Tenant', h('span', null, h('span', { class: 'swatch', style: { background: tenantColor(j.tenant) } }), j.tenant)),
       row('Queue', j.queue, 'mono'),
       row('Priority class', j.priority_class),
@@ -92,7 +136,7 @@ export function mount(root, route, ctx) {
       row('Started', j.started_at ? `${dateTime(j.started_at)} (waited ${duration(j.started_at - j.submitted_at)})` : null),
       row('Finished', j.finished_at ? dateTime(j.finished_at) : null),
       row(j.finished_at ? 'Ran' : 'Running for', j.started_at ? duration(end - j.started_at) : null),
-      row('Attempts', String(j.attempts)),
+      readOnly ? null : row('Attempts', String(j.attempts)),
       row('Preemptions', j.preemptions ? String(j.preemptions) : null),
       row('Exit code', j.exit_code === null ? null : String(j.exit_code), j.exit_code ? 'bad' : null),
       row('Waiting because', j.state === 'pending' && (j.pending_reason || j.reason) ? `${j.reason ? j.reason + ': ' : ''}${j.pending_reason || ''}` : null),
@@ -181,7 +225,47 @@ export function mount(root, route, ctx) {
     if (atBottom || bytes.length === log.next) pre.scrollTop = pre.scrollHeight;
   }
 
+  function renderPods(j) {
+    if (!j.allocation || !j.allocation.length) {
+      fill(placeBody, h('tr', null, h('td', { colspan: 4 }, empty(j.state === 'pending' ? 'No pod bound yet' : 'Holds no GPUs'))));
+      return;
+    }
+    fill(placeBody, j.allocation.map((m) => h('tr', { dataset: { node: m.node } },
+      h('td', { class: 'num', text: m.rank }),
+      h('td', { class: 'mono' }, h('a', { href: '#/nodes', text: m.node }), m.pod ? h('div', { class: 'muted small', text: `pod ${m.pod}` }) : null),
+      h('td', { class: 'mono', text: m.gpus.length ? m.gpus.join(', ') : '–' }),
+      h('td', { class: 'num', text: m.gpu_milli === 1000 ? 'whole GPU' + (m.gpus.length === 1 ? '' : 's') : `${gpus(m.gpu_milli / 1000)} of a GPU` }))));
+  }
+
+  async function refreshReadOnly() {
+    if (gone) return;
+    let j;
+    try {
+      j = await api.get(`/v1/jobs/${id}`);
+    } catch (e) {
+      if (e.status !== 404) throw e;
+      // The pod group's pods finished or were deleted: the scheduler forgets it. Say so once
+      // and ask no more.
+      gone = true;
+      goneNote.textContent = job
+        ? `Pod group ${job.name} is gone: its pods finished or were deleted (kubectl keeps what is left of them).`
+        : `No pod group #${id}: the scheduler does not know it (finished pods are forgotten).`;
+      goneNote.hidden = false;
+      if (!job) fill(badge);
+      return;
+    }
+    job = j;
+    ctx.setTitle(`Job #${j.id}`);
+    heading.textContent = `${j.name || '(unnamed)'} `;
+    heading.appendChild(h('span', { class: 'muted mono', text: `#${j.id}` }));
+    fill(badge, stateBadge(j.state));
+    renderSummary(j);
+    renderPods(j);
+    renderKubeNote(j);
+  }
+
   async function refresh() {
+    if (readOnly) return refreshReadOnly();
     const [j, ev] = await Promise.all([api.get(`/v1/jobs/${id}`), api.get(`/v1/jobs/${id}/events`)]);
     job = j;
     ctx.setTitle(`Job #${j.id}`);
@@ -197,7 +281,7 @@ export function mount(root, route, ctx) {
   }
 
   return {
-    get interval() { return job && FINISHED.includes(job.state) ? 5000 : 1500; },
+    get interval() { return gone ? 60000 : job && FINISHED.includes(job.state) ? 5000 : 1500; },
     refresh,
   };
 }

@@ -28,6 +28,7 @@ export function jobGpus(j) {
 
 export function mount(root, route, ctx) {
   const admin = ctx.who.admin;
+  const readOnly = !!ctx.who.read_only; // tessera kube: no /v1/tenants; a tenant is a leaf queue
   let params = readParams(route.params);
   let cursors = params.before ? [params.before] : []; // the `before` of each page so far, for "Newer"
   let lastPage = null;
@@ -121,11 +122,13 @@ export function mount(root, route, ctx) {
     if (Date.now() - optionsLoaded < 30000) return;
     optionsLoaded = Date.now();
     const [t, q] = await Promise.all([
-      admin ? api.get('/v1/tenants') : Promise.resolve(null),
+      admin && !readOnly ? api.get('/v1/tenants') : Promise.resolve(null),
       api.get('/v1/queues'),
     ]);
+    const paths = q.queues.map((x) => x.path).filter((p) => p !== '/');
     if (t && tenantSel) refillSelect(tenantSel, 'Tenant', t.tenants.map((x) => x.name));
-    refillSelect(queueSel, 'Queue', q.queues.map((x) => x.path).filter((p) => p !== '/'));
+    if (readOnly && tenantSel) refillSelect(tenantSel, 'Tenant', paths.filter((p) => !paths.some((o) => o.startsWith(`${p}/`))));
+    refillSelect(queueSel, 'Queue', paths);
     syncControls();
   }
 

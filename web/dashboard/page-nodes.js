@@ -8,6 +8,7 @@ export const title = 'Nodes';
 
 export function mount(root, route, ctx) {
   const admin = ctx.who.admin;
+  const canDrain = admin && !ctx.who.read_only; // a read-only server (tessera kube) takes no action
   const stats = h('div', { class: 'stats' });
   const legend = h('div', { class: 'legend', id: 'gpu-legend' });
   const grid = h('div', { class: 'node-grid', id: 'node-grid' });
@@ -88,7 +89,7 @@ export function mount(root, route, ctx) {
       const cpuUsed = node.cpu_milli - node.free_cpu_milli;
       const memUsed = node.mem_mib - node.free_mem_mib;
       const state = node.state !== 'up' ? h('span', { class: `badge node-${node.state}`, text: node.state }) : null;
-      const act = admin ? h('button', {
+      const act = canDrain ? h('button', {
         type: 'button', class: 'btn tiny ghost', text: node.state === 'up' ? 'Drain' : 'Resume',
         on: { click: () => drain(node.name, node.state === 'up') },
       }) : null;

@@ -826,9 +826,10 @@ std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
 
 std::optional<JobView> KubeScheduler::job(int64_t id) const {
   std::lock_guard lock(mu_);
+  // Ids are handed out on first sight, in the gangs' order: a link to a job must work before
+  // anything listed the jobs.
   for (const auto& [key, g] : model_.gangs()) {
-    auto it = ids_.find(key);
-    if (it != ids_.end() && it->second == id) return view_locked(g);
+    if (job_id(key) == id) return view_locked(g);
   }
   return std::nullopt;
 }
