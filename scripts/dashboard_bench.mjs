@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, startServer, api, sleep, tempDir, tesseraBinary } from '../tests/browser/harness.mjs';
+import { launchBrowser, startServer, api, sleep, tempDir, tesseraBinary, chartsDrawn } from '../tests/browser/harness.mjs';
 
 const argv = process.argv;
 const opt = (name, dflt) => {
@@ -51,51 +51,6 @@ function stats(xs) {
 }
 
 // --- the browser's side -----------------------------------------------------------------------
-
-// The browser test's condition (tests/browser/dashboard_test.mjs, chartsDrawn): every chart on
-// the page has a Chart with points, laid out, and coloured pixels in its plot area. Polled each
-// frame (the cheap checks first) so the time is not rounded to a polling interval; the page's
-// own time of success goes to window.__chartsAt.
-async function chartsDrawn(page, want, timeout = 30000) {
-  try {
-    await page.waitForFunction((n) => {
-      const canvases = [...document.querySelectorAll('#page canvas')];
-      const fail = (why) => { window.__chartCheck = why; return false; };
-      if (canvases.length !== n) return fail(`${canvases.length} canvases, want ${n}`);
-      const charts = [];
-      for (const c of canvases) {
-        const chart = window.Chart && Chart.getChart(c);
-        const name = c.getAttribute('aria-label');
-        if (!chart) return fail(`${name}: no chart`);
-        if (c.style.visibility === 'hidden') return fail(`${name}: hidden (no history)`);
-        const points = chart.data.datasets.reduce((a, d) => a + d.data.filter((p) => p && p.y !== null).length, 0);
-        if (!points) return fail(`${name}: no points`);
-        if (!chart.chartArea) return fail(`${name}: not laid out`);
-        charts.push([c, chart, name]);
-      }
-      for (const [c, chart, name] of charts) {
-        const a = chart.chartArea;
-        const r = chart.currentDevicePixelRatio || 1;
-        const x = Math.floor(a.left * r);
-        const y = Math.floor(a.top * r);
-        const w = Math.max(1, Math.floor((a.right - a.left) * r));
-        const hgt = Math.max(1, Math.floor((a.bottom - a.top) * r) + 2);
-        const px = c.getContext('2d').getImageData(x, y, w, hgt).data;
-        let coloured = 0;
-        for (let i = 0; i < px.length && coloured < 8; i += 4) {
-          const mx = Math.max(px[i], px[i + 1], px[i + 2]);
-          const mn = Math.min(px[i], px[i + 1], px[i + 2]);
-          if (px[i + 3] > 64 && mx - mn > 40) coloured++;
-        }
-        if (coloured < 8) return fail(`${name}: blank (${coloured} coloured pixels)`);
-      }
-      window.__chartsAt = performance.now();
-      return true;
-    }, want, { timeout, polling: 'raf' });
-  } catch (e) {
-    throw new Error(`charts not drawn: ${await page.evaluate(() => window.__chartCheck).catch(() => e.message)}`);
-  }
-}
 
 // Page-side timestamps: when the sign-in form shows, when it is submitted. With a token, the
 // form is filled and submitted as soon as it shows (the form's own submit handler runs), so that

@@ -6,31 +6,39 @@
 
 namespace tessera {
 
+namespace {
+
+// Keeps the kHistoryMaxEntries - 1 largest entries of `v` (by `size`) and adds the rest up into
+// one `other` entry (with `add`).
+template <class Entry, class Size, class Add>
+void fold_smallest(std::vector<Entry>& v, Entry other, Size size, Add add) {
+  if (v.size() <= kHistoryMaxEntries) return;
+  std::stable_sort(v.begin(), v.end(),
+                   [&](const Entry& a, const Entry& b) { return size(a) > size(b); });
+  for (size_t k = kHistoryMaxEntries - 1; k < v.size(); ++k) add(other, v[k]);
+  v.resize(kHistoryMaxEntries - 1);
+  v.push_back(std::move(other));
+}
+
+}  // namespace
+
 void cap_entries(HistorySample& s) {
-  if (s.tenants.size() > kHistoryMaxEntries) {
-    std::stable_sort(s.tenants.begin(), s.tenants.end(),
-                     [](const auto& a, const auto& b) { return a.gpus > b.gpus; });
-    HistorySample::Tenant other{"(other)"};
-    for (size_t k = kHistoryMaxEntries - 1; k < s.tenants.size(); ++k) {
-      other.gpus += s.tenants[k].gpus;
-      other.pending += s.tenants[k].pending;
-      other.running += s.tenants[k].running;
-    }
-    s.tenants.resize(kHistoryMaxEntries - 1);
-    s.tenants.push_back(other);
-  }
-  if (s.queues.size() > kHistoryMaxEntries) {
-    std::stable_sort(s.queues.begin(), s.queues.end(),
-                     [](const auto& a, const auto& b) { return a.holds_gpus > b.holds_gpus; });
-    HistorySample::Queue other{"(other)"};
-    for (size_t k = kHistoryMaxEntries - 1; k < s.queues.size(); ++k) {
-      other.holds_gpus += s.queues[k].holds_gpus;
-      other.fair_share_gpus += s.queues[k].fair_share_gpus;
-      other.guarantee_gpus += s.queues[k].guarantee_gpus;
-    }
-    s.queues.resize(kHistoryMaxEntries - 1);
-    s.queues.push_back(other);
-  }
+  using T = HistorySample::Tenant;
+  using Q = HistorySample::Queue;
+  fold_smallest(
+      s.tenants, T{"(other)"}, [](const T& t) { return t.gpus; },
+      [](T& o, const T& t) {
+        o.gpus += t.gpus;
+        o.pending += t.pending;
+        o.running += t.running;
+      });
+  fold_smallest(
+      s.queues, Q{"(other)"}, [](const Q& q) { return q.holds_gpus; },
+      [](Q& o, const Q& q) {
+        o.holds_gpus += q.holds_gpus;
+        o.fair_share_gpus += q.fair_share_gpus;
+        o.guarantee_gpus += q.guarantee_gpus;
+      });
 }
 
 nlohmann::json to_json(const HistorySample& s) {

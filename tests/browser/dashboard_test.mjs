@@ -4,17 +4,15 @@
 // console error on any page. With --screenshots DIR it saves DIR/dashboard-<page>.png (1400×900):
 // overview, queues, jobs, job, nodes, audit, and signin (a refused token).
 // TESSERA_UI_DIR=web serves the dashboard from disk (serve --ui-dir) instead of the built-in copy.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  run, launchBrowser, newPage, startServer, api, check, screenshotDir, tesseraBinary, sleep,
+  chartsDrawn,
+  run, launchBrowser, newPage, startServer, api, check, screenshotDir, sleep,
 } from './harness.mjs';
 
 const t0 = Date.now();
-const help = execFileSync(tesseraBinary(), ['serve', '--help'], { encoding: 'utf8' });
-const args = ['--virtual-gpus', '8'];
-if (help.includes('--history-interval')) args.push('--history-interval', '1');
+const args = ['--virtual-gpus', '8', '--history-interval', '1'];
 if (process.env.TESSERA_UI_DIR) args.push('--ui-dir', path.resolve(process.env.TESSERA_UI_DIR));
 const server = await startServer(args);
 const browser = await launchBrowser();
@@ -43,46 +41,6 @@ async function shot(page, name) {
   if (!shots) return;
   await page.evaluate(() => document.fonts.ready);
   await page.screenshot({ path: path.join(shots, `dashboard-${name}.png`) });
-}
-
-// Waits until every chart on the page has data and has drawn it: each canvas holds a Chart
-// with a series of points, and the plot area has pixels in a series' (saturated) colour.
-async function chartsDrawn(page, want) {
-  let last = '';
-  try {
-    await page.waitForFunction((n) => {
-      const canvases = [...document.querySelectorAll('#page canvas')];
-      const fail = (why) => { window.__chartCheck = why; return false; };
-      if (canvases.length !== n) return fail(`${canvases.length} canvases, want ${n}`);
-      for (const c of canvases) {
-        const chart = Chart.getChart(c);
-        const name = c.getAttribute('aria-label');
-        if (!chart) return fail(`${name}: no chart`);
-        if (c.style.visibility === 'hidden') return fail(`${name}: hidden (no history)`);
-        const points = chart.data.datasets.reduce((a, d) => a + d.data.filter((p) => p && p.y !== null).length, 0);
-        if (!points) return fail(`${name}: no points`);
-        const a = chart.chartArea;
-        if (!a) return fail(`${name}: not laid out`);
-        const r = chart.currentDevicePixelRatio || 1;
-        const x = Math.floor(a.left * r);
-        const y = Math.floor(a.top * r);
-        const w = Math.max(1, Math.floor((a.right - a.left) * r));
-        const hgt = Math.max(1, Math.floor((a.bottom - a.top) * r) + 2);
-        const px = c.getContext('2d').getImageData(x, y, w, hgt).data;
-        let coloured = 0;
-        for (let i = 0; i < px.length; i += 4) {
-          const mx = Math.max(px[i], px[i + 1], px[i + 2]);
-          const mn = Math.min(px[i], px[i + 1], px[i + 2]);
-          if (px[i + 3] > 64 && mx - mn > 40) coloured++;
-        }
-        if (coloured < 8) return fail(`${name}: blank (${coloured} coloured pixels)`);
-      }
-      return true;
-    }, want, { timeout: 20000, polling: 250 });
-  } catch (e) {
-    last = await page.evaluate(() => window.__chartCheck);
-    throw new Error(`charts not drawn: ${last}`);
-  }
 }
 
 const cssColor = (page, selector) => page.$eval(selector, (el) => getComputedStyle(el).backgroundColor);

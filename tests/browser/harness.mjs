@@ -90,6 +90,51 @@ export async function api(server, token, method, pathname, body) {
   return text ? JSON.parse(text) : null;
 }
 
+// Waits until every chart on the page (`want` canvases under #page) has data and has drawn it:
+// each has a Chart with at least `minPoints` points, laid out, and coloured pixels in its plot
+// area. Polled each frame (the cheap checks first) so that a benchmark's time is not rounded to
+// a polling interval; the page's own time of success goes to window.__chartsAt.
+export async function chartsDrawn(page, want, { timeout = 20000, minPoints = 1 } = {}) {
+  try {
+    await page.waitForFunction(({ n, minPoints }) => {
+      const canvases = [...document.querySelectorAll('#page canvas')];
+      const fail = (why) => { window.__chartCheck = why; return false; };
+      if (canvases.length !== n) return fail(`${canvases.length} canvases, want ${n}`);
+      const charts = [];
+      for (const c of canvases) {
+        const chart = window.Chart && Chart.getChart(c);
+        const name = c.getAttribute('aria-label');
+        if (!chart) return fail(`${name}: no chart`);
+        if (c.style.visibility === 'hidden') return fail(`${name}: hidden (no history)`);
+        const points = chart.data.datasets.reduce((a, d) => a + d.data.filter((p) => p && p.y !== null).length, 0);
+        if (points < minPoints) return fail(`${name}: ${points} points`);
+        if (!chart.chartArea) return fail(`${name}: not laid out`);
+        charts.push([c, chart, name]);
+      }
+      for (const [c, chart, name] of charts) {
+        const a = chart.chartArea;
+        const r = chart.currentDevicePixelRatio || 1;
+        const x = Math.floor(a.left * r);
+        const y = Math.floor(a.top * r);
+        const w = Math.max(1, Math.floor((a.right - a.left) * r));
+        const hgt = Math.max(1, Math.floor((a.bottom - a.top) * r) + 2);
+        const px = c.getContext('2d').getImageData(x, y, w, hgt).data;
+        let coloured = 0;
+        for (let i = 0; i < px.length && coloured < 8; i += 4) {
+          const mx = Math.max(px[i], px[i + 1], px[i + 2]);
+          const mn = Math.min(px[i], px[i + 1], px[i + 2]);
+          if (px[i + 3] > 64 && mx - mn > 40) coloured++;
+        }
+        if (coloured < 8) return fail(`${name}: blank (${coloured} coloured pixels)`);
+      }
+      window.__chartsAt = performance.now();
+      return true;
+    }, { n: want, minPoints }, { timeout, polling: 'raf' });
+  } catch (e) {
+    throw new Error(`charts not drawn: ${await page.evaluate(() => window.__chartCheck).catch(() => e.message)}`);
+  }
+}
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export function check(cond, what) {

@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import {
+  chartsDrawn,
   run, launchBrowser, newPage, check, screenshotDir, tesseraBinary, tempDir, sleep, repo,
 } from './harness.mjs';
 
@@ -92,40 +93,6 @@ async function noActions(page, where) {
   const labels = await page.$$eval('button', (bs) => bs.filter((b) => b.offsetParent !== null).map((b) => b.textContent.trim()));
   const actions = labels.filter((l) => /^(hold|release|cancel|drain|resume|sign out)$/i.test(l));
   check(actions.length === 0, `${where}: no action buttons, found ${actions.join(', ')}`);
-}
-
-// Every chart on the page has a Chart with points and has drawn pixels in a series' colour.
-async function chartsDrawn(page, want) {
-  try {
-    await page.waitForFunction((n) => {
-      const canvases = [...document.querySelectorAll('#page canvas')];
-      const fail = (why) => { window.__chartCheck = why; return false; };
-      if (canvases.length !== n) return fail(`${canvases.length} canvases, want ${n}`);
-      for (const c of canvases) {
-        const chart = Chart.getChart(c);
-        const name = c.getAttribute('aria-label');
-        if (!chart) return fail(`${name}: no chart`);
-        if (c.style.visibility === 'hidden') return fail(`${name}: hidden (no history)`);
-        const points = chart.data.datasets.reduce((a, d) => a + d.data.filter((p) => p && p.y !== null).length, 0);
-        if (points < 2) return fail(`${name}: ${points} points`);
-        const a = chart.chartArea;
-        if (!a) return fail(`${name}: not laid out`);
-        const r = chart.currentDevicePixelRatio || 1;
-        const px = c.getContext('2d').getImageData(Math.floor(a.left * r), Math.floor(a.top * r),
-          Math.max(1, Math.floor((a.right - a.left) * r)), Math.max(1, Math.floor((a.bottom - a.top) * r) + 2)).data;
-        let coloured = 0;
-        for (let i = 0; i < px.length; i += 4) {
-          const mx = Math.max(px[i], px[i + 1], px[i + 2]);
-          const mn = Math.min(px[i], px[i + 1], px[i + 2]);
-          if (px[i + 3] > 64 && mx - mn > 40) coloured++;
-        }
-        if (coloured < 8) return fail(`${name}: blank (${coloured} coloured pixels)`);
-      }
-      return true;
-    }, want, { timeout: 10000, polling: 250 });
-  } catch (e) {
-    throw new Error(`charts not drawn: ${await page.evaluate(() => window.__chartCheck)}`);
-  }
 }
 
 const browserReady = launchBrowser();
@@ -236,7 +203,7 @@ await run([
     await page.waitForSelector('table.queues tbody tr[data-path="team-a"]');
     await noActions(page, 'queues');
     await go(page, '#/overview');
-    await chartsDrawn(page, 4);
+    await chartsDrawn(page, 4, { minPoints: 2 });
     const labels = await page.evaluate(() => Chart.getChart(document.querySelector('#page canvas')).data.datasets.map((d) => d.label));
     check(labels.includes('team-a'), `GPUs by tenant: ${labels}`);
     await noActions(page, 'overview');
