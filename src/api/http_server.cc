@@ -256,9 +256,9 @@ void ApiServer::routes() {
         }));
 
   route("GET", "/v1/nodes",
-        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller&) {
+        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller& c) {
           nlohmann::json arr = nlohmann::json::array();
-          for (const NodeView& n : svc.nodes()) arr.push_back(to_json(n));
+          for (const NodeView& n : svc.nodes(c)) arr.push_back(to_json(n));
           res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
         }));
 

@@ -56,8 +56,20 @@ nlohmann::json to_json(const QueueView& v) {
 
 nlohmann::json to_json(const NodeView& v) {
   nlohmann::json gpus = nlohmann::json::array();
-  for (const GpuView& g : v.gpus)
-    gpus.push_back({{"index", g.index}, {"free_milli", g.free_milli}, {"jobs", g.jobs}});
+  for (const GpuView& g : v.gpus) {
+    nlohmann::json holders = nlohmann::json::array();
+    for (const GpuHolder& h : g.holders) {
+      holders.push_back(
+          {{"job", h.job},
+           {"tenant", h.tenant.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.tenant)},
+           {"name", h.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.name)},
+           {"gpu_milli", h.milli}});
+    }
+    gpus.push_back({{"index", g.index},
+                    {"free_milli", g.free_milli},
+                    {"jobs", g.jobs},
+                    {"holders", std::move(holders)}});
+  }
   return {{"name", v.name},           {"state", v.state},
           {"gpu_type", v.gpu_type},   {"gpus", gpus},
           {"cpu_milli", v.cpu_milli}, {"free_cpu_milli", v.free_cpu_milli},

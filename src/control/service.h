@@ -257,6 +257,8 @@ class Service {
   // Every queue for the admin; a tenant's own leaf queue only for a tenant.
   std::vector<QueueView> queues(const Caller& caller) const;
   std::vector<NodeView> nodes() const;
+  // The same as `caller` may see it: other tenants' shares without their tenant's name.
+  std::vector<NodeView> nodes(const Caller& caller) const;
   // Every tenant, with a token or not, by name.
   std::vector<TenantView> tenants() const;
   std::vector<AuditEntry> audit_log(size_t limit, const AuditFilter& f = {}) const;

@@ -255,9 +255,10 @@ std::vector<QueueView> Service::queues(const Caller& caller) const {
 std::vector<NodeView> Service::nodes() const {
   std::lock_guard lock(mu_);
   std::vector<NodeView> out = node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
-  std::vector<std::pair<int64_t, const Allocation*>> held;
+  std::vector<HeldAllocation> held;
   for (const auto& [id, jp] : active_) {
-    if (!jp->alloc.empty()) held.emplace_back(id, &jp->alloc);
+    if (!jp->alloc.empty())
+      held.push_back(HeldAllocation{id, jp->row.tenant, jp->row.spec.name, &jp->alloc});
   }
   mark_gpu_holders(out, cluster_, held);
   for (NodeView& v : out) {
@@ -265,6 +266,23 @@ std::vector<NodeView> Service::nodes() const {
     const bool busy =
         std::any_of(v.gpus.begin(), v.gpus.end(), [](const GpuView& g) { return !g.jobs.empty(); });
     v.state = busy ? "draining" : "drained";
+  }
+  return out;
+}
+
+std::vector<NodeView> Service::nodes(const Caller& caller) const {
+  std::vector<NodeView> out = nodes();
+  if (caller.admin) return out;
+  // Another tenant's share shows as held, not by whom.
+  for (NodeView& n : out) {
+    for (GpuView& g : n.gpus) {
+      for (GpuHolder& h : g.holders) {
+        if (h.tenant != caller.tenant) {
+          h.tenant.clear();
+          h.name.clear();
+        }
+      }
+    }
   }
   return out;
 }

@@ -49,7 +49,7 @@ std::vector<NodeView> node_views(const ClusterState& st,
     v.gpu_type = c.gpu_types().at(node.gpu_type).name;
     for (uint16_t k = 0; k < node.num_gpus; ++k) {
       const GpuId g = node.first_gpu + k;
-      v.gpus.push_back(GpuView{index(g), st.gpu_free(g), {}});
+      v.gpus.push_back(GpuView{index(g), st.gpu_free(g), {}, {}});
     }
     v.cpu_milli = node.cpu_milli;
     v.free_cpu_milli = st.node_free_cpu(n);
@@ -60,19 +60,34 @@ std::vector<NodeView> node_views(const ClusterState& st,
   return out;
 }
 
+void add_gpu_holder(GpuView& v, int64_t job, const std::string& tenant, const std::string& name,
+                    int32_t milli) {
+  for (GpuHolder& h : v.holders) {
+    if (h.job == job) {
+      h.milli += milli;
+      return;
+    }
+  }
+  v.jobs.push_back(job);
+  v.holders.push_back(GpuHolder{job, tenant, name, milli});
+}
+
 void mark_gpu_holders(std::vector<NodeView>& nodes, const Cluster& c,
-                      const std::vector<std::pair<int64_t, const Allocation*>>& allocations) {
-  for (const auto& [id, alloc] : allocations) {
-    for (const GpuShare& share : alloc->shares) {
+                      const std::vector<HeldAllocation>& allocations) {
+  for (const HeldAllocation& a : allocations) {
+    for (const GpuShare& share : a.alloc->shares) {
       const NodeId n = c.node_of_gpu(share.gpu);
       if (n >= nodes.size()) continue;
       const size_t k = share.gpu - c.node(n).first_gpu;
-      std::vector<int64_t>& holders = nodes[n].gpus.at(k).jobs;
-      if (std::find(holders.begin(), holders.end(), id) == holders.end()) holders.push_back(id);
+      add_gpu_holder(nodes[n].gpus.at(k), a.job, a.tenant, a.name, share.milli);
     }
   }
   for (NodeView& n : nodes) {
-    for (GpuView& g : n.gpus) std::sort(g.jobs.begin(), g.jobs.end());
+    for (GpuView& g : n.gpus) {
+      std::sort(g.jobs.begin(), g.jobs.end());
+      std::sort(g.holders.begin(), g.holders.end(),
+                [](const GpuHolder& x, const GpuHolder& y) { return x.job < y.job; });
+    }
   }
 }
 

@@ -36,10 +36,18 @@ struct TenantView {
   int64_t running_jobs = 0;
 };
 
+// A job's share of one GPU.
+struct GpuHolder {
+  int64_t job = 0;
+  std::string tenant;  // "" where the caller may not know it
+  std::string name;    // the job's name; "" as the tenant
+  int32_t milli = 0;
+};
 struct GpuView {
   int32_t index = 0;
   int32_t free_milli = 0;
-  std::vector<int64_t> jobs;  // the jobs holding a share of it, by id
+  std::vector<int64_t> jobs;       // the jobs holding a share of it, by id
+  std::vector<GpuHolder> holders;  // the same jobs with their tenant and share, by id
 };
 struct NodeView {
   std::string name;
@@ -58,9 +66,20 @@ std::vector<QueueView> queue_views(const Snapshot& snap, const DecayedUsage& dec
 // its host.
 std::vector<NodeView> node_views(const ClusterState& st,
                                  const std::function<int32_t(GpuId)>& index);
-// Marks on each GPU of `nodes` (as node_views made them) the jobs whose allocation holds it.
+// A job's allocation, for mark_gpu_holders.
+struct HeldAllocation {
+  int64_t job = 0;
+  std::string tenant, name;
+  const Allocation* alloc = nullptr;
+};
+// Marks on each GPU of `nodes` (as node_views made them) the jobs whose allocation holds it,
+// with their tenant and share.
 void mark_gpu_holders(std::vector<NodeView>& nodes, const Cluster& c,
-                      const std::vector<std::pair<int64_t, const Allocation*>>& allocations);
+                      const std::vector<HeldAllocation>& allocations);
+// Adds `milli` of the GPU `v` held by `job` (of `tenant`, named `name`): jobs and holders, once
+// per job.
+void add_gpu_holder(GpuView& v, int64_t job, const std::string& tenant, const std::string& name,
+                    int32_t milli);
 
 // Counters and gauges for /metrics (and the dashboard's history).
 struct ServiceMetrics {

@@ -2,18 +2,21 @@
 // a bad token), the jobs table and a job's page (history, live log), the GPU grid coloured by
 // tenant, the queue tree, the overview's charts (drawn, with data) and the audit log, with no
 // console error on any page. With --screenshots DIR it saves DIR/dashboard-<page>.png (1400×900):
-// overview, queues, jobs, job, nodes, audit, and signin (a refused token).
+// signin (a refused token) and audit from the checks' server; overview, queues, jobs, job and
+// nodes from a second server (16 GPUs, a queue tree, four tenants) where a scene of a busy
+// cluster runs for SCENE_SECONDS meanwhile, so that the charts have history (README images). The
+// scene runs only with --screenshots: without it the test is what CI runs, and nothing else.
 // TESSERA_UI_DIR=web serves the dashboard from disk (serve --ui-dir) instead of the built-in copy.
 import fs from 'node:fs';
 import path from 'node:path';
 import {
   chartsDrawn,
-  run, launchBrowser, newPage, startServer, api, check, screenshotDir, sleep,
+  run, launchBrowser, newPage, startServer, api, check, screenshotDir, sleep, tempDir,
 } from './harness.mjs';
 
 const t0 = Date.now();
-const args = ['--virtual-gpus', '8', '--history-interval', '1'];
-if (process.env.TESSERA_UI_DIR) args.push('--ui-dir', path.resolve(process.env.TESSERA_UI_DIR));
+const uiDir = process.env.TESSERA_UI_DIR ? ['--ui-dir', path.resolve(process.env.TESSERA_UI_DIR)] : [];
+const args = ['--virtual-gpus', '8', '--history-interval', '1', ...uiDir];
 const server = await startServer(args);
 const browser = await launchBrowser();
 const shots = screenshotDir();
@@ -21,12 +24,16 @@ if (shots) fs.mkdirSync(shots, { recursive: true });
 const ADMIN = 's3cret';
 const pages = [];
 const state = {};
+// With --screenshots: the busy cluster whose pages the README shows, started now, running while
+// the checks run.
+const SCENE_SECONDS = 80;
+const scene = shots ? await startScene() : null;
 
-async function open(token) {
+async function open(token, srv = server) {
   const page = await newPage(browser);
   page.setDefaultTimeout(10000);
   pages.push(page);
-  await page.goto(`${server.url}/ui/`);
+  await page.goto(`${srv.url}/ui/`);
   await page.waitForSelector('#signin:not([hidden])');
   await page.fill('#signin-token', token);
   await page.click('#signin-submit');
@@ -104,7 +111,6 @@ await run([
     })).id;
     await page.waitForSelector(`table.jobs tbody tr[data-id="${state.jobB}"]`);
     await page.waitForSelector(`table.jobs tbody tr[data-id="${job.id}"] .state-running`);
-    await shot(page, 'jobs');
   }],
 
   ['the jobs table filters on the server', async () => {
@@ -142,7 +148,6 @@ await run([
     await page.waitForFunction(() => (document.getElementById('job-log').textContent || '').includes('hello-from-job'));
     check((await page.textContent('.job-title')).includes('train'), 'title names the job');
     check((await page.textContent('table.placement')).includes('vm'), 'placement names the node');
-    await shot(page, 'job');
   }],
 
   ["the node grid shows the server's GPUs, coloured by tenant", async () => {
@@ -170,7 +175,6 @@ await run([
     await page.waitForSelector(fseg);
     const share = await page.$eval(fseg, (el) => el.getBoundingClientRect().height / el.parentElement.getBoundingClientRect().height);
     check(Math.abs(share - 0.5) < 0.1, `half a GPU fills half a cell (${share})`);
-    await shot(page, 'nodes');
   }],
 
   ['the queue tree and its chart', async () => {
@@ -180,7 +184,6 @@ await run([
     await page.waitForFunction((n) => document.querySelectorAll('table.queues tbody tr[data-path]').length === n, queues.length);
     check(await page.locator('table.queues tr[data-path="team-a"].borrowing').count() === 1, 'team-a borrows (holds beyond its guarantee of 0)');
     await chartsDrawn(page, 1);
-    await shot(page, 'queues');
   }],
 
   ['the audit log, filtered to refusals', async () => {
@@ -236,8 +239,9 @@ await run([
     await chartsDrawn(page, 4);
     await page.click('button.seg[data-range="1h"]');
     await chartsDrawn(page, 4);
-    await shot(page, 'overview');
   }],
+
+  ...(scene ? [['screenshots of a busy cluster', () => sceneShots(scene)]] : []),
 
   ['no page logged a console error', async () => {
     const errors = pages.flatMap((p) => p.errors);
@@ -246,6 +250,7 @@ await run([
   }],
 ], async () => {
   await browser.close();
+  if (scene) await stopScene(scene);
   // Jobs outlive the server (a restarted one adopts them): cancel them, so none is left behind.
   try {
     const { jobs } = await api(server, ADMIN, 'GET', '/v1/jobs?state=pending,running&limit=1000');
@@ -257,3 +262,180 @@ await run([
   } catch { /* the server is gone already */ }
   await server.stop();
 });
+
+// ---- The screenshots' scene (only with --screenshots) ----------------------------------------
+
+// A second server: 16 GPUs, a queue tree (research: two teams by weight; production: two teams
+// with guarantees), four tenants, and a driver that submits jobs of ½, 1, 2 and 4 GPUs (gangs of
+// one or two) running 6-40 s, printing a training log, so that allocation rises and falls, jobs
+// queue and finish. Research works alone for a while; production's team-d arrives late and
+// reclaims its guarantee (a preemption); one big job is held.
+async function startScene() {
+  const dir = tempDir('tessera-scene-');
+  const queues = path.join(dir, 'queues.yaml');
+  fs.writeFileSync(queues, [
+    'queues:',
+    '  - name: research',
+    '    weight: 2',
+    '    queues:',
+    '      - name: team-a',
+    '        weight: 2',
+    '      - name: team-b',
+    '  - name: production',
+    '    queues:',
+    '      - name: team-c',
+    '        guarantee: {gpus: 2}',
+    '      - name: team-d',
+    '        guarantee: {gpus: 4}',
+    '',
+  ].join('\n'));
+  const srv = await startServer(['--virtual-gpus', '16', '--history-interval', '1', '--queues', queues,
+    '--checkpoint-grace', '2', ...uiDir], { dir });
+  for (const name of ['team-a', 'team-b', 'team-c', 'team-d']) await api(srv, ADMIN, 'POST', '/v1/tenants', { name });
+  // The jobs' program, where their tenants' uids may run it.
+  const bin = tempDir('tessera-scene-bin-');
+  fs.chmodSync(bin, 0o755);
+  const train = path.join(bin, 'train');
+  fs.writeFileSync(train, trainScript(), { mode: 0o755 });
+  const sc = { srv, bin, train, stop: false, started: Date.now() };
+  sc.done = driveScene(sc).catch((e) => { sc.error = e; });
+  return sc;
+}
+
+// The jobs' program (`train --config FILE --steps N`): a training loop of N one-second steps with
+// a falling loss, which says so when it is preempted (SIGTERM) and when it ends.
+function trainScript() {
+  return [
+    '#!/bin/sh',
+    'steps=$4',
+    'trap \'echo "SIGTERM: checkpoint saved at step $((i*100)), exiting"; exit 143\' TERM',
+    'echo "$TESSERA_JOB_NAME attempt $TESSERA_ATTEMPT: rank $RANK of $WORLD_SIZE on GPU(s) $CUDA_VISIBLE_DEVICES${TESSERA_GPU_FRACTION:+ (share $TESSERA_GPU_FRACTION)}"',
+    'echo "config $2; loading dataset shard $RANK ... done"',
+    'i=0',
+    'while [ $i -lt $steps ]; do',
+    '  i=$((i+1)); l=$((650 + 2700*10/(i+10) + (i*37)%60))',
+    '  printf "step %5d/%d  loss %d.%03d  lr 3.0e-4  %d samples/s\\n" $((i*100)) $((steps*100)) $((l/1000)) $((l%1000)) $((1800 + (i*7919)%241))',
+    '  sleep 1',
+    'done',
+    'echo "done: $((steps*100)) steps, checkpoint written"',
+    '',
+  ].join('\n');
+}
+
+async function driveScene(sc) {
+  const { srv } = sc;
+  let seed = 7;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+  const range = (lo, hi) => Math.round(lo + rnd() * (hi - lo));
+  // Per tenant: when it submits (seconds into the scene), how often, how many of its jobs may
+  // wait at once, and its jobs: [name, GPUs per member, members, shortest, longest run (s)].
+  const tenants = {
+    'team-a': { leaf: 'research/team-a', windows: [[0, 24], [44, 99]], every: 6, cap: 2, jobs: [
+      ['llama-ft', 4, 1, 20, 40], ['pretrain-1b', 2, 2, 25, 40], ['rlhf-ppo', 2, 1, 15, 30], ['distill', 1, 2, 15, 30]] },
+    'team-b': { leaf: 'research/team-b', windows: [[0, 99]], every: 3, cap: 3, jobs: [
+      ['sweep-lr', 1, 1, 6, 18], ['notebook', 0.5, 1, 20, 40], ['hparam-trial', 1, 1, 8, 20], ['tokenize', 0.5, 1, 6, 12], ['ablation', 2, 1, 10, 20]] },
+    'team-c': { leaf: 'production/team-c', windows: [[2, 22], [48, 99]], every: 5, cap: 2, jobs: [
+      ['resnet-eval', 1, 1, 10, 25], ['embed-index', 2, 1, 15, 30], ['serve-canary', 0.5, 1, 20, 35]] },
+    'team-d': { leaf: 'production/team-d', windows: [[42, 99]], every: 7, cap: 2, jobs: [
+      ['ranker-train', 2, 2, 30, 40], ['feature-eval', 1, 1, 10, 25]] },
+  };
+  const next = Object.fromEntries(Object.entries(tenants).map(([t, p]) => [t, p.windows[0][0]]));
+  const submit = (tenant, [name, gpus, members, lo, hi]) => {
+    const steps = range(lo, hi);
+    return api(srv, ADMIN, 'POST', '/v1/jobs', {
+      name, tenant, gang: { min: members, max: members }, resources: { gpus },
+      duration_estimate: `${steps + 5}s`,
+      command: [sc.train, '--config', `configs/${name}.yaml`, '--steps', String(steps)],
+    });
+  };
+  let held = false;
+  let arrived = false;
+  while (!sc.stop) {
+    const t = (Date.now() - sc.started) / 1000;
+    if (t >= SCENE_SECONDS) break;
+    const pending = Object.fromEntries((await api(srv, ADMIN, 'GET', '/v1/queues')).queues.map((q) => [q.path, q.pending_jobs]));
+    if (t >= 42 && !arrived) {
+      // team-d arrives with a gang for its guarantee: research, borrowing, gives GPUs back.
+      arrived = true;
+      sc.reclaimer = (await submit('team-d', tenants['team-d'].jobs[0])).id;
+      next['team-d'] = t + 4;
+    }
+    if (t >= 30 && !held) {
+      // The next pretraining run, held until the team says go.
+      held = true;
+      const j = await api(srv, ADMIN, 'POST', '/v1/jobs', { name: 'pretrain-7b', tenant: 'team-a', gang: { min: 2, max: 2 }, resources: { gpus: 4 }, command: [sc.train, '--config', 'configs/pretrain-7b.yaml', '--steps', '3600'] });
+      await api(srv, ADMIN, 'POST', `/v1/jobs/${j.id}/hold`);
+    }
+    // Half-GPU work that is still running at the end (the grid's split cells).
+    if (t >= 50 && !sc.notebooks) {
+      sc.notebooks = true;
+      await submit('team-b', ['notebook', 0.5, 1, 45, 45]);
+      await submit('team-c', ['serve-canary', 0.5, 1, 40, 40]);
+    }
+    for (const [tenant, p] of Object.entries(tenants)) {
+      if (!p.windows.some(([a, b]) => t >= a && t < b) || t < next[tenant]) continue;
+      if ((pending[p.leaf] || 0) >= p.cap) continue;
+      await submit(tenant, pick(p.jobs));
+      next[tenant] = t + p.every * (0.5 + rnd());
+    }
+    await sleep(1000);
+  }
+}
+
+// The five pages of the busy cluster, once the scene has run its course.
+async function sceneShots(sc) {
+  await sc.done;
+  if (sc.error) throw sc.error;
+  const { srv } = sc;
+  const page = await open(ADMIN, srv);
+  await page.waitForSelector('#shell:not([hidden])');
+
+  await go(page, '#/overview');
+  await chartsDrawn(page, 4, { minPoints: 30 });
+  await shot(page, 'overview');
+
+  const queues = (await api(srv, ADMIN, 'GET', '/v1/queues')).queues;
+  await go(page, '#/queues');
+  await page.waitForFunction((n) => document.querySelectorAll('table.queues tbody tr[data-path]').length === n, queues.length);
+  check(await page.locator('table.queues tr[data-path="/"].borrowing').count() === 0, 'the root never borrows');
+  await chartsDrawn(page, 1, { minPoints: 30 });
+  await shot(page, 'queues');
+
+  await go(page, '#/jobs');
+  await page.waitForSelector('table.jobs tbody tr[data-id] .state-running');
+  await shot(page, 'jobs');
+
+  // A job with a story: preempted and running again if there is one, a gang, running a while;
+  // its page shows its history and its log.
+  const running = (await api(srv, ADMIN, 'GET', '/v1/jobs?state=running&limit=1000')).jobs;
+  const ranAt = (j) => (typeof j.started_at === 'number' ? j.started_at : Date.parse(j.started_at) / 1000) || Date.now() / 1000;
+  const score = (j) => (j.preemptions ? 40 : 0) + ((j.allocation || []).length > 1 ? 15 : 0) + Math.min(30, Date.now() / 1000 - ranAt(j));
+  const job = running.sort((a, b) => score(b) - score(a))[0];
+  check(job, 'a job runs');
+  await go(page, `#/jobs/${job.id}`);
+  await page.waitForSelector('table.events tr[data-type="Started"]');
+  await page.waitForFunction(() => (document.getElementById('job-log').textContent || '').split('\n').length > 5);
+  await shot(page, 'job');
+
+  await go(page, '#/nodes');
+  await page.waitForFunction(() => document.querySelectorAll('.gpu-cell').length === 16 && document.querySelectorAll('.seg[data-job]').length > 0);
+  await shot(page, 'nodes');
+}
+
+// Stops the driver and the scene's jobs (they outlive the server), then the server.
+async function stopScene(sc) {
+  sc.stop = true;
+  await sc.done;
+  const { srv } = sc;
+  try {
+    const { jobs } = await api(srv, ADMIN, 'GET', '/v1/jobs?state=pending,running&limit=10000');
+    for (const j of jobs) await api(srv, ADMIN, 'POST', `/v1/jobs/${j.id}/cancel?force=true`).catch(() => {});
+    for (let i = 0; i < 100; i++) {
+      if (!(await api(srv, ADMIN, 'GET', '/v1/jobs?state=running&limit=1')).jobs.length) break;
+      await sleep(100);
+    }
+  } catch { /* the server is gone already */ }
+  await srv.stop();
+  fs.rmSync(sc.bin, { recursive: true, force: true });
+}

@@ -30,15 +30,11 @@ export function mount(root, route, ctx) {
   }
 
   async function refresh() {
-    const [n, r] = await Promise.all([api.get('/v1/nodes'), api.get('/v1/jobs?state=running&limit=10000')]);
-    // job id -> {job, share: "node/gpu" -> milli}
-    const jobs = new Map();
-    for (const j of r.jobs) {
-      const share = new Map();
-      for (const m of j.allocation || []) for (const g of m.gpus) share.set(`${m.node}/${g}`, (share.get(`${m.node}/${g}`) || 0) + m.gpu_milli);
-      jobs.set(j.id, { job: j, share });
-    }
+    // Each GPU's holders come with their tenant and share (null tenant: another tenant's job,
+    // which this token may not name).
+    const n = await api.get('/v1/nodes');
     const perTenant = new Map();
+    const running = new Set();
     let other = 0;
     let total = 0;
     let used = 0;
@@ -49,26 +45,23 @@ export function mount(root, route, ctx) {
         total++;
         const usedMilli = 1000 - g.free_milli;
         used += usedMilli / 1000;
-        const known = [];
-        const unknown = [];
-        for (const id of g.jobs) {
-          const k = jobs.get(id);
-          if (k) known.push({ id, job: k.job, milli: k.share.get(`${node.name}/${g.index}`) || 0 });
-          else unknown.push(id);
-        }
-        const knownMilli = known.reduce((a, s) => a + s.milli, 0);
+        const holders = g.holders || g.jobs.map((id) => ({ job: id, tenant: null, name: null, gpu_milli: 0 }));
+        const known = holders.filter((x) => x.tenant);
+        const unknown = holders.filter((x) => !x.tenant);
+        const knownMilli = known.reduce((a, x) => a + x.gpu_milli, 0);
         const rest = Math.max(0, usedMilli - knownMilli);
         const segs = [];
         const lines = [`${node.name} GPU ${g.index}`];
-        for (const s of known) {
-          const t = s.job.tenant;
-          perTenant.set(t, (perTenant.get(t) || 0) + s.milli / 1000);
-          const text = `job ${s.id} ${s.job.name} · tenant ${t} · ${gpus(s.milli / 1000)} GPU`;
+        for (const x of known) {
+          const t = x.tenant;
+          running.add(x.job);
+          perTenant.set(t, (perTenant.get(t) || 0) + x.gpu_milli / 1000);
+          const text = `job ${x.job} ${x.name || ''} · tenant ${t} · ${gpus(x.gpu_milli / 1000)} GPU`;
           lines.push(text);
           segs.push(h('a', {
-            class: 'seg', href: `#/jobs/${s.id}`, title: text,
-            dataset: { tenant: t, job: s.id },
-            style: { height: `${Math.min(100, s.milli / 10)}%`, background: tenantColor(t) },
+            class: 'seg', href: `#/jobs/${x.job}`, title: text,
+            dataset: { tenant: t, job: x.job },
+            style: { height: `${Math.min(100, x.gpu_milli / 10)}%`, background: tenantColor(t) },
           }));
         }
         if (rest > 0 && unknown.length) {
@@ -107,7 +100,7 @@ export function mount(root, route, ctx) {
       stat('GPUs', num(total)),
       stat('Allocated', gpus(used), total ? `${Math.round((used / total) * 100)}%` : null),
       stat('Free', gpus(total - used)),
-      stat('Running jobs', num(r.jobs.length), admin ? null : 'of this tenant'));
+      stat('Running jobs', num(running.size), admin ? null : 'of this tenant'));
 
     const names = [...perTenant.keys()].sort();
     fill(legend,

@@ -59,8 +59,9 @@ export function mount(root, route, ctx) {
       return;
     }
     const rows = queues.map((q) => {
+      // The root has no parent to borrow from: its borrowed is meaningless, shown as "—".
       const isRoot = q.path === '/';
-      const borrowed = Math.max(0, q.holds_gpus - q.guarantee_gpus);
+      const borrowed = isRoot ? 0 : Math.max(0, q.holds_gpus - q.guarantee_gpus);
       const over = q.holds_gpus > q.fair_share_gpus + EPS;
       const qs = isRoot ? '' : `&queue=${encodeURIComponent(q.path)}`;
       const scale = Math.max(q.fair_share_gpus, q.holds_gpus, q.guarantee_gpus, EPS);
@@ -68,7 +69,7 @@ export function mount(root, route, ctx) {
         h('div', { class: `fill${over ? ' over' : ''}`, style: { width: `${(q.holds_gpus / scale) * 100}%` } }),
         h('div', { class: 'mark', style: { left: `${(q.fair_share_gpus / scale) * 100}%` } }));
       const tr = h('tr', {
-        class: [borrowed > EPS && !isRoot ? 'borrowing' : '', over && !isRoot ? 'over-share' : '', focus === q.path ? 'focused' : ''].join(' ').trim() || null,
+        class: [borrowed > EPS ? 'borrowing' : '', over && !isRoot ? 'over-share' : '', focus === q.path ? 'focused' : ''].join(' ').trim() || null,
         dataset: { path: q.path },
         title: 'Show this queue in the chart',
         on: { click: () => setFocus(focus === q.path ? '' : q.path) },
@@ -81,7 +82,7 @@ export function mount(root, route, ctx) {
       h('td', { class: 'num', text: q.limit_gpus === null ? '∞' : gpus(q.limit_gpus) }),
       h('td', { class: 'num', text: gpus(q.fair_share_gpus) }),
       h('td', { class: 'num strong', text: gpus(q.holds_gpus) }),
-      h('td', { class: `num${borrowed > EPS ? ' warn' : ''}`, text: gpus(borrowed) }),
+      h('td', { class: `num${borrowed > EPS ? ' warn' : ''}${isRoot ? ' muted' : ''}`, text: isRoot ? '—' : gpus(borrowed) }),
       h('td', { class: 'bar-col' }, bar),
       h('td', { class: 'num' }, q.pending_jobs ? h('a', { href: `#/jobs?state=pending${qs}`, text: num(q.pending_jobs), on: { click: (e) => e.stopPropagation() } }) : '0'),
       h('td', { class: 'num' }, q.running_jobs ? h('a', { href: `#/jobs?state=running${qs}`, text: num(q.running_jobs), on: { click: (e) => e.stopPropagation() } }) : '0'),

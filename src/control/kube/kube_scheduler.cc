@@ -881,15 +881,17 @@ std::vector<NodeView> KubeScheduler::nodes() const {
       if (pod == model_.pods().end() || !pod->second.slot) continue;
       for (const GpuShare& s : pod->second.slot->shares) {
         const NodeId n = c.node_of_gpu(s.gpu);
-        std::vector<int64_t>& holders = out.at(n).gpus.at(s.gpu - c.node(n).first_gpu).jobs;
-        if (std::find(holders.begin(), holders.end(), id) == holders.end()) {
-          holders.push_back(id);
-        }
+        add_gpu_holder(out.at(n).gpus.at(s.gpu - c.node(n).first_gpu), id, pod->second.info.queue,
+                       key, s.milli);
       }
     }
   }
   for (NodeView& n : out) {
-    for (GpuView& g : n.gpus) std::sort(g.jobs.begin(), g.jobs.end());
+    for (GpuView& g : n.gpus) {
+      std::sort(g.jobs.begin(), g.jobs.end());
+      std::sort(g.holders.begin(), g.holders.end(),
+                [](const GpuHolder& x, const GpuHolder& y) { return x.job < y.job; });
+    }
   }
   return out;
 }
