@@ -37,6 +37,7 @@ struct SimulateArgs {
   std::vector<std::string> why;       // job names whose history to print (and put in --json)
   std::string predictor = "none";     // duration predictor: none|mean|quantile|gbt
   bool keep_trace_estimates = false;  // with a predictor: jobs with a trace estimate keep it
+  std::string classify = "none";      // classifier for unlabelled jobs' class (issue 17)
 };
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);
 int run_simulate(const SimulateArgs& args);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "apps/advise_command.h"
+#include "apps/classify_command.h"
 #include "apps/colocate_command.h"
 #include "apps/command_line.h"
 #include "apps/commands.h"
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   CLI::App* advise_cmd = tessera::add_advise_command(app, advise);
   tessera::PredictArgs predict;
   CLI::App* predict_cmd = tessera::add_predict_command(app, predict);
+  tessera::ClassifyArgs classify;
+  CLI::App* classify_cmd = tessera::add_classify_command(app, classify);
   tessera::ReportArgs report;
   CLI::App* report_cmd = tessera::add_report_command(app, report);
   tessera::ForecastArgs forecast;
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
     if (*forecast_cmd) return tessera::run_forecast(forecast);
     if (*advise_cmd) return tessera::run_advise(advise);
     if (*predict_cmd) return tessera::run_predict(predict);
+    if (*classify_cmd) return tessera::run_classify(classify);
     if (*gpus_cmd) return tessera::run_gpus(gpus);
     if (*profile_cmd) return tessera::run_profile(profile);
     if (*colocate_cmd) return tessera::run_colocate(colocate);

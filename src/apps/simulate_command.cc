@@ -17,9 +17,11 @@
 #include "engine/admission.h"
 #include "engine/policy.h"
 #include "insight/runtime_predictor.h"
+#include "insight/workload_classifier.h"
 #include "model/cluster_spec.h"
 #include "model/input_error.h"
 #include "model/queue_tree.h"
+#include "sim/classification_eval.h"
 #include "sim/comm_execution_model.h"
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
@@ -112,6 +114,11 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_flag("--keep-trace-estimates", a.keep_trace_estimates,
               "with --predictor: jobs whose trace gives a duration estimate keep it")
       ->needs(predictor);
+  s->add_option("--classify", a.classify,
+                "give jobs that name no priority class the class their predicted kind implies: "
+                "none, logistic, threshold, majority (learnt online from the labelled jobs "
+                "finished before each submission; docs/classifier.md)")
+      ->check(CLI::IsMember({"none", "logistic", "threshold", "majority"}));
   return s;
 }
 
@@ -210,8 +217,32 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.queues.empty()) {
     queues.bind(w.tenants, source);
     queues.validate_against(cluster);
-    apply_queue_defaults(queues, w);
   }
+  // Before the queues' defaults, which fill only what is still unlabelled; a class the trace
+  // gives always wins.
+  nlohmann::ordered_json classified;
+  if (a.classify != "none") {
+    auto classifier = make_workload_classifier(a.classify);
+    const ClassifiedDefaults d =
+        apply_classified_defaults(w, *classifier, a.queues.empty() ? nullptr : &queues);
+    if (d.classified + d.kept_queue_default == 0) {
+      warn("--classify has no effect: every job of " + source + " names its priority class");
+    }
+    if (d.labelled == 0 && d.classified > 0) {
+      // Nothing to learn from: every answer is the untrained fallback.
+      warn("--classify: no job of " + source +
+           " names its priority class, so the classifier learns nothing (every answer is its "
+           "untrained fallback)");
+    }
+    classified = {{"classifier", a.classify},
+                  {"labelled", d.labelled},
+                  {"classified", d.classified},
+                  {"kept_queue_default", d.kept_queue_default}};
+    for (size_t k = 0; k < kWorkloadKinds; ++k) {
+      classified["kinds"][std::string(to_string(static_cast<WorkloadKind>(k)))] = d.kinds[k];
+    }
+  }
+  if (!a.queues.empty()) apply_queue_defaults(queues, w);
   std::unique_ptr<ExecutionModel> model = make_measured_execution_model(data_dir(a));
   if (!a.no_comm_model) model = make_comm_execution_model(std::move(model), data_dir(a));
   for (JobSpec& job : w.jobs) {
@@ -273,6 +304,7 @@ int run_simulate(const SimulateArgs& a) {
   run["seed"] = a.seed;
   run["predictor"] = a.predictor;
   run["keep_trace_estimates"] = a.keep_trace_estimates;
+  run["classify"] = a.classify == "none" ? nlohmann::ordered_json("none") : classified;
   run["comm_model"] = !a.no_comm_model;
   run["tick_seconds"] = opt.tick_seconds;
   run["checkpoint_grace_seconds"] = opt.checkpoint_grace;
