@@ -492,6 +492,24 @@ TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
   EXPECT_EQ(admin.get("/v1/history?step=0").status, 400);
   EXPECT_EQ(server.client("wrong").get("/v1/history").status, 401);
 
+  // Each GPU names its holder's tenant and share; a tenant sees another's share, not whose.
+  const auto holders_seen_by = [](ApiClient& c) {
+    std::map<std::string, int> by;  // tenant (or "?") -> milli
+    const nlohmann::json nodes = nlohmann::json::parse(c.get("/v1/nodes").body);
+    for (const auto& n : nodes["nodes"]) {
+      for (const auto& g : n["gpus"]) {
+        for (const auto& holder : g["holders"]) {
+          by[holder["tenant"].is_null() ? "?" : holder["tenant"].get<std::string>()] +=
+              holder["gpu_milli"].get<int>();
+        }
+      }
+    }
+    return by;
+  };
+  EXPECT_EQ(holders_seen_by(admin),
+            (std::map<std::string, int>{{"team-a", 1000}, {"team-b", 1000}}));
+  EXPECT_EQ(holders_seen_by(team_a), (std::map<std::string, int>{{"?", 1000}, {"team-a", 1000}}));
+
   // Which server this is, without a token (the dashboard asks before signing in).
   const nlohmann::json info = nlohmann::json::parse(server.client("").get("/v1/info").body);
   EXPECT_EQ(info["server"], "serve");
