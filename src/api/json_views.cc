@@ -39,6 +39,9 @@ nlohmann::json to_json(const JobView& v) {
     out["array_id"] = r.array_id;
     out["array_index"] = r.array_index;
   }
+  // serve --classify chose its class from this predicted kind (the user named none).
+  out["classified_as"] =
+      r.classified.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.classified);
   return out;
 }
 

@@ -107,6 +107,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
       ->check(CLI::ExistingFile);
   s->add_option("--tls-key", a.tls_key, "the private key of --tls-cert (PEM)")
       ->check(CLI::ExistingFile);
+  s->add_option("--classify", a.classify,
+                "give a job that names no priority class the class of the kind this workload "
+                "classifier predicts (logistic, threshold or majority; docs/classifier.md); it "
+                "learns from jobs whose class their user set, as they end")
+      ->check(CLI::IsMember({"logistic", "threshold", "majority"}));
   s->add_option("--ui-dir", a.ui_dir,
                 "serve the dashboard (/ui/) from DIR/dashboard instead of the copy built in, "
                 "re-read at every request (for working on the web/ folder)")
@@ -141,6 +146,7 @@ int run_serve(const ServeArgs& a) {
   opt.policy = a.policy;
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
+  opt.classifier = a.classify;
   opt.history_interval_seconds = a.history_interval;
   opt.history_window_seconds = a.history_hours * 3600;
   opt.retain_finished_seconds = a.retain_finished_hours < 0 ? -1 : a.retain_finished_hours * 3600;

@@ -35,6 +35,7 @@ struct ServeArgs {
   int max_connections = 1024;
   double history_interval = 10;  // serve --history-interval
   double history_hours = 24;     // serve --history-hours
+  std::string classify;          // serve --classify
   std::string ui_dir;            // serve --ui-dir: the dashboard from disk (development)
   std::string metrics_token;     // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics
   int max_connections_per_client = 128;

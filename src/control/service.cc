@@ -242,6 +242,13 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
+  if (!opt_.classifier.empty()) {
+    classifier_ = make_workload_classifier(opt_.classifier);
+    if (!classifier_) {
+      throw std::invalid_argument("--classify: unknown classifier '" + opt_.classifier +
+                                  "' (one of logistic, threshold, majority)");
+    }
+  }
   if (opt_.archive_dir.empty()) opt_.archive_dir = opt_.db_path + ".archive";
   if (opt_.archive_after_seconds >= 0 &&
       (opt_.retain_finished_seconds < 0 ||
@@ -285,6 +292,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
   recover();
   restore_decayed_locked();
   restore_history();
+  restore_classifier_locked();
 }
 
 Service::~Service() {

@@ -37,6 +37,7 @@
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
 #include "engine/policy.h"
+#include "insight/workload_classifier.h"
 #include "model/cluster.h"
 #include "model/cluster_state.h"
 #include "model/job.h"
@@ -84,6 +85,11 @@ struct ServiceOptions {
   // long in memory and in the database.
   double history_interval_seconds = 10;
   double history_window_seconds = 86400;
+  // serve --classify: a job that names no priority class gets the class (and, naming none,
+  // the checkpoint grace) of the kind this workload classifier predicts ("logistic",
+  // "threshold", "majority"; docs/classifier.md); "" = none. It learns from the jobs whose
+  // class their user set, as they finish.
+  std::string classifier;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -406,6 +412,14 @@ class Service {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Backend> backend_;
   Policy policy_;
+  std::unique_ptr<WorkloadClassifier> classifier_;  // serve --classify; null = none
+  // The class (and grace) of the kind classifier_ predicts for `req`, when it names none and
+  // its queue allows that class; returns the kind ("" when nothing was set).
+  std::string classify_locked(JobRequest& req, TenantId tenant);
+  // A job whose class its user set ended: the classifier learns its kind and run time.
+  void learn_kind_locked(const JobRow& r);
+  // After a restart: the jobs that ended before it teach the classifier.
+  void restore_classifier_locked();
 
   StoreHealth health_;
   mutable std::mutex mu_;

@@ -33,6 +33,8 @@ std::vector<JobEvent> Service::row_events_locked(std::span<const JobRow* const> 
 void Service::mark_recorded_locked(std::span<const JobRow* const> rows) {
   for (const JobRow* r : rows) {
     if (const auto it = jobs_.find(r->id); it != jobs_.end()) {
+      // A job that just ended teaches the classifier (once: its recorded state now says so).
+      if (!is_terminal(it->second->recorded.state) && is_terminal(r->state)) learn_kind_locked(*r);
       it->second->recorded = RecordedState::of(*r);
     }
   }

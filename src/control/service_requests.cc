@@ -187,7 +187,15 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
       const JobRow& first = stored ? *stored : jobs_.at(it->second)->row;
       // A retry repeats its request; the same key with another spec is a client's mistake, and
       // answering with the first job would hide it.
-      if (!(first.spec == req)) {
+      // A class the classifier chose (serve --classify) is the server's, not the retry's.
+      JobRequest asked = req;
+      if (!first.classified.empty() && asked.priority_class.empty()) {
+        asked.priority_class = first.spec.priority_class;
+        if (asked.checkpoint_grace_seconds < 0) {
+          asked.checkpoint_grace_seconds = first.spec.checkpoint_grace_seconds;
+        }
+      }
+      if (!(first.spec == asked)) {
         throw ServiceError(ServiceError::kConflict, "Idempotency-Key",
                            "idempotency key already used for job " + std::to_string(first.id) +
                                " with a different spec");
@@ -248,6 +256,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   }
   // One job, or one per index of an array, each with the same spec (the array's tasks are
   // jobs like any other, in index order, so the queue serves the lowest index first).
+  const std::string kind = classify_locked(req, tid);
   const JobSpec spec = to_spec_locked(req, tid, "submitted job");
   const std::vector<int32_t> indices = req.array_indices;
   const size_t tasks = std::max<size_t>(1, indices.size());
@@ -256,6 +265,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
     JobRow& row = rows[k];
     row.tenant = req.tenant;
     row.spec = req;
+    row.classified = kind;
     row.submitted_at = t;
     if (k == 0) row.idempotency_key = idempotency_key;
     if (!indices.empty()) {

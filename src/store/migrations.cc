@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 10> kMigrations = {
+constexpr std::array<std::string_view, 11> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -126,6 +126,10 @@ CREATE TABLE history (
   t REAL PRIMARY KEY,
   sample TEXT NOT NULL
 );
+)sql",
+    // 11: the kind the workload classifier gave a job that named no class (serve --classify).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN classified TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

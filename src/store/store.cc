@@ -137,8 +137,9 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
     insert_job_.emplace(db_->prepare(
         "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
         "message, allocation, processes, held, spec, tenant, name, submitted_at, "
-        "idempotency_key, array_id, array_index) "
-        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
+        "idempotency_key, array_id, array_index, classified) "
+        "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+        "?19)"));
     update_job_.emplace(db_->prepare(
         "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
         "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10, "
@@ -209,6 +210,7 @@ int64_t Store::insert_jobs(std::span<JobRow> rows, const AuditEntry* audit,
     // The first task of a new array is its own array: its id is known only once inserted.
     const bool new_array = row.array_id == kNewArray;
     s.bind(17, new_array ? first : row.array_id).bind(18, int64_t{row.array_index});
+    s.bind(19, row.classified);
     s.run();
     row.id = db_->last_insert_rowid();
     if (first == 0) first = row.id;
@@ -332,7 +334,8 @@ namespace {
 
 constexpr const char* kRowColumns =
     "id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, preemptions, "
-    "exit_code, message, allocation, processes, idempotency_key, held, array_id, array_index";
+    "exit_code, message, allocation, processes, idempotency_key, held, array_id, array_index, "
+    "classified";
 
 }  // namespace
 
@@ -363,6 +366,7 @@ JobRow Store::read_row(const Statement& s) const {
   r.held = s.int64(14) != 0;
   r.array_id = s.int64(15);
   r.array_index = static_cast<int32_t>(s.int64(16));
+  r.classified = s.text(17);
   return r;
 }
 

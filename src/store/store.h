@@ -71,6 +71,9 @@ struct JobRow {
   // kNewArray in rows handed to insert_jobs) and its index.
   int64_t array_id = 0;
   int32_t array_index = 0;
+  // The kind the workload classifier predicted for a job that named no priority class (the
+  // class in `spec` is then the kind's); "" = the class, if any, is the user's.
+  std::string classified;
 };
 inline constexpr int64_t kNewArray = -1;
 
