@@ -229,6 +229,7 @@ TEST(TraceReaderTest, Alibaba) {
   const JobSpec& p0 = w.jobs[0];
   EXPECT_EQ(p0.name, "p0");
   EXPECT_EQ(p0.priority, PriorityClass::kProduction);
+  EXPECT_TRUE(p0.priority_given);  // the trace's LS / BE label is the job's own
   EXPECT_EQ(p0.work_seconds, 12537496);
   EXPECT_EQ(p0.allowed_types, kAnyGpuType);
   EXPECT_EQ(tenant_of(w, p0), "default");
@@ -237,6 +238,7 @@ TEST(TraceReaderTest, Alibaba) {
   EXPECT_EQ(p5.demand, (MemberDemand{8, 1000, 8000, 0}));
   EXPECT_EQ(p5.allowed_types, GpuTypeMask{1} << *types.find("V100M32"));
   EXPECT_EQ(p5.priority, PriorityClass::kResearch);
+  EXPECT_FALSE(p5.priority_given);  // Kubernetes' Guaranteed says nothing of intent
   EXPECT_EQ(p5.work_seconds, 1);
   const JobSpec& p2 = w.jobs[2];
   EXPECT_EQ(p2.demand.gpus, 0);

@@ -311,6 +311,9 @@ void read_alibaba(std::string_view text, const std::string& origin, const Reader
       j.priority = q == "LS"   ? PriorityClass::kProduction
                    : q == "BE" ? PriorityClass::kBestEffort
                                : PriorityClass::kResearch;
+      // LS and BE are the trace's own label: a queue's default class does not replace it, and
+      // `simulate --classify` learns from it rather than guessing over it.
+      j.priority_given = q == "LS" || q == "BE";
     }
     j.work_seconds = kUnknown;
     j.duration_estimate = kUnknown;
