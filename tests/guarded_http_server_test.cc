@@ -49,6 +49,16 @@ TEST(RequestFraming, BrotliIsDroppedFromAcceptEncodingAndTheRestKept) {
   std::string only = "GET / HTTP/1.1\r\nAccept-Encoding: br\r\n\r\nbody: br";
   drop_brotli(only);
   EXPECT_EQ(only, "GET / HTTP/1.1\r\nAccept-Encoding:\r\n\r\nbody: br");
+  // Bare LF line ends (the framer accepts them): the next field and the body stay as they are.
+  std::string lf =
+      "GET / HTTP/1.1\nAccept-Encoding: gzip, br;\nContent-Length: 10\n\nAccept-Encoding: br\r\n";
+  drop_brotli(lf);
+  EXPECT_EQ(lf,
+            "GET / HTTP/1.1\nAccept-Encoding: gzip\nContent-Length: 10\n\nAccept-Encoding: br\r\n");
+  std::string body_only = "POST / HTTP/1.1\r\nHost: x\r\n\r\n\r\nAccept-Encoding: br\r\n";
+  const std::string body_before = body_only;
+  drop_brotli(body_only);
+  EXPECT_EQ(body_only, body_before);
   std::string none = "GET / HTTP/1.1\r\nX-Accept-Encoding-Note: br\r\n\r\n";
   const std::string before = none;
   drop_brotli(none);

@@ -464,7 +464,7 @@ command: ["sh", "-c", "echo index=$TESSERA_ARRAY_INDEX of $TESSERA_ARRAY_JOB_ID"
 // narrowed), /v1/whoami, and the dashboard's page itself at /ui/.
 TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
   TempDir dir("dashboard-feeds");
-  ServerProcess server(dir.str(), {"--virtual-gpus", "2", "--history-interval", "0.2"});
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2", "--history-interval", "1"});
   ASSERT_TRUE(server.up()) << server.log();
   ApiClient admin = server.client(kAdminToken);
   ApiClient team_a = server.client(create_tenant(admin, "team-a"));
@@ -475,7 +475,7 @@ TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
     h = nlohmann::json::parse(admin.get("/v1/history?step=1").body);
     return !h["samples"].empty() && h["samples"].back()["tenants"].size() == 2;
   })) << h.dump();
-  EXPECT_EQ(h["interval_s"], 0.2);
+  EXPECT_EQ(h["interval_s"], 1);
   EXPECT_EQ(h["samples"].back()["gpus_total"], 2);
   const nlohmann::json mine = nlohmann::json::parse(team_a.get("/v1/history?step=1").body);
   ASSERT_FALSE(mine["samples"].empty());
@@ -490,6 +490,7 @@ TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("since"), std::string::npos) << bad.body;
   EXPECT_EQ(admin.get("/v1/history?step=0").status, 400);
+  EXPECT_EQ(admin.get("/v1/jobs?class=gold").status, 400);  // not a class: said, not empty
   EXPECT_EQ(server.client("wrong").get("/v1/history").status, 401);
 
   // Each GPU names its holder's tenant and share; a tenant sees another's share, not whose.

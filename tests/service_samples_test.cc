@@ -185,3 +185,33 @@ TEST_F(ServiceTest, JobsFilterByQueueClassAndReason) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A job retention moved to the database is found by the class it ran at, its queue's default
+// when it named none, as it was while in memory.
+TEST_F(ServiceTest, AClassFilterFindsAnEvictedJobByItsQueuesDefaultClass) {
+  ServiceOptions o = options(4);
+  o.retain_finished_seconds = 0;
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  auto s = std::make_unique<Service>(o, std::move(b));
+  const int64_t id = submit_and_tick(*s, "lab", "a", 1);
+  const Caller admin{true, ""};
+  JobFilter f;
+  f.priority_class = s->job(admin, id).priority_class;
+  ASSERT_FALSE(f.priority_class.empty());
+  now_ += 10;
+  backend_->exit(id, 0, 0);
+  s->tick();
+  now_ += 120;  // retention evicts at most once a minute
+  s->tick();
+  ASSERT_GE(s->metrics().jobs_evicted, 1u);
+  const std::vector<JobView> found = s->jobs(admin, f);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].row.id, id);
+}
+
+}  // namespace
+}  // namespace tessera

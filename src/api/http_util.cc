@@ -190,6 +190,12 @@ JobFilter job_filter(const httplib::Request& req) {
   f.array = int_param(req, "array", 0, 0, INT64_MAX);
   f.queue = query_param(req, "queue").value_or("");
   f.priority_class = query_param(req, "class").value_or("");
+  if (PriorityClass p{}; !f.priority_class.empty() && !parse_priority_class(f.priority_class, p)) {
+    throw ServiceError(ServiceError::kInvalid, "class",
+                       "class must be inference-critical, production, research or best-effort, "
+                       "got '" +
+                           f.priority_class + "'");
+  }
   f.reason = query_param(req, "reason").value_or("");
   f.limit = static_cast<size_t>(int_param(req, "limit", 500, 1, 10000));
   const std::string order = query_param(req, "order").value_or("asc");

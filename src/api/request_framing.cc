@@ -160,28 +160,37 @@ void drop_brotli(std::string& request) {
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
   };
-  const size_t head_end = request.find("\r\n\r\n");
-  if (head_end == std::string::npos) return;
-  // Field names are case-insensitive.
-  const size_t at =
-      lower(std::string_view(request).substr(0, head_end)).find("\r\naccept-encoding:");
-  if (at == std::string::npos) return;
-  const size_t value = at + std::string_view("\r\naccept-encoding:").size();
-  const size_t end = request.find("\r\n", value);
-  // Every coding but br (with or without a weight), in order.
-  std::string kept;
-  for (size_t from = value; from < end;) {
-    size_t comma = request.find(',', from);
-    if (comma == std::string::npos || comma > end) comma = end;
-    std::string_view item(request.data() + from, comma - from);
-    item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));
-    if (!item.empty() && lower(item.substr(0, item.find_first_of(" \t;"))) != "br") {
-      kept += kept.empty() ? " " : ", ";
-      kept += item;
+  static constexpr std::string_view kField = "accept-encoding:";
+  // Header lines end in CRLF or (as the framer accepts) a bare LF; the first empty line ends
+  // them. The request line is skipped.
+  size_t line = request.find('\n');
+  while (line != std::string::npos && line + 1 < request.size()) {
+    const size_t start = line + 1;
+    size_t end = request.find('\n', start);
+    if (end == std::string::npos) return;
+    if (end > start && request[end - 1] == '\r') --end;  // the value ends before CR LF
+    if (end == start) return;                            // the empty line: no such field
+    if (end - start >= kField.size() &&
+        lower(std::string_view(request).substr(start, kField.size())) == kField) {
+      // Every coding but br (with or without a weight), in order.
+      const size_t value = start + kField.size();
+      std::string kept;
+      for (size_t from = value; from < end;) {
+        size_t comma = request.find(',', from);
+        if (comma == std::string::npos || comma > end) comma = end;
+        std::string_view item(request.data() + from, comma - from);
+        item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));
+        if (!item.empty() && lower(item.substr(0, item.find_first_of(" \t;"))) != "br") {
+          kept += kept.empty() ? " " : ", ";
+          kept += item;
+        }
+        from = comma + 1;
+      }
+      request.replace(value, end - value, kept);
+      return;
     }
-    from = comma + 1;
+    line = request.find('\n', start);
   }
-  request.replace(value, end - value, kept);
 }
 
 }  // namespace tessera

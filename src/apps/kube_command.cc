@@ -60,7 +60,11 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
                 "seconds between the samples the dashboard's charts draw (/ui/, GET "
                 "/v1/history; kept in memory); 0 takes none")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check([](const std::string& v) {
+        const double x = std::stod(v);
+        return x == 0 || (x >= 1 && x <= 3600) ? std::string()
+                                               : std::string("0 (none) or 1 to 3600 seconds");
+      });
   k->add_option("--history-hours", a.history_hours, "hours of samples kept")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 24.0 * 90));

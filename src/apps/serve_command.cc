@@ -43,7 +43,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "seconds between the samples the dashboard's charts draw (GET /v1/history); "
                 "0 takes none")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check([](const std::string& v) {
+        const double x = std::stod(v);
+        return x == 0 || (x >= 1 && x <= 3600) ? std::string()
+                                               : std::string("0 (none) or 1 to 3600 seconds");
+      });
   s->add_option("--history-hours", a.history_hours,
                 "hours of samples kept, in memory and in the database (at least 1)")
       ->capture_default_str()

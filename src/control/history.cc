@@ -210,8 +210,18 @@ void HistoryLog::append(HistorySample s) {
 }
 
 std::vector<HistorySample> HistoryLog::query(double since, double until, double step) const {
-  std::lock_guard lock(mu_);
-  return downsample(samples_, since, until, step);
+  // The range is copied under the lock and averaged outside it: the scheduler thread's next
+  // append never waits on a reader's arithmetic.
+  std::deque<HistorySample> range;
+  {
+    std::lock_guard lock(mu_);
+    const auto from = std::lower_bound(samples_.begin(), samples_.end(), since,
+                                       [](const HistorySample& s, double t) { return s.t < t; });
+    const auto to = std::upper_bound(from, samples_.end(), until,
+                                     [](double t, const HistorySample& s) { return t < s.t; });
+    range.assign(from, to);
+  }
+  return downsample(range, since, until, step);
 }
 
 size_t HistoryLog::size() const {

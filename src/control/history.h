@@ -40,7 +40,7 @@ struct HistorySample {
 
 // At most this many tenants and queues per sample: beyond it the smallest (by GPUs held) are
 // added up into one "(other)" entry, so that a sample's size is bounded whatever the load.
-inline constexpr size_t kHistoryMaxEntries = 256;
+inline constexpr size_t kHistoryMaxEntries = 64;
 void cap_entries(HistorySample& s);
 
 nlohmann::json to_json(const HistorySample& s);

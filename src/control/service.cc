@@ -427,6 +427,20 @@ void Service::recover() {
     j->recorded = RecordedState::of(j->row);
     JobRow& row = j->row;
     const TenantId tid = *tenants_.find(row.tenant);
+    if (!row.classified.empty() && !is_terminal(row.state)) {
+      // A class the classifier chose that the queue no longer allows: the queue's default, as
+      // the job would have had without a classifier (a user's own class stays, and waits).
+      std::string refused;
+      to_spec_locked(row.spec, tid, "job", &refused);
+      JobRequest plain = row.spec;
+      plain.priority_class.clear();
+      std::string plain_refused;
+      to_spec_locked(plain, tid, "job", &plain_refused);
+      if (!refused.empty() && plain_refused.empty()) {
+        row.spec.priority_class.clear();
+        row.classified.clear();
+      }
+    }
     // The configuration may have changed under it (fewer GPUs, a queue tree edited): it is
     // kept, and waits if it cannot run now; a running one is adopted all the same.
     j->spec = to_spec_locked(row.spec, tid, "job " + std::to_string(row.id), &j->unrunnable);

@@ -380,6 +380,7 @@ class Service {
   void restore_history();
   std::unique_ptr<HistoryLog> history_;
   std::unique_ptr<HistorySampler> history_sampler_;
+  bool history_write_failing_ = false;  // said once per run of failures
   void run_loop();
   void poll_processes();
   void run_cycle();

@@ -30,7 +30,10 @@ std::string Service::classify_locked(JobRequest& req, TenantId tenant) {
 
 void Service::learn_kind_locked(const JobRow& r) {
   if (!classifier_ || !r.classified.empty() || r.spec.priority_class.empty()) return;
-  if (r.started_at < 0 || r.finished_at < r.started_at) return;  // never ran: no duration
+  // Only work that ran to its end teaches it: a tenant cannot steer the kind of everyone's
+  // jobs of some shape with a stream of submitted-and-cancelled ones (and a cancelled or failed
+  // run says little of how long such work takes).
+  if (r.state != JobState::kSucceeded || r.started_at < 0 || r.finished_at < r.started_at) return;
   PriorityClass p{};
   if (!parse_priority_class(r.spec.priority_class, p)) return;
   const auto t = tenants_.find(r.tenant);

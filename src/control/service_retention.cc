@@ -136,8 +136,16 @@ JobView Service::view_of_row_locked(const JobRow& row) const {
   const std::optional<TenantId> t = tenants_.find(row.tenant);
   v.queue = t ? leaf_path_locked(*t) : "";
   PriorityClass p = PriorityClass::kResearch;
-  v.priority_class = parse_priority_class(row.spec.priority_class, p) ? std::string(to_string(p))
-                                                                      : row.spec.priority_class;
+  if (row.spec.priority_class.empty()) {
+    // Its queue's default, as for a job in memory (a class filter must find it either way).
+    JobSpec s;
+    const QueueId leaf = t && tree_ ? tree_->leaf_of(*t) : kNoId;
+    if (tree_) apply_queue_defaults(tree_->queue(leaf == kNoId ? kRootQueue : leaf), s);
+    v.priority_class = std::string(to_string(s.priority));
+  } else {
+    v.priority_class = parse_priority_class(row.spec.priority_class, p) ? std::string(to_string(p))
+                                                                        : row.spec.priority_class;
+  }
   return v;
 }
 

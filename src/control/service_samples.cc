@@ -32,9 +32,14 @@ void Service::record_history_if_due() {
   HistorySample s = history_sampler_->next(t, metrics(), queues(Caller{true, ""}));
   try {
     store_->append_history(t, to_json(s).dump(), t - opt_.history_window_seconds);
+    history_write_failing_ = false;
   } catch (const StoreError& e) {
-    // Kept in memory; the database has a gap (it is full or failing: health reports it).
-    note_write_failure(e);
+    // Kept in memory; the database has a gap. Not the service's health: jobs' writes say that
+    // (and their retry must not be skipped because a sample went through).
+    if (!history_write_failing_) {
+      std::cerr << "tessera serve: history samples are not being saved: " << e.what() << "\n";
+    }
+    history_write_failing_ = true;
   }
   history_->append(std::move(s));
 }

@@ -495,6 +495,7 @@ ArchiveResult Store::archive(double finished_before, const std::string& dir, siz
                            {"preemptions", r.preemptions},
                            {"message", r.message}};
     if (r.exit_code) line["exit_code"] = *r.exit_code;
+    if (!r.classified.empty()) line["classified"] = r.classified;
     if (r.array_id != 0) {
       line["array_id"] = r.array_id;
       line["array_index"] = r.array_index;

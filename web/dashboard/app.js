@@ -103,9 +103,11 @@ api.onUnauthorized((msg) => {
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
   const [path, qs] = raw.split('?');
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = path.split('/').filter(Boolean);
   const params = new URLSearchParams(qs || '');
-  if (parts[0] === 'jobs' && parts[1]) return { name: 'job', id: parts[1], params };
+  // A job's page takes a job id and nothing else: it goes into API paths.
+  if (parts[0] === 'jobs' && /^\d+$/.test(parts[1] || '')) return { name: 'job', id: parts[1], params };
+  if (parts[0] === 'jobs' && parts[1]) return { name: 'jobs', params };
   if (!PAGES[parts[0]]) return { name: 'overview', params };
   return { name: parts[0], params };
 }
