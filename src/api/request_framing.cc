@@ -1,7 +1,6 @@
 #include "api/request_framing.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <optional>
 
@@ -155,11 +154,6 @@ Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
 }
 
 void drop_brotli(std::string& request) {
-  const auto lower = [](std::string_view v) {
-    std::string out(v);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
   static constexpr std::string_view kField = "accept-encoding:";
   // Header lines end in CRLF or (as the framer accepts) a bare LF; the first empty line ends
   // them. The request line is skipped.
@@ -171,7 +165,7 @@ void drop_brotli(std::string& request) {
     if (end > start && request[end - 1] == '\r') --end;  // the value ends before CR LF
     if (end == start) return;                            // the empty line: no such field
     if (end - start >= kField.size() &&
-        lower(std::string_view(request).substr(start, kField.size())) == kField) {
+        iequals(std::string_view(request).substr(start, kField.size()), kField)) {
       // Every coding but br (with or without a weight), in order.
       const size_t value = start + kField.size();
       std::string kept;
@@ -180,7 +174,7 @@ void drop_brotli(std::string& request) {
         if (comma == std::string::npos || comma > end) comma = end;
         std::string_view item(request.data() + from, comma - from);
         item.remove_prefix(std::min(item.size(), item.find_first_not_of(" \t")));
-        if (!item.empty() && lower(item.substr(0, item.find_first_of(" \t;"))) != "br") {
+        if (!item.empty() && !iequals(item.substr(0, item.find_first_of(" \t;")), "br")) {
           kept += kept.empty() ? " " : ", ";
           kept += item;
         }

@@ -82,6 +82,10 @@ void mark_gpu_holders(std::vector<NodeView>& nodes, const Cluster& c,
       add_gpu_holder(nodes[n].gpus.at(k), a.job, a.tenant, a.name, share.milli);
     }
   }
+  sort_gpu_holders(nodes);
+}
+
+void sort_gpu_holders(std::vector<NodeView>& nodes) {
   for (NodeView& n : nodes) {
     for (GpuView& g : n.gpus) {
       std::sort(g.jobs.begin(), g.jobs.end());

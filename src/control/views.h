@@ -76,6 +76,8 @@ struct HeldAllocation {
 // with their tenant and share.
 void mark_gpu_holders(std::vector<NodeView>& nodes, const Cluster& c,
                       const std::vector<HeldAllocation>& allocations);
+// Puts each GPU's jobs and holders of `nodes` in job-id order (after add_gpu_holder calls).
+void sort_gpu_holders(std::vector<NodeView>& nodes);
 // Adds `milli` of the GPU `v` held by `job` (of `tenant`, named `name`): jobs and holders, once
 // per job.
 void add_gpu_holder(GpuView& v, int64_t job, const std::string& tenant, const std::string& name,

@@ -886,13 +886,7 @@ std::vector<NodeView> KubeScheduler::nodes() const {
       }
     }
   }
-  for (NodeView& n : out) {
-    for (GpuView& g : n.gpus) {
-      std::sort(g.jobs.begin(), g.jobs.end());
-      std::sort(g.holders.begin(), g.holders.end(),
-                [](const GpuHolder& x, const GpuHolder& y) { return x.job < y.job; });
-    }
-  }
+  sort_gpu_holders(out);
   return out;
 }
 
