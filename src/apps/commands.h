@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/energy_options.h"
+
 namespace tessera {
 
 struct SimulateArgs {
@@ -38,6 +40,7 @@ struct SimulateArgs {
   std::string predictor = "none";     // duration predictor: none|mean|quantile|gbt
   bool keep_trace_estimates = false;  // with a predictor: jobs with a trace estimate keep it
   std::string classify = "none";      // classifier for unlabelled jobs' class (issue 17)
+  EnergyArgs energy;                  // power model settings and policies (apps/energy_options)
 };
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);
 int run_simulate(const SimulateArgs& args);

@@ -18,6 +18,7 @@
 #include "engine/policy.h"
 #include "insight/runtime_predictor.h"
 #include "insight/workload_classifier.h"
+#include "insight/zeus_curves.h"
 #include "model/cluster_spec.h"
 #include "model/input_error.h"
 #include "model/queue_tree.h"
@@ -119,6 +120,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "none, logistic, threshold, majority (learnt online from the labelled jobs "
                 "finished before each submission; docs/classifier.md)")
       ->check(CLI::IsMember({"none", "logistic", "threshold", "majority"}));
+  add_energy_options(*s, a.energy);
   return s;
 }
 
@@ -315,6 +317,19 @@ int run_simulate(const SimulateArgs& a) {
       {"mttr_minutes", a.mttr_minutes},
       {"list", a.failures.empty() ? nlohmann::ordered_json() : file_identity(a.failures)},
       {"recovery", a.recovery}};
+  const PowerModel power = load_power_model(data_dir(a));
+  opt.power = &power;
+  opt.energy = energy_settings(a.energy, cluster, power);
+  bool knob = false;
+  for (QueueId q = 0; q < queues.size(); ++q) knob = knob || queues.queue(q).energy_weight > 0;
+  if (policy.elastic && (opt.energy.policies() || knob)) {
+    throw CLI::ValidationError("--elastic",
+                               "elastic resizing does not account for power yet: it cannot be "
+                               "combined with --power-cap or --energy-weight");
+  }
+  policy.power_shifting = a.energy.power_shifting;
+  run["policy"]["power_shifting"] = policy.power_shifting;
+  run["energy"] = energy_run_json(a.energy, opt.energy, power);
   run["data_dir"] = data_dir(a);
   run["warnings"] = warnings;
   SimResult r;

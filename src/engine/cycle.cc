@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,6 +14,7 @@
 
 #include "engine/fair_share.h"
 #include "engine/pending_queue.h"
+#include "engine/power_budget.h"
 #include "engine/queue_order.h"
 #include "engine/rng.h"
 
@@ -119,6 +122,16 @@ class Cycle {
     for (const RunningJob& r : snap.running)
       running_leaf_.push_back(shares_.leaf_of(r.spec->tenant));
     init_type_usage();
+    // Running jobs are the ledger's first holders: holder i is snap.running[i].
+    if (snap.power != nullptr) {
+      power_.emplace(*snap.power, cluster_, policy.power_shifting);
+      for (size_t i = 0; i < snap.running.size(); ++i) {
+        const RunningJob& r = snap.running[i];
+        power_->add(r.id, *r.spec, *r.alloc, r.power_limit_w,
+                    preferred_limit(*snap.power, cluster_, *r.spec, *r.alloc,
+                                    energy_weight(running_leaf_[i])));
+      }
+    }
   }
 
   Decisions run() {
@@ -170,6 +183,7 @@ class Cycle {
     // maximum: the waiting jobs could not use it now, and any of them may take it back later
     // (try_take_back_growth).
     if (policy_.elastic) grow_elastic();
+    if (power_) settle_power();
     return std::move(out_);
   }
 
@@ -425,6 +439,7 @@ class Cycle {
       }
     }
     bool backfilled = false;
+    int64_t from_extra = 0;
     if (placed && reservation_active_) {
       const int64_t overlap = reserved_milli(alloc);
       switch (backfit(overlap, job)) {
@@ -432,6 +447,7 @@ class Cycle {
           break;
         case Backfit::kFromExtra:
           extra_milli_ -= overlap;
+          from_extra = overlap;
           break;
         case Backfit::kNo:
           scratch_.release(alloc);
@@ -439,6 +455,14 @@ class Cycle {
           return;
       }
       backfilled = true;
+    }
+    // Under a power cap a job that fits the GPUs may still wait for power (without a
+    // reservation: it is not short of GPUs).
+    if (placed && !admit_power(pj, alloc, reason)) {
+      scratch_.release(alloc);
+      extra_milli_ += from_extra;
+      report(reason);
+      return;
     }
     if (placed) {
       record_start(pj, idx, std::move(alloc), backfilled);
@@ -449,6 +473,11 @@ class Cycle {
       return;
     }
     if (policy_.preemption && try_preempt(pj, idx)) return;
+    if (power_reason_) {  // victims were found, but the start would break a power cap
+      report(*power_reason_);
+      power_reason_.reset();
+      return;
+    }
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
                                                                 : PendingCode::kGangCannotFit;
     // Restricted to a node set: how much of what is free it may use (a gang that fits the free
@@ -856,6 +885,8 @@ class Cycle {
   }
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
+    start_holder_.push_back(admitted_holder_);
+    admitted_holder_ = kNoHolder;
     add_usage(current_leaf_, *pj.spec, alloc, +1);
     if (!free_on_nodes_.empty()) free_on_nodes_.clear();  // the committed scratch state changed
     preempt_failed_.clear();  // usage changed: a queue may now be over its share
@@ -947,6 +978,51 @@ class Cycle {
                                   *snap_.running[i].alloc);
     }
     return false;
+  }
+
+  // ---- power (engine/power_budget.h) ----
+
+  double energy_weight(QueueId leaf) const {
+    const double own = leaf < tree_.size() ? tree_.queue(leaf).energy_weight : kUnknown;
+    return own >= 0 ? own : snap_.power->default_energy_weight;
+  }
+
+  // Whether `job` may start on `alloc` under the power caps (lowering limits when the policy
+  // shifts them); on success the next record_start takes the ledger's holder, on failure
+  // `reason` says which cap. Always true without a power view.
+  bool admit_power(const PendingJob& pj, const Allocation& alloc, PendingReason& reason) {
+    if (!power_) return true;
+    const double want = preferred_limit(*snap_.power, cluster_, *pj.spec, alloc,
+                                        energy_weight(shares_.leaf_of(pj.spec->tenant)));
+    const size_t h = power_->add(pj.id, *pj.spec, alloc, want, want);
+    if (!power_->admit(h, reason)) return false;
+    admitted_holder_ = h;
+    return true;
+  }
+
+  // After every start: raise lowered limits within the caps, and report each start's limit and
+  // each running job's changed one.
+  void settle_power() {
+    power_->restore();
+    for (size_t k = 0; k < out_.starts.size(); ++k) {
+      if (k < start_holder_.size() && start_holder_[k] != kNoHolder) {
+        out_.starts[k].power_limit_w = power_->limit(start_holder_[k]);
+      }
+    }
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      if (evicted_[i]) continue;
+      const RunningJob& r = snap_.running[i];
+      const double was = r.power_limit_w > 0 ? r.power_limit_w : default_limit(i);
+      if (std::abs(power_->limit(i) - was) > 1e-6) {
+        out_.power_limits.push_back(PowerLimit{r.id, power_->limit(i)});
+      }
+    }
+  }
+
+  double default_limit(size_t running) const {
+    const Allocation& a = *snap_.running[running].alloc;
+    const GpuTypeId t = a.member_node.empty() ? 0 : cluster_.node(a.member_node.front()).gpu_type;
+    return snap_.power->model->spec(t).tdp_w;
   }
 
   // ---- elastic gangs ----
@@ -1277,6 +1353,22 @@ class Cycle {
       preempt_failed_.insert(key);
       return false;
     }
+    if (power_) {
+      // The victims' power frees with their GPUs; the start must still fit under the caps.
+      for (size_t v : needed) power_->set_active(v, false);
+      PendingReason why;
+      why.job = pj.id;
+      why.need_gpu_milli = job.gpu_milli_per_gang(job.min_members);
+      why.free_gpu_milli = scratch_.free_milli_matching(job.allowed_types);
+      if (!admit_power(pj, alloc, why)) {
+        for (size_t v : needed) power_->set_active(v, true);
+        scratch_.release(alloc);
+        for (size_t v : needed) evict(v, +1);
+        preempt_failed_.insert(key);
+        power_reason_ = why;
+        return false;
+      }
+    }
     for (size_t v : needed) {
       evicted_[v] = true;
       out_.preemptions.push_back(Preemption{snap_.running[v].id, pj.id});
@@ -1323,6 +1415,13 @@ class Cycle {
   ClusterState scratch_;
   Rng rng_;
   Decisions out_;
+  // Power (snap_.power set): the ledger, the holder of each start (kNoHolder for starts that
+  // did not pass admit_power, e.g. elastic ones), and the holder admit_power just added.
+  static constexpr size_t kNoHolder = static_cast<size_t>(-1);
+  std::optional<PowerLedger> power_;
+  std::vector<size_t> start_holder_;
+  size_t admitted_holder_ = kNoHolder;
+  std::optional<PendingReason> power_reason_;
   std::vector<bool> evicted_;
   // By index in snap_.running: the members an elastic gang was resized to this cycle (0: not
   // resized). A resized gang is neither shrunk again nor preempted in the same cycle.

@@ -21,6 +21,8 @@ const char* reason_code(PendingCode c) {
       return "FairShare";
     case PendingCode::kReservedForInference:
       return "InferenceReserve";
+    case PendingCode::kPowerCapped:
+      return "PowerCap";
   }
   return "Resources";
 }
@@ -41,6 +43,8 @@ const char* to_string(PendingCode c) {
       return "over-fair-share";
     case PendingCode::kReservedForInference:
       return "reserved-for-inference";
+    case PendingCode::kPowerCapped:
+      return "power-capped";
   }
   return "unknown";
 }
@@ -90,6 +94,13 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           "reserved for inference: {:g} GPUs free, {:g} of them held back for the "
           "inference-critical arrivals forecast; this job needs {:g}",
           free, static_cast<double>(r.queue_bound_milli) / 1000.0, need);
+    case PendingCode::kPowerCapped:
+      return fmt::format(
+          "power cap: starting it would take the estimated draw of {} to {:.1f} kW, past its "
+          "cap of {:.1f} kW{}",
+          r.rack == kNoId ? std::string("the cluster") : fmt::format("rack #{}", r.rack),
+          r.power_need_w / 1000.0, r.power_cap_w / 1000.0,
+          r.shifted ? " even at the lowest power limits allowed" : "");
   }
   return "pending";
 }

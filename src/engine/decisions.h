@@ -23,8 +23,10 @@ enum class PendingCode : uint8_t {
   kOverFairShare,          // no room, and its queue already holds its fair share, so it may not
                            // reclaim from other queues
   kReservedForInference,   // would take GPUs held back for the inference arrivals forecast
+  kPowerCapped,            // placed, but its estimated draw would take the cluster (or its
+                           // rack) past the power cap, even at the lowest limits allowed
 };
-inline constexpr size_t kNumPendingCodes = 7;
+inline constexpr size_t kNumPendingCodes = 8;
 
 struct PendingReason {
   JobId job = 0;
@@ -37,6 +39,12 @@ struct PendingReason {
   uint32_t queue = kNoId;
   int64_t queue_holds_milli = 0;
   int64_t queue_bound_milli = 0;
+  // For kPowerCapped: the estimated draw (W) the cap would have to allow, and the cap, of the
+  // cluster or of the rack `rack` (kNoId: the cluster's).
+  double power_need_w = 0;
+  double power_cap_w = 0;
+  uint32_t rack = kNoId;
+  bool shifted = false;  // lowering power limits was tried and was not enough
   // For a job restricted to a node set (JobSpec::eligible_nodes) that found no room: how much of
   // free_gpu_milli is on nodes it may use; -1 for an unrestricted job or another reason.
   int64_t eligible_free_gpu_milli = -1;
@@ -46,7 +54,7 @@ std::string describe(const PendingReason& r, const std::string& blocker_name = "
                      const std::string& queue_path = "");
 const char* to_string(PendingCode c);
 // A short code for job tables, as Slurm's squeue REASON: Resources, GangFit, Reservation,
-// HeadOfLine, Quota, FairShare, InferenceReserve.
+// HeadOfLine, Quota, FairShare, InferenceReserve, PowerCap.
 const char* reason_code(PendingCode c);
 
 struct Start {
@@ -57,6 +65,16 @@ struct Start {
   // Started by reclaim as a starving gang (larger than its queue's share): the caller should
   // spare it from reclaim for the queue tree's min_runtime (RunningJob::reclaim_protected_until).
   bool starving = false;
+  // The GPU power limit (W) it should run at (the energy knob, or lowered under a power cap);
+  // 0: its GPUs' default (TDP). Only set when the snapshot has a power view.
+  double power_limit_w = 0;
+};
+
+// A running job's GPU power limit changes (lowered to make room under a power cap, or raised
+// back when power frees). Apply after starts.
+struct PowerLimit {
+  JobId job = 0;
+  double limit_w = 0;
 };
 
 struct Preemption {
@@ -81,6 +99,7 @@ struct Decisions {
   std::vector<Resize> resizes;          // shrinks, then (after starts) grows
   std::vector<Start> starts;
   std::vector<PendingReason> pending;  // one per job left pending
+  std::vector<PowerLimit> power_limits;
 };
 
 }  // namespace tessera

@@ -39,6 +39,11 @@ struct Policy {
   // jobs that gain most from them. Either falls back to any allowed type. Needs
   // JobSpec::type_speed.
   bool heterogeneity = false;
+  // Under a power cap (Snapshot::power): lower running and starting jobs' GPU power limits to
+  // fit more work under it, instead of only holding jobs until power frees
+  // (engine/power_budget.h). Elastic resizing does not account for power: callers must not
+  // combine the two.
+  bool power_shifting = false;
   double resize_interval = 300;
   uint64_t seed = 0;
 

@@ -25,6 +25,7 @@ struct PendingJob {
 };
 
 class PendingQueue;
+struct PowerView;  // engine/power_budget.h
 
 struct RunningJob {
   JobId id = 0;
@@ -35,6 +36,7 @@ struct RunningJob {
   double expected_end = kUnknown;      // from the duration estimate; kUnknown if none
   double last_checkpoint = 0;          // time of the last checkpoint (start if none yet)
   double reclaim_protected_until = 0;  // not reclaimed before this time (a starving gang's turn)
+  double power_limit_w = 0;            // its GPUs' power limit now; 0: their default (TDP)
 };
 
 struct Snapshot {
@@ -56,6 +58,9 @@ struct Snapshot {
   // GPUs (milli) held back for inference-critical arrivals (the caller's forecast): jobs of
   // other classes may not start if they would leave fewer free. 0: none.
   int64_t inference_reserve_milli = 0;
+  // Power (engine/power_budget.h): caps on the estimated draw and the model that estimates it.
+  // Null: power is not considered (no caps, no power limits chosen).
+  const PowerView* power = nullptr;  // not owned
 };
 
 }  // namespace tessera

@@ -236,6 +236,7 @@ void inherit_classes_and_defaults(std::vector<QueueSpec>& qs, QueueId q) {
       s.default_time_limit_seconds = p.default_time_limit_seconds;
     }
     if (s.max_time_limit_seconds < 0) s.max_time_limit_seconds = p.max_time_limit_seconds;
+    if (s.energy_weight < 0) s.energy_weight = p.energy_weight;
   }
   if (s.default_time_limit_seconds >= 0 && s.max_time_limit_seconds >= 0 &&
       s.default_time_limit_seconds > s.max_time_limit_seconds) {
@@ -434,7 +435,8 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
   check_keys(origin_, n, field,
              {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
-              "default_priority_class", "default_sla", "time_limit", "tenant_limits", "queues"});
+              "default_priority_class", "default_sla", "time_limit", "tenant_limits",
+              "energy_weight", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));
@@ -464,6 +466,14 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
                 std::string(to_string(s.default_class)) +
                     " is not among the queue's priority_classes (" + class_list(s.allowed_classes) +
                     ")");
+    }
+  }
+  if (const YAML::Node e = n["energy_weight"]) {
+    s.energy_weight = yaml_number(origin_, e, field + ".energy_weight", false);
+    if (!(s.energy_weight >= 0 && s.energy_weight <= 1)) {
+      yaml_fail(origin_, e, field + ".energy_weight",
+                fmt::format("expected a number from 0 (full power) to 1 (least energy), got {}",
+                            s.energy_weight));
     }
   }
   if (n["default_sla"]) s.default_sla_seconds = duration(n["default_sla"], field + ".default_sla");

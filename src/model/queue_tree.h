@@ -110,6 +110,10 @@ struct QueueSpec {
   // queue above that sets them; kUnknown = none. default <= max.
   double default_time_limit_seconds = kUnknown;
   double max_time_limit_seconds = kUnknown;
+  // Zeus's energy knob for its jobs (`energy_weight`, 0..1: 0 runs them at full power, 1 at the
+  // power limit that spends least energy per unit of work; docs/energy.md), inherited from the
+  // nearest queue above that sets it; kUnknown: not set (the caller's default applies).
+  double energy_weight = kUnknown;
   // What each tenant under this queue may ask of `tessera serve` (`tenant_limits:`); -1: not
   // set here (the nearest queue above that sets it, else the server's flag, applies).
   int64_t max_pending_jobs = -1;

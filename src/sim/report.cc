@@ -73,6 +73,48 @@ constexpr size_t kCdfPoints = 201;  // every half percentile
 
 }  // namespace
 
+namespace {
+
+// The energy section (docs/energy.md): the cluster's IT and facility energy, and per tenant its
+// GPUs' own energy and its attributed share (its GPU energy plus the idle and node base energy
+// in proportion to its GPU-hours, times PUE), so that the tenants' shares add up to the whole.
+nlohmann::ordered_json energy_json(const Workload& w, const SimResult& r) {
+  constexpr double kJPerKwh = 3.6e6;
+  const EnergyStats& e = r.energy;
+  const double overhead = std::max(0.0, e.it_j - e.gpu_busy_j);
+  const double facility = e.it_j * e.pue;
+  nlohmann::ordered_json j;
+  j["it_kwh"] = e.it_j / kJPerKwh;
+  j["facility_kwh"] = facility / kJPerKwh;
+  j["gpu_busy_kwh"] = e.gpu_busy_j / kJPerKwh;
+  j["idle_and_base_kwh"] = overhead / kJPerKwh;
+  const double span = r.last_finish - r.first_submit;
+  j["mean_it_kw"] = span > 0 ? e.it_j / span / 1000 : 0.0;
+  j["peak_it_kw"] = e.peak_w / 1000;
+  j["idle_kw"] = e.idle_w / 1000;
+  j["power_cap_kw"] = e.cap_w < kNoPowerCap ? nlohmann::ordered_json(e.cap_w / 1000)
+                                            : nlohmann::ordered_json();
+  j["pue"] = e.pue;
+  j["cost"] = facility / kJPerKwh * e.price_per_kwh;
+  j["power_limit_changes"] = e.limit_changes;
+  j["throttled_gpu_hours"] = e.throttled_gpu_seconds / 3600;
+  nlohmann::ordered_json by = nlohmann::ordered_json::array();
+  for (TenantId t = 0; t < w.tenants.size() && t < r.tenants.size(); ++t) {
+    const TenantSeries& ts = r.tenants[t];
+    const double share = r.allocated_gpu_seconds > 0 ? ts.gpu_seconds / r.allocated_gpu_seconds
+                                                     : 0.0;
+    const double kwh = (ts.gpu_energy_j + overhead * share) * e.pue / kJPerKwh;
+    by.push_back({{"tenant", w.tenants.name(t)},
+                  {"gpu_kwh", ts.gpu_energy_j / kJPerKwh},
+                  {"kwh", kwh},
+                  {"cost", kwh * e.price_per_kwh}});
+  }
+  j["by_tenant"] = by;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const SimResult& r,
                                    const ReportContext& ctx) {
   std::vector<double> jct, wait;
@@ -224,6 +266,7 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     usage.push_back(usage_row_json<nlohmann::ordered_json>(row));
   }
   j["usage"] = usage;
+  if (r.energy.modelled) j["energy"] = energy_json(w, r);
   if (!r.series.queues.empty()) {
     // Mean GPUs held and entitled per leaf queue, per bucket of `interval_s`.
     nlohmann::ordered_json series;
@@ -303,6 +346,15 @@ std::string format_summary(const nlohmann::ordered_json& j) {
       jain.is_null() ? std::string("n/a") : fmt::format("{:.3f}", jain.get<double>()),
       sla.is_null() ? std::string("n/a") : fmt::format("{:.1f} %", 100 * sla.get<double>()),
       j["preemptions"].get<uint64_t>(), j["lost_gpu_hours"].get<double>());
+  if (j.contains("energy")) {
+    const auto& e = j["energy"];
+    out += fmt::format("energy {:.1f} kWh IT ({:.1f} kWh GPUs busy)   mean {:.1f} kW   peak {:.1f} kW{}\n",
+                       e["it_kwh"].get<double>(), e["gpu_busy_kwh"].get<double>(),
+                       e["mean_it_kw"].get<double>(), e["peak_it_kw"].get<double>(),
+                       e["power_cap_kw"].is_null()
+                           ? std::string()
+                           : fmt::format("   cap {:.1f} kW", e["power_cap_kw"].get<double>()));
+  }
   if (j.contains("failures")) {  // (issue 15, defect 6: only --json had them)
     const auto& f = j["failures"];
     out += fmt::format(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <unordered_map>
@@ -55,6 +56,14 @@ struct JobState {
   double grace_gpus = 0;
   Amounts grace_amounts = kZeroAmounts;
   Allocation grace_alloc;  // where, for accounting by GPU type
+  // Power (SimOptions::power): its GPU power limit (0: TDP), the speed factor that limit
+  // gives, its GPUs' draw (W, whole) and the part above idle the cluster's draw counts while it
+  // holds them (also through a checkpoint grace).
+  double limit_w = 0;
+  double power_speed = 1;
+  double draw_w = 0;
+  double inc_w = 0;
+  bool drawing = false;
   // For explained jobs (SimOptions::explain): index into SimResult::histories, and the pending
   // reason last recorded, so that the history lists changes, not every cycle.
   int32_t history = -1;
@@ -108,6 +117,7 @@ class Simulation {
       events_.push(o.failures[i].time, EventKind::kNodeFail, i);
     }
     if (o.reserve_inference) reserve_ = std::make_unique<InferenceReserve>();
+    if (o.power != nullptr) setup_power();
     down_.assign(c.nodes().size(), false);
     blockers_.resize(c.nodes().size());
     for (JobId j : o.explain) {
@@ -195,7 +205,114 @@ class Simulation {
   // Integrates time-weighted metrics over [now_, t).
   void advance_to(double t) {
     fair_.advance(now_, t);
-    if (t > now_) now_ = t;
+    if (t > now_) {
+      if (bound_) {
+        const double draw = view_.idle_w + holding_w_;
+        result_.energy.it_j += draw * (t - now_);
+        result_.energy.peak_w = std::max(result_.energy.peak_w, draw);
+        result_.energy.throttled_gpu_seconds += throttled_gpus_ * (t - now_);
+      }
+      now_ = t;
+    }
+  }
+
+  // ---- power and energy (docs/energy.md) ----
+
+  void setup_power() {
+    std::vector<std::string> models;
+    for (uint32_t m = 0; m < w_.models.size(); ++m) models.push_back(w_.models.name(m));
+    bound_.emplace(*opt_.power, c_.gpu_types(), models);
+    view_.model = &*bound_;
+    view_.cap_w = opt_.energy.cap_w;
+    view_.default_energy_weight = opt_.energy.energy_weight;
+    const size_t racks = c_.racks().size();
+    view_.rack_idle_w.assign(racks, 0.0);
+    for (const Node& n : c_.nodes()) {
+      const double idle = opt_.energy.node_base_w + n.num_gpus * bound_->spec(n.gpu_type).idle_w;
+      view_.idle_w += idle;
+      view_.rack_idle_w[n.rack] += idle;
+    }
+    if (!opt_.energy.rack_cap_w.empty()) {
+      view_.rack_cap_w = opt_.energy.rack_cap_w;
+      view_.rack_cap_w.resize(racks, kNoPowerCap);
+    } else {
+      view_.rack_idle_w.clear();
+    }
+    power_policies_ = opt_.energy.policies();
+    for (QueueId q = 0; q < tree_.size(); ++q) {
+      power_policies_ = power_policies_ || tree_.queue(q).energy_weight > 0;
+    }
+    result_.energy.modelled = true;
+    result_.energy.pue = opt_.energy.pue;
+    result_.energy.price_per_kwh = opt_.energy.price_per_kwh;
+    result_.energy.cap_w = opt_.energy.cap_w;
+    result_.energy.idle_w = view_.idle_w;
+    result_.energy.peak_w = view_.idle_w;
+  }
+
+  // The GPU type whose curve a job's placement uses (that of its first member's node).
+  GpuTypeId type_of(const Allocation& a) const {
+    return a.member_node.empty() ? 0 : c_.node(a.member_node.front()).gpu_type;
+  }
+
+  // Sets j's power state for its allocation and limit (not yet drawing).
+  void price_power(JobId j) {
+    JobState& js = jobs_[j];
+    if (!bound_) return;
+    const JobSpec& s = w_.jobs[j];
+    const GpuTypeId t = type_of(js.alloc);
+    const GpuPowerSpec& spec = bound_->spec(t);
+    const PowerCurve& curve = bound_->curve(t, s.model);
+    const double limit = js.limit_w > 0 ? js.limit_w : spec.tdp_w;
+    js.power_speed = curve.speed(limit);
+    const double gpus = run_gpus(js);
+    js.draw_w = curve.power(limit) * gpus;
+    js.inc_w = power_increment(view_, c_, s, js.alloc, limit);
+  }
+
+  // j starts or stops counting in the cluster's draw.
+  void set_drawing(JobId j, bool on) {
+    JobState& js = jobs_[j];
+    if (!bound_ || js.drawing == on) return;
+    js.drawing = on;
+    holding_w_ += on ? js.inc_w : -js.inc_w;
+    if (js.limit_w > 0 && js.limit_w < preferred_w(j) - 1e-6) {
+      throttled_gpus_ += (on ? 1 : -1) * run_gpus(js);
+    }
+  }
+
+  double preferred_w(JobId j) const {
+    const JobState& js = jobs_[j];
+    const QueueId leaf = tree_.leaf_of(w_.jobs[j].tenant);
+    const double own = leaf == kNoId ? kUnknown : tree_.queue(leaf).energy_weight;
+    return preferred_limit(view_, c_, w_.jobs[j], js.alloc,
+                           own >= 0 ? own : opt_.energy.energy_weight);
+  }
+
+  // A running job's power limit changes: its work so far is accounted at the old speed, the
+  // rest runs at the new one (no restart: nvidia-smi -pl applies to a running process).
+  void set_limit(JobId j, double limit_w) {
+    JobState& js = jobs_[j];
+    if (js.phase != Phase::kRunning) return;
+    const bool was = js.drawing;
+    set_drawing(j, false);
+    if (js.begun) {
+      const double done = account_run(j);
+      js.remaining = std::max(0.0, js.remaining - done);
+      const double restart_left = std::max(0.0, js.restart_cost - (now_ - js.run_start));
+      js.run_start = now_;
+      js.restart_cost = restart_left;
+    }
+    const double base_speed = js.speed / js.power_speed;
+    js.limit_w = limit_w;
+    price_power(j);
+    js.speed = base_speed * js.power_speed;
+    js.generation++;
+    events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
+                 js.generation);
+    if (!js.begun) events_.push(js.run_start, EventKind::kBegin, j, js.generation);
+    set_drawing(j, was);
+    result_.energy.limit_changes++;
   }
 
   void write_event(std::string_view type, JobId j) {
@@ -298,9 +415,16 @@ class Simulation {
     o.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
     result_.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
     account_held(j, gpus * elapsed, js.alloc, elapsed);
+    account_energy(j, js.draw_w * elapsed);
     js.attained += gpus * elapsed;
     js.ran += productive;
     return productive * js.speed;
+  }
+
+  void account_energy(JobId j, double joules) {
+    result_.jobs[j].gpu_energy_j += joules;
+    result_.tenants[w_.jobs[j].tenant].gpu_energy_j += joules;
+    result_.energy.gpu_busy_j += joules;
   }
 
   // `gpu_seconds` of `alloc` held for `seconds`: the job's, the cluster's and its tenant's
@@ -329,6 +453,7 @@ class Simulation {
     state_.release(js.alloc);
     const Amounts held = fair_.held(s, js.alloc);
     if (js.begun && !keep_usage) fair_.add_usage(s.tenant, held, -1);
+    if (!keep_usage) set_drawing(j, false);  // a victim draws through its checkpoint grace
     fair_.add_demand(s, held, -1);
     remove_from(running_, j);
     js.alloc = Allocation{};
@@ -469,7 +594,7 @@ class Simulation {
     if (jobs_[j].history >= 0) {
       note(j, "restarted in place of its lost members on {}", describe_placement(alloc));
     }
-    start(j, std::move(alloc), 0.0);
+    start(j, std::move(alloc), 0.0, jobs_[j].limit_w);  // the power its failed run had
   }
 
   // The same members on the same GPUs, except those on the failed node, which move to free
@@ -588,6 +713,7 @@ class Simulation {
     const JobSpec& s = w_.jobs[j];
     const int32_t had = js.alloc.members();
     js.remaining = std::max(0.0, js.remaining - account_run(j));
+    set_drawing(j, false);
     if (js.begun) fair_.add_usage(s.tenant, fair_.held(s, js.alloc), -1);
     fair_.add_demand(s, fair_.held(s, js.alloc), -1);
     state_.release(js.alloc);
@@ -598,7 +724,8 @@ class Simulation {
     js.generation++;
     js.run_start = now_;
     js.restart_cost = s.restart_cost;
-    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_);
+    price_power(j);
+    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_) * js.power_speed;
     if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
     events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                  js.generation);
@@ -616,9 +743,11 @@ class Simulation {
     if (js.phase != Phase::kCheckpointing) return;
     if (js.begun) {
       account_held(j, js.grace_gpus * opt_.checkpoint_grace, js.grace_alloc, opt_.checkpoint_grace);
+      account_energy(j, js.draw_w * opt_.checkpoint_grace);
       js.grace_alloc = Allocation{};
       fair_.add_usage(w_.jobs[j].tenant, js.grace_amounts, -1);
     }
+    set_drawing(j, false);
     js.begun = false;
     js.phase = Phase::kPending;
     js.queued_since = now_;
@@ -629,7 +758,7 @@ class Simulation {
 
   // Puts j on the ledger now. It begins (holds the GPUs in the metrics and the event log, and
   // starts its restart) after `delay`: the checkpoint grace of the jobs it preempted.
-  void start(JobId j, Allocation alloc, double delay) {
+  void start(JobId j, Allocation alloc, double delay, double limit_w) {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     state_.allocate(alloc);
@@ -640,7 +769,9 @@ class Simulation {
     js.begun = false;
     js.run_start = now_ + delay;
     js.restart_cost = s.restart_cost;
-    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_);
+    js.limit_w = limit_w;
+    price_power(j);
+    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_) * js.power_speed;
     if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
     js.slot = static_cast<uint32_t>(running_.size());
     running_.push_back(j);
@@ -657,6 +788,7 @@ class Simulation {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     js.begun = true;
+    set_drawing(j, true);
     if (js.recovering >= 0) {
       FailureRecord& f = failure_records_[static_cast<size_t>(js.recovering)];
       if (--f.waiting == 0) result_.failure.frt.push_back(now_ - f.time);
@@ -732,6 +864,7 @@ class Simulation {
       }
       r.last_checkpoint = js.run_start;
       r.reclaim_protected_until = js.reclaim_protected_until;
+      r.power_limit_w = js.limit_w;
       snap_running_.push_back(r);
     }
     Snapshot snap;
@@ -744,6 +877,7 @@ class Simulation {
     snap.queues = &tree_;
     snap.decayed_usage = fair_.decayed_usage();
     snap.inference_reserve_milli = reserve_ ? reserve_->reserve_milli(now_) : 0;
+    if (power_policies_) snap.power = &view_;
     Decisions d = schedule_cycle(snap, policy_);
     for (const PendingReason& r : d.pending) {
       JobOutcome& o = result_.jobs[r.job];
@@ -775,11 +909,12 @@ class Simulation {
              s.backfilled ? " (backfilled ahead of a reservation)" : "");
         jobs_[s.job].has_reason = false;
       }
-      start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0);
+      start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0, s.power_limit_w);
     }
     for (Resize& r : d.resizes) {
       if (r.grow) resize(r);
     }
+    for (const PowerLimit& p : d.power_limits) set_limit(p.job, p.limit_w);
     for (const Start& s : d.starts) pending_.remove(s.job);
   }
 
@@ -804,6 +939,13 @@ class Simulation {
     uint32_t waiting = 0;
   };
   std::unique_ptr<InferenceReserve> reserve_;  // SimOptions::reserve_inference
+  // Power (SimOptions::power): the model bound to this cluster and workload, the view the
+  // engine reads, what running jobs draw above idle in total, and the GPUs running throttled.
+  std::optional<BoundPowerModel> bound_;
+  PowerView view_;
+  double holding_w_ = 0;
+  double throttled_gpus_ = 0;
+  bool power_policies_ = false;  // a cap or an energy knob: the engine sees view_
   struct RecoveryChoice {
     RecoveryState state;
     RecoveryAction action = RecoveryAction::kRequeue;

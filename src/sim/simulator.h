@@ -1,6 +1,7 @@
 // The discrete-event simulator: replays a workload on a cluster through the engine.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -8,6 +9,8 @@
 
 #include "engine/decisions.h"
 #include "engine/policy.h"
+#include "engine/power_budget.h"
+#include "insight/power_model.h"
 #include "model/cluster.h"
 #include "model/job.h"
 #include "model/progress.h"
@@ -20,6 +23,21 @@
 namespace tessera {
 
 class RuntimePredictor;  // insight/runtime_predictor.h
+
+// Power and energy (docs/energy.md): what is counted besides the GPUs, and the power policies.
+struct EnergySettings {
+  double node_base_w = 0;  // each node's draw besides its GPUs (CPU, memory, fans), always on
+  double pue = 1;          // facility energy = IT energy x PUE
+  double cap_w = kNoPowerCap;       // cap on the cluster's estimated IT draw
+  std::vector<double> rack_cap_w;   // by RackId; kNoPowerCap where none (empty: none)
+  double energy_weight = 0;         // Zeus's eta for queues that set none (0: full power)
+  double price_per_kwh = 0;         // for the result's cost (facility energy x price)
+  bool policies() const {
+    return cap_w < kNoPowerCap || energy_weight > 0 ||
+           std::any_of(rack_cap_w.begin(), rack_cap_w.end(),
+                       [](double c) { return c < kNoPowerCap; });
+  }
+};
 
 struct SimOptions {
   // Orders whose ranking changes with time (las) are re-evaluated this often while work waits.
@@ -60,6 +78,10 @@ struct SimOptions {
   // of the pending jobs and walks all of them (no PendingQueue). The schedule is the same;
   // only the time it takes differs (tests/simulator_test.cc, IncrementalCycles).
   bool full_cycles = false;
+  // The power model (not owned): with one, every job's, tenant's and the cluster's energy is
+  // estimated (SimResult::energy), and the power settings apply. Null: no energy figures.
+  const PowerModel* power = nullptr;
+  EnergySettings energy;
 };
 
 struct HistoryEntry {
@@ -80,6 +102,7 @@ struct JobOutcome {
   double effective_gpu_seconds = 0;  // allocated time weighted by the progress rate achieved
   double lost_work_seconds = 0;      // reference-seconds of work lost to preemption
   double lost_gpu_seconds = 0;       // GPU-seconds of allocated time whose work was lost
+  double gpu_energy_j = 0;           // its GPUs' estimated draw over the time it held them
   bool has_first_reason = false;
   PendingCode first_reason = PendingCode::kInsufficientGpus;
 };
@@ -90,6 +113,7 @@ struct TenantSeries {
   // held, the preemptions this tenant's jobs caused, and its leaf queue's path.
   std::vector<double> gpu_seconds_by_type;
   double cpu_seconds = 0;
+  double gpu_energy_j = 0;  // its jobs' GPU energy (SimOptions::power)
   uint64_t preemptor = 0;
   std::string queue;
 };
@@ -103,6 +127,20 @@ struct FailureStats {
   uint64_t restarted_in_place = 0;  // hit jobs the recovery policy restarted at once
   double lost_gpu_seconds = 0;      // allocated GPU time whose work the failures lost
   std::vector<double> times;        // when each node failure happened (the report's timeline)
+};
+
+// The cluster's energy (SimOptions::power): IT = node base + every GPU, busy or idle.
+struct EnergyStats {
+  bool modelled = false;
+  double it_j = 0;          // the cluster's estimated IT energy over the run
+  double gpu_busy_j = 0;    // the part the jobs' GPUs drew (their shares of the GPUs they held)
+  double idle_w = 0;        // the cluster's draw with nothing running
+  double peak_w = 0;        // highest estimated IT draw
+  double pue = 1;            // as configured (EnergySettings), for the report
+  double price_per_kwh = 0;
+  double cap_w = kNoPowerCap;
+  uint64_t limit_changes = 0;  // running jobs' power limits changed (lowered or raised back)
+  double throttled_gpu_seconds = 0;  // GPU time run below the preferred power limit
 };
 
 struct SimResult {
@@ -124,6 +162,7 @@ struct SimResult {
   uint64_t events = 0;
   uint64_t preemptions = 0;
   std::vector<double> preemption_times;  // one per preemption, in order (the report's timeline)
+  EnergyStats energy;
 };
 
 // Runs every job of `w` to completion. Jobs must have passed admission (infeasible_reason);

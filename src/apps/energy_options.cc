@@ -1,0 +1,87 @@
+#include "apps/energy_options.h"
+
+#include <fmt/format.h>
+
+#include "model/csv.h"
+#include "sim/simulator.h"
+
+namespace tessera {
+
+void add_energy_options(CLI::App& s, EnergyArgs& a) {
+  s.add_option("--node-power", a.node_power_w,
+               "each node's draw besides its GPUs, in W (CPU, memory, fans; default 0: not "
+               "counted)")
+      ->check(CLI::NonNegativeNumber);
+  s.add_option("--pue", a.pue, "power usage effectiveness: facility energy / IT energy (>= 1)")
+      ->check(CLI::Range(1.0, 10.0));
+  CLI::Option* cap = s.add_option(
+      "--power-cap", a.power_cap,
+      "cap on the cluster's estimated IT draw: kW, or a percentage of its peak draw (70%)");
+  s.add_flag("--power-shifting", a.power_shifting,
+             "under --power-cap, lower jobs' GPU power limits (least speed lost per watt first) "
+             "before holding jobs; without it jobs wait until power frees")
+      ->needs(cap);
+  s.add_option("--energy-weight", a.energy_weight,
+               "Zeus's energy knob for queues that set no energy_weight: 0 runs jobs at full "
+               "power, 1 at the power limit that spends least energy per unit of work")
+      ->check(CLI::Range(0.0, 1.0));
+  s.add_option("--energy-price", a.energy_price, "price per kWh, for the energy cost in --json")
+      ->check(CLI::NonNegativeNumber);
+}
+
+double peak_draw_w(const Cluster& c, const PowerModel& m, double node_power_w) {
+  double peak = 0;
+  for (const Node& n : c.nodes()) {
+    peak += node_power_w + n.num_gpus * m.spec(c.gpu_types().at(n.gpu_type).name).tdp_w;
+  }
+  return peak;
+}
+
+EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const PowerModel& m) {
+  EnergySettings s;
+  s.node_base_w = a.node_power_w;
+  s.pue = a.pue;
+  s.energy_weight = a.energy_weight;
+  s.price_per_kwh = a.energy_price;
+  if (!a.power_cap.empty()) {
+    std::string_view v = a.power_cap;
+    const bool percent = v.back() == '%';
+    if (percent) v.remove_suffix(1);
+    double x = 0;
+    if (!csv::parse_double(v, x) || !(x > 0) || (percent && x > 100)) {
+      throw CLI::ValidationError("--power-cap", "expected kW (e.g. 120) or a percentage of the "
+                                                "cluster's peak draw (e.g. 70%), got '" +
+                                                    a.power_cap + "'");
+    }
+    const double peak = peak_draw_w(c, m, a.node_power_w);
+    s.cap_w = percent ? peak * x / 100 : x * 1000;
+    double idle = 0;
+    for (const Node& n : c.nodes()) {
+      idle += a.node_power_w + n.num_gpus * m.spec(c.gpu_types().at(n.gpu_type).name).idle_w;
+    }
+    if (s.cap_w < idle) {
+      throw CLI::ValidationError(
+          "--power-cap",
+          fmt::format("{:.1f} kW is below the cluster's idle draw of {:.1f} kW: nothing could "
+                      "ever run",
+                      s.cap_w / 1000, idle / 1000));
+    }
+  }
+  return s;
+}
+
+nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings& s,
+                                       const PowerModel& m) {
+  nlohmann::ordered_json j;
+  j["curves"] = m.measured() ? "measured (Zeus)" : "flat at TDP (no Zeus data)";
+  j["node_power_watts"] = a.node_power_w;
+  j["pue"] = a.pue;
+  j["power_cap"] = a.power_cap.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.power_cap);
+  j["power_cap_watts"] = s.cap_w < kNoPowerCap ? nlohmann::ordered_json(s.cap_w) : nlohmann::ordered_json();
+  j["power_shifting"] = a.power_shifting;
+  j["energy_weight"] = a.energy_weight;
+  j["energy_price_per_kwh"] = a.energy_price;
+  return j;
+}
+
+}  // namespace tessera

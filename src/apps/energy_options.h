@@ -1,0 +1,39 @@
+// The power and energy options of tessera simulate (docs/energy.md): cluster settings (node
+// base power, PUE, energy price), the power cap and how it is honoured, and the energy knob.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "insight/power_model.h"
+#include "model/cluster.h"
+
+namespace tessera {
+
+struct EnergySettings;  // sim/simulator.h
+
+struct EnergyArgs {
+  double node_power_w = 0;
+  double pue = 1;
+  std::string power_cap;  // "KW" or "N%" of the cluster's peak draw; empty: none
+  bool power_shifting = false;
+  double energy_weight = 0;
+  double energy_price = 0;  // per kWh
+};
+
+void add_energy_options(CLI::App& cmd, EnergyArgs& a);
+
+// The cluster's peak IT draw: every node's base power and every GPU at its TDP.
+double peak_draw_w(const Cluster& c, const PowerModel& m, double node_power_w);
+
+// The settings for the simulator; throws CLI::ValidationError for a cap it cannot read (naming
+// the option) or one below the cluster's idle draw.
+EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const PowerModel& m);
+
+// How the run was configured, for the result's "run".
+nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings& s,
+                                       const PowerModel& m);
+
+}  // namespace tessera

@@ -1,0 +1,192 @@
+#include "engine/power_budget.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera {
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+const PowerCurve& curve_of(const PowerView& v, const Cluster& c, const JobSpec& job,
+                           const Allocation& a) {
+  const GpuTypeId t = a.member_node.empty() ? 0 : c.node(a.member_node.front()).gpu_type;
+  return v.model->curve(t, job.model);
+}
+
+const GpuPowerSpec& spec_of(const PowerView& v, const Cluster& c, const Allocation& a) {
+  const GpuTypeId t = a.member_node.empty() ? 0 : c.node(a.member_node.front()).gpu_type;
+  return v.model->spec(t);
+}
+
+}  // namespace
+
+double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
+                       const Allocation& alloc, double limit_w) {
+  const GpuPowerSpec& s = spec_of(v, c, alloc);
+  const double limit = limit_w > 0 ? limit_w : s.tdp_w;
+  const double per_gpu = std::max(0.0, curve_of(v, c, job, alloc).power(limit) - s.idle_w);
+  return per_gpu * static_cast<double>(alloc.gpu_milli()) / kMilliPerGpu;
+}
+
+double preferred_limit(const PowerView& v, const Cluster& c, const JobSpec& job,
+                       const Allocation& alloc, double eta) {
+  const GpuPowerSpec& s = spec_of(v, c, alloc);
+  if (eta <= 0) return s.tdp_w;
+  return energy_optimal_limit(curve_of(v, c, job, alloc), eta, s.tdp_w);
+}
+
+PowerLedger::PowerLedger(const PowerView& v, const Cluster& c, bool shifting)
+    : view_(v), cluster_(c), shifting_(shifting), draw_(v.idle_w), rack_draw_(v.rack_idle_w) {}
+
+double PowerLedger::inc(const Holder& h, double limit) const {
+  return std::max(0.0, h.curve->power(limit) - h.idle_w) * h.gpus;
+}
+
+void PowerLedger::apply(Holder& h, double limit) {
+  const double before = h.active ? inc(h, h.limit) : 0.0;
+  const double after = h.active ? inc(h, limit) : 0.0;
+  h.limit = limit;
+  draw_ += after - before;
+  if (h.gpus > 0 && !rack_draw_.empty()) {
+    for (const auto& [r, g] : h.racks) rack_draw_[r] += (after - before) * g / h.gpus;
+  }
+}
+
+size_t PowerLedger::add(JobId job, const JobSpec& spec, const Allocation& alloc, double limit_w,
+                        double preferred_w) {
+  Holder h;
+  h.job = job;
+  h.curve = &curve_of(view_, cluster_, spec, alloc);
+  const GpuPowerSpec& s = spec_of(view_, cluster_, alloc);
+  h.idle_w = s.idle_w;
+  h.min_limit = std::max(s.min_limit_w, h.curve->min_limit());
+  h.gpus = static_cast<double>(alloc.gpu_milli()) / kMilliPerGpu;
+  const size_t gpm = static_cast<size_t>(alloc.gpus_per_member);
+  for (size_t m = 0; m < alloc.member_node.size(); ++m) {
+    const RackId r = cluster_.node(alloc.member_node[m]).rack;
+    int64_t milli = 0;
+    for (size_t k = 0; k < gpm; ++k) milli += alloc.shares[m * gpm + k].milli;
+    const double g = static_cast<double>(milli) / kMilliPerGpu;
+    auto it = std::find_if(h.racks.begin(), h.racks.end(),
+                           [&](const auto& e) { return e.first == r; });
+    if (it == h.racks.end()) {
+      h.racks.emplace_back(r, g);
+    } else {
+      it->second += g;
+    }
+  }
+  h.preferred = preferred_w > 0 ? preferred_w : s.tdp_w;
+  h.limit = limit_w > 0 ? limit_w : s.tdp_w;
+  h.active = false;
+  holders_.push_back(std::move(h));
+  set_active(holders_.size() - 1, true);
+  return holders_.size() - 1;
+}
+
+void PowerLedger::set_active(size_t h, bool active) {
+  Holder& x = holders_[h];
+  if (x.active == active) return;
+  const double d = inc(x, x.limit) * (active ? 1 : -1);
+  draw_ += d;
+  if (x.gpus > 0 && !rack_draw_.empty()) {
+    for (const auto& [r, g] : x.racks) rack_draw_[r] += d * g / x.gpus;
+  }
+  x.active = active;
+}
+
+std::optional<uint32_t> PowerLedger::violated(const Holder& h) const {
+  if (draw_ > view_.cap_w + kEps) return kNoId;
+  if (!rack_draw_.empty()) {
+    for (const auto& [r, g] : h.racks) {
+      if (r < view_.rack_cap_w.size() && rack_draw_[r] > view_.rack_cap_w[r] + kEps) return r;
+    }
+  }
+  return std::nullopt;
+}
+
+double PowerLedger::next_lower(const Holder& h) const {
+  double best = 0;
+  for (const PowerPoint& p : h.curve->points()) {
+    if (p.limit_w < h.limit - kEps && p.limit_w >= h.min_limit - kEps) best = p.limit_w;
+  }
+  return best;
+}
+
+double PowerLedger::next_higher(const Holder& h) const {
+  for (const PowerPoint& p : h.curve->points()) {
+    if (p.limit_w > h.limit + kEps) return p.limit_w <= h.preferred + kEps ? p.limit_w : 0.0;
+  }
+  return 0;
+}
+
+bool PowerLedger::admit(size_t hid, PendingReason& why) {
+  std::optional<uint32_t> v = violated(holders_[hid]);
+  if (!v) return true;
+  std::vector<std::pair<size_t, double>> journal;  // (holder, limit before) to undo
+  if (shifting_) {
+    while (v) {
+      // The step that loses the least speed per watt saved, among holders drawing on the
+      // violated cap (any for the cluster's; those on the rack for a rack's).
+      size_t best = holders_.size();
+      double best_ratio = std::numeric_limits<double>::infinity(), best_to = 0;
+      for (size_t i = 0; i < holders_.size(); ++i) {
+        const Holder& h = holders_[i];
+        if (!h.active) continue;
+        if (*v != kNoId && std::none_of(h.racks.begin(), h.racks.end(),
+                                        [&](const auto& e) { return e.first == *v; })) {
+          continue;
+        }
+        const double to = next_lower(h);
+        if (to <= 0) continue;
+        const double saved = inc(h, h.limit) - inc(h, to);
+        if (saved <= kEps) continue;
+        const double lost = (h.curve->speed(h.limit) - h.curve->speed(to)) * h.gpus;
+        const double ratio = lost / saved;
+        if (ratio < best_ratio - kEps) best = i, best_ratio = ratio, best_to = to;
+      }
+      if (best == holders_.size()) break;
+      journal.emplace_back(best, holders_[best].limit);
+      apply(holders_[best], best_to);
+      v = violated(holders_[hid]);
+    }
+    if (!v) return true;
+  }
+  why.code = PendingCode::kPowerCapped;
+  why.rack = *v;
+  why.shifted = shifting_;
+  why.power_cap_w = *v == kNoId ? view_.cap_w : view_.rack_cap_w[*v];
+  why.power_need_w = *v == kNoId ? draw_ : rack_draw_[*v];
+  for (auto it = journal.rbegin(); it != journal.rend(); ++it) apply(holders_[it->first], it->second);
+  set_active(hid, false);
+  return false;
+}
+
+void PowerLedger::restore() {
+  if (!shifting_) return;
+  for (;;) {
+    size_t best = holders_.size();
+    double best_ratio = -1, best_to = 0;
+    for (size_t i = 0; i < holders_.size(); ++i) {
+      Holder& h = holders_[i];
+      if (!h.active || h.limit >= h.preferred - kEps) continue;
+      const double to = next_higher(h);
+      if (to <= 0) continue;
+      const double from = h.limit;
+      const double cost = inc(h, to) - inc(h, from);
+      const double gain = (h.curve->speed(to) - h.curve->speed(from)) * h.gpus;
+      // Would the raise keep every cap it touches?
+      apply(h, to);
+      const bool ok = !violated(h);
+      apply(h, from);
+      if (!ok) continue;
+      const double ratio = cost > kEps ? gain / cost : std::numeric_limits<double>::infinity();
+      if (ratio > best_ratio) best = i, best_ratio = ratio, best_to = to;
+    }
+    if (best == holders_.size()) return;
+    apply(holders_[best], best_to);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,102 @@
+// Power in a scheduling cycle (issue 17; docs/energy.md): the estimated draw of what runs, the
+// caps it must stay under, and each job's GPU power limit.
+//
+// A job's estimated draw above idle is, per GPU it holds, its share of the GPU times (the
+// power its workload draws at its limit - the GPU's idle power), from the power model's curves.
+// The cluster's draw is `idle_w` (node base power and every GPU idle, as the caller counts it)
+// plus those increments; the same per rack. The cycle admits a start only if every cap still
+// holds. Two ways to honour a cap (Policy::power_shifting):
+//   hold:  a job that does not fit under the cap waits (kPowerCapped) until power frees;
+//   shift: running and starting jobs' power limits are lowered, cheapest first (the least
+//          speed lost per watt saved, a greedy solution of the knapsack the curves pose), and
+//          only what still does not fit at the lowest limits waits. At the end of the cycle,
+//          power left under the caps raises lowered limits again, most speed per watt first.
+// Every job runs at most at its preferred limit: the energy knob's choice for its queue's
+// energy_weight (0: TDP).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "engine/decisions.h"
+#include "insight/power_model.h"
+#include "model/allocation.h"
+#include "model/cluster.h"
+#include "model/job.h"
+
+namespace tessera {
+
+inline constexpr double kNoPowerCap = std::numeric_limits<double>::infinity();
+
+struct PowerView {
+  const BoundPowerModel* model = nullptr;  // not owned; required
+  double idle_w = 0;                       // the cluster's draw with nothing running
+  double cap_w = kNoPowerCap;
+  std::vector<double> rack_idle_w;  // by RackId (empty: no rack caps)
+  std::vector<double> rack_cap_w;   // by RackId; kNoPowerCap where none
+  double default_energy_weight = 0;  // for queues that set none
+};
+
+// The draw above idle (W) of `job` on `alloc` at GPU power limit `limit_w` (0: TDP), and per
+// rack it touches. Its curve is that of the GPU type of its first member's node.
+double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
+                       const Allocation& alloc, double limit_w);
+
+// The limit a job prefers: the energy knob's for weight `eta` on its GPU type.
+double preferred_limit(const PowerView& v, const Cluster& c, const JobSpec& job,
+                       const Allocation& alloc, double eta);
+
+// The power ledger of one cycle. Holders are running jobs and jobs started in this cycle.
+class PowerLedger {
+ public:
+  PowerLedger(const PowerView& v, const Cluster& c, bool shifting);
+
+  // Adds a holder (a running job at its limit, or one to start at its preferred limit) and
+  // returns its id. Running jobs are added as they are, even past a cap (the caps may have
+  // been lowered since they started).
+  size_t add(JobId job, const JobSpec& spec, const Allocation& alloc, double limit_w,
+             double preferred_w);
+  // Takes a holder off (a preemption victim) or puts it back.
+  void set_active(size_t h, bool active);
+  // Whether holder `h` (just added) may stay: every cap it touches holds with it, after
+  // lowering limits when shifting. If not, everything this call changed is undone, `h` is
+  // taken off, and `why` says which cap (code kPowerCapped).
+  bool admit(size_t h, PendingReason& why);
+  // Raises lowered limits back towards the preferred ones within the caps (shifting only).
+  void restore();
+
+  double limit(size_t h) const { return holders_[h].limit; }
+  JobId job(size_t h) const { return holders_[h].job; }
+  size_t size() const { return holders_.size(); }
+  double draw_w() const { return draw_; }
+
+ private:
+  struct Holder {
+    JobId job = 0;
+    const PowerCurve* curve = nullptr;
+    double idle_w = 0;      // per GPU
+    double min_limit = 0;   // the GPU's lowest limit
+    double gpus = 0;        // whole-GPU equivalents held
+    std::vector<std::pair<RackId, double>> racks;  // GPUs held per rack
+    double limit = 0;
+    double preferred = 0;
+    bool active = true;
+  };
+  double inc(const Holder& h, double limit) const;  // draw above idle at `limit`
+  void apply(Holder& h, double limit);              // moves h to `limit`, updating draws
+  // A cap exceeded now that holder `h` touches: kNoId for the cluster's, a RackId, or nullopt.
+  std::optional<uint32_t> violated(const Holder& h) const;
+  double next_lower(const Holder& h) const;   // the next lower limit point, or 0 for none
+  double next_higher(const Holder& h) const;  // the next higher point <= preferred, or 0
+
+  const PowerView& view_;
+  const Cluster& cluster_;
+  bool shifting_;
+  std::vector<Holder> holders_;
+  double draw_ = 0;
+  std::vector<double> rack_draw_;
+};
+
+}  // namespace tessera
