@@ -49,9 +49,10 @@ EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const Powe
     if (percent) v.remove_suffix(1);
     double x = 0;
     if (!csv::parse_double(v, x) || !(x > 0) || (percent && x > 100)) {
-      throw CLI::ValidationError("--power-cap", "expected kW (e.g. 120) or a percentage of the "
-                                                "cluster's peak draw (e.g. 70%), got '" +
-                                                    a.power_cap + "'");
+      throw CLI::ValidationError("--power-cap",
+                                 "expected kW (e.g. 120) or a percentage of the "
+                                 "cluster's peak draw (e.g. 70%), got '" +
+                                     a.power_cap + "'");
     }
     const double peak = peak_draw_w(c, m, a.node_power_w);
     s.cap_w = percent ? peak * x / 100 : x * 1000;
@@ -76,8 +77,10 @@ nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings
   j["curves"] = m.measured() ? "measured (Zeus)" : "flat at TDP (no Zeus data)";
   j["node_power_watts"] = a.node_power_w;
   j["pue"] = a.pue;
-  j["power_cap"] = a.power_cap.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.power_cap);
-  j["power_cap_watts"] = s.cap_w < kNoPowerCap ? nlohmann::ordered_json(s.cap_w) : nlohmann::ordered_json();
+  j["power_cap"] =
+      a.power_cap.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.power_cap);
+  j["power_cap_watts"] =
+      s.cap_w < kNoPowerCap ? nlohmann::ordered_json(s.cap_w) : nlohmann::ordered_json();
   j["power_shifting"] = a.power_shifting;
   j["energy_weight"] = a.energy_weight;
   j["energy_price_per_kwh"] = a.energy_price;

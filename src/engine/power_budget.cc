@@ -69,8 +69,8 @@ size_t PowerLedger::add(JobId job, const JobSpec& spec, const Allocation& alloc,
     int64_t milli = 0;
     for (size_t k = 0; k < gpm; ++k) milli += alloc.shares[m * gpm + k].milli;
     const double g = static_cast<double>(milli) / kMilliPerGpu;
-    auto it = std::find_if(h.racks.begin(), h.racks.end(),
-                           [&](const auto& e) { return e.first == r; });
+    auto it =
+        std::find_if(h.racks.begin(), h.racks.end(), [&](const auto& e) { return e.first == r; });
     if (it == h.racks.end()) {
       h.racks.emplace_back(r, g);
     } else {
@@ -158,7 +158,8 @@ bool PowerLedger::admit(size_t hid, PendingReason& why) {
   why.shifted = shifting_;
   why.power_cap_w = *v == kNoId ? view_.cap_w : view_.rack_cap_w[*v];
   why.power_need_w = *v == kNoId ? draw_ : rack_draw_[*v];
-  for (auto it = journal.rbegin(); it != journal.rend(); ++it) apply(holders_[it->first], it->second);
+  for (auto it = journal.rbegin(); it != journal.rend(); ++it)
+    apply(holders_[it->first], it->second);
   set_active(hid, false);
   return false;
 }

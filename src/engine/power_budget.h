@@ -34,8 +34,8 @@ struct PowerView {
   const BoundPowerModel* model = nullptr;  // not owned; required
   double idle_w = 0;                       // the cluster's draw with nothing running
   double cap_w = kNoPowerCap;
-  std::vector<double> rack_idle_w;  // by RackId (empty: no rack caps)
-  std::vector<double> rack_cap_w;   // by RackId; kNoPowerCap where none
+  std::vector<double> rack_idle_w;   // by RackId (empty: no rack caps)
+  std::vector<double> rack_cap_w;    // by RackId; kNoPowerCap where none
   double default_energy_weight = 0;  // for queues that set none
 };
 
@@ -76,9 +76,9 @@ class PowerLedger {
   struct Holder {
     JobId job = 0;
     const PowerCurve* curve = nullptr;
-    double idle_w = 0;      // per GPU
-    double min_limit = 0;   // the GPU's lowest limit
-    double gpus = 0;        // whole-GPU equivalents held
+    double idle_w = 0;                             // per GPU
+    double min_limit = 0;                          // the GPU's lowest limit
+    double gpus = 0;                               // whole-GPU equivalents held
     std::vector<std::pair<RackId, double>> racks;  // GPUs held per rack
     double limit = 0;
     double preferred = 0;

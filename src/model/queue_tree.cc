@@ -433,10 +433,10 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 }
 
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
-  check_keys(origin_, n, field,
-             {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
-              "default_priority_class", "default_sla", "time_limit", "tenant_limits",
-              "energy_weight", "queues"});
+  check_keys(
+      origin_, n, field,
+      {"name", "weight", "guarantee", "borrow_limit", "priority_classes", "default_priority_class",
+       "default_sla", "time_limit", "tenant_limits", "energy_weight", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));

@@ -92,8 +92,8 @@ nlohmann::ordered_json energy_json(const Workload& w, const SimResult& r) {
   j["mean_it_kw"] = span > 0 ? e.it_j / span / 1000 : 0.0;
   j["peak_it_kw"] = e.peak_w / 1000;
   j["idle_kw"] = e.idle_w / 1000;
-  j["power_cap_kw"] = e.cap_w < kNoPowerCap ? nlohmann::ordered_json(e.cap_w / 1000)
-                                            : nlohmann::ordered_json();
+  j["power_cap_kw"] =
+      e.cap_w < kNoPowerCap ? nlohmann::ordered_json(e.cap_w / 1000) : nlohmann::ordered_json();
   j["pue"] = e.pue;
   j["cost"] = facility / kJPerKwh * e.price_per_kwh;
   j["power_limit_changes"] = e.limit_changes;
@@ -101,8 +101,8 @@ nlohmann::ordered_json energy_json(const Workload& w, const SimResult& r) {
   nlohmann::ordered_json by = nlohmann::ordered_json::array();
   for (TenantId t = 0; t < w.tenants.size() && t < r.tenants.size(); ++t) {
     const TenantSeries& ts = r.tenants[t];
-    const double share = r.allocated_gpu_seconds > 0 ? ts.gpu_seconds / r.allocated_gpu_seconds
-                                                     : 0.0;
+    const double share =
+        r.allocated_gpu_seconds > 0 ? ts.gpu_seconds / r.allocated_gpu_seconds : 0.0;
     const double kwh = (ts.gpu_energy_j + overhead * share) * e.pue / kJPerKwh;
     by.push_back({{"tenant", w.tenants.name(t)},
                   {"gpu_kwh", ts.gpu_energy_j / kJPerKwh},
@@ -348,12 +348,13 @@ std::string format_summary(const nlohmann::ordered_json& j) {
       j["preemptions"].get<uint64_t>(), j["lost_gpu_hours"].get<double>());
   if (j.contains("energy")) {
     const auto& e = j["energy"];
-    out += fmt::format("energy {:.1f} kWh IT ({:.1f} kWh GPUs busy)   mean {:.1f} kW   peak {:.1f} kW{}\n",
-                       e["it_kwh"].get<double>(), e["gpu_busy_kwh"].get<double>(),
-                       e["mean_it_kw"].get<double>(), e["peak_it_kw"].get<double>(),
-                       e["power_cap_kw"].is_null()
-                           ? std::string()
-                           : fmt::format("   cap {:.1f} kW", e["power_cap_kw"].get<double>()));
+    out += fmt::format(
+        "energy {:.1f} kWh IT ({:.1f} kWh GPUs busy)   mean {:.1f} kW   peak {:.1f} kW{}\n",
+        e["it_kwh"].get<double>(), e["gpu_busy_kwh"].get<double>(), e["mean_it_kw"].get<double>(),
+        e["peak_it_kw"].get<double>(),
+        e["power_cap_kw"].is_null()
+            ? std::string()
+            : fmt::format("   cap {:.1f} kW", e["power_cap_kw"].get<double>()));
   }
   if (j.contains("failures")) {  // (issue 15, defect 6: only --json had them)
     const auto& f = j["failures"];

@@ -178,7 +178,8 @@ class Simulation {
       }
       // Elastic gangs below their maximum may grow into idle GPUs, even with nothing pending.
       const bool growable = policy_.elastic && any_growable();
-      if (changed && (!pending_.empty() || growable)) cycle();
+      // Jobs running below their preferred power limit may be raised once power frees.
+      if (changed && (!pending_.empty() || growable || throttled_gpus_ > 1e-9)) cycle();
       if (policy_.order->time_dependent() && !pending_.empty() && !running_.empty() &&
           !tick_pending_) {
         events_.push(now_ + opt_.tick_seconds, EventKind::kTick);

@@ -26,12 +26,12 @@ class RuntimePredictor;  // insight/runtime_predictor.h
 
 // Power and energy (docs/energy.md): what is counted besides the GPUs, and the power policies.
 struct EnergySettings {
-  double node_base_w = 0;  // each node's draw besides its GPUs (CPU, memory, fans), always on
-  double pue = 1;          // facility energy = IT energy x PUE
-  double cap_w = kNoPowerCap;       // cap on the cluster's estimated IT draw
-  std::vector<double> rack_cap_w;   // by RackId; kNoPowerCap where none (empty: none)
-  double energy_weight = 0;         // Zeus's eta for queues that set none (0: full power)
-  double price_per_kwh = 0;         // for the result's cost (facility energy x price)
+  double node_base_w = 0;      // each node's draw besides its GPUs (CPU, memory, fans), always on
+  double pue = 1;              // facility energy = IT energy x PUE
+  double cap_w = kNoPowerCap;  // cap on the cluster's estimated IT draw
+  std::vector<double> rack_cap_w;  // by RackId; kNoPowerCap where none (empty: none)
+  double energy_weight = 0;        // Zeus's eta for queues that set none (0: full power)
+  double price_per_kwh = 0;        // for the result's cost (facility energy x price)
   bool policies() const {
     return cap_w < kNoPowerCap || energy_weight > 0 ||
            std::any_of(rack_cap_w.begin(), rack_cap_w.end(),
@@ -132,14 +132,14 @@ struct FailureStats {
 // The cluster's energy (SimOptions::power): IT = node base + every GPU, busy or idle.
 struct EnergyStats {
   bool modelled = false;
-  double it_j = 0;          // the cluster's estimated IT energy over the run
-  double gpu_busy_j = 0;    // the part the jobs' GPUs drew (their shares of the GPUs they held)
-  double idle_w = 0;        // the cluster's draw with nothing running
-  double peak_w = 0;        // highest estimated IT draw
-  double pue = 1;            // as configured (EnergySettings), for the report
+  double it_j = 0;        // the cluster's estimated IT energy over the run
+  double gpu_busy_j = 0;  // the part the jobs' GPUs drew (their shares of the GPUs they held)
+  double idle_w = 0;      // the cluster's draw with nothing running
+  double peak_w = 0;      // highest estimated IT draw
+  double pue = 1;         // as configured (EnergySettings), for the report
   double price_per_kwh = 0;
   double cap_w = kNoPowerCap;
-  uint64_t limit_changes = 0;  // running jobs' power limits changed (lowered or raised back)
+  uint64_t limit_changes = 0;        // running jobs' power limits changed (lowered or raised back)
   double throttled_gpu_seconds = 0;  // GPU time run below the preferred power limit
 };
 

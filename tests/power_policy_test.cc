@@ -1,0 +1,222 @@
+// Power caps, the energy knob and energy accounting (issue 17, docs/energy.md), through the
+// simulator and the engine: what a user would notice is that the estimated draw never passes
+// the cap, that shifting power limits costs less time than holding jobs, that the energy knob
+// trades time for energy, and that the energy figures add up.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/cycle.h"
+#include "engine/power_budget.h"
+#include "insight/power_model.h"
+#include "insight/zeus_curves.h"
+#include "model/cluster_spec.h"
+#include "model/input_error.h"
+#include "model/queue_tree.h"
+#include "sim/generator.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+#include "sim_test_util.h"
+
+namespace tessera {
+namespace {
+
+using testing::UnitSpeed;
+
+// A model with measured-like curves for every type: one synthetic curve (no data needed), on
+// V100 (250 W TDP, 34.75 W idle): at 100 W a job runs at 60 % speed drawing 95 W.
+PowerModel synthetic_model() {
+  PowerModel::TypeCurves v100;
+  v100[""] = PowerCurve({{100, 0.6, 95}, {150, 0.85, 130}, {200, 0.97, 165}, {250, 1.0, 200}});
+  return PowerModel({{"V100", v100}});
+}
+
+double mean_jct(const SimResult& r) {
+  double sum = 0;
+  for (const JobOutcome& o : r.jobs) sum += o.finish - o.submit;
+  return sum / static_cast<double>(r.jobs.size());
+}
+
+struct CapRun {
+  SimResult result;
+  double cap_w = kNoPowerCap;
+};
+
+CapRun run_sim(const Workload& w, const Cluster& c, const PowerModel& m, double cap_fraction,
+               bool shifting, double eta = 0) {
+  Policy p = make_policy("fifo", 1);
+  p.power_shifting = shifting;
+  const UnitSpeed model;
+  SimOptions opt;
+  opt.power = &m;
+  opt.energy.node_base_w = 200;
+  double peak = 0;
+  for (const Node& n : c.nodes()) peak += 200 + n.num_gpus * 250.0;
+  if (cap_fraction > 0) opt.energy.cap_w = peak * cap_fraction;
+  opt.energy.energy_weight = eta;
+  return CapRun{simulate(w, c, p, model, opt), opt.energy.cap_w};
+}
+
+Workload busy_workload() {
+  GeneratorOptions g;
+  g.jobs = 120;
+  g.mean_interarrival_s = 120;  // load about 2 on 64 GPUs: power binds
+  return generate_workload(g);
+}
+
+TEST(PowerCap, EstimatedDrawNeverPassesTheCapHoldingOrShifting) {
+  const Cluster c = make_uniform_cluster(1, 2, 8, 4);  // 64 V100
+  const PowerModel m = synthetic_model();
+  const Workload w = busy_workload();
+  const CapRun uncapped = run_sim(w, c, m, 0, false);
+  EXPECT_GT(uncapped.result.energy.peak_w, 0.7 * (16 * 200 + 64 * 250.0) * 0.9);
+  for (const bool shifting : {false, true}) {
+    const CapRun capped = run_sim(w, c, m, 0.6, shifting);
+    EXPECT_LE(capped.result.energy.peak_w, capped.cap_w + 1e-6) << shifting;
+    for (const JobOutcome& o : capped.result.jobs) EXPECT_GE(o.finish, 0);  // all finished
+    EXPECT_GT(mean_jct(capped.result), mean_jct(uncapped.result)) << shifting;
+    if (shifting) {
+      EXPECT_GT(capped.result.energy.limit_changes, 0u);
+      EXPECT_GT(capped.result.energy.throttled_gpu_seconds, 0);
+    } else {
+      EXPECT_EQ(capped.result.energy.limit_changes, 0u);
+      EXPECT_EQ(capped.result.energy.throttled_gpu_seconds, 0);
+    }
+  }
+  // Lowering limits loses less time than holding whole jobs (the curves give 85 % of the speed
+  // for 130 of 200 W).
+  const double hold = mean_jct(run_sim(w, c, m, 0.6, false).result);
+  const double shift = mean_jct(run_sim(w, c, m, 0.6, true).result);
+  EXPECT_LT(shift - mean_jct(uncapped.result), 0.5 * (hold - mean_jct(uncapped.result)));
+}
+
+TEST(PowerCap, AHeldJobSaysItWaitsForPower) {
+  // One node of 4 GPUs, idle 200 + 4 x 34.75 = 339 W; a cap of 600 W leaves 261 W above idle:
+  // one job at full power (165.25 W above idle) fits, a second does not.
+  const Cluster c = make_uniform_cluster(1, 1, 1, 4);
+  const PowerModel m = synthetic_model();
+  const GpuTypeTable& types = c.gpu_types();
+  const BoundPowerModel bound(m, types, {});
+  PowerView v;
+  v.model = &bound;
+  v.idle_w = 339;
+  v.cap_w = 600;
+  Workload w;
+  w.tenants.intern("t");
+  for (int i = 0; i < 2; ++i) {
+    JobSpec j;
+    j.name = "j" + std::to_string(i);
+    j.work_seconds = 100;
+    j.source = "test";
+    w.jobs.push_back(j);
+  }
+  ClusterState state(c);
+  std::vector<PendingJob> pending;
+  for (JobId j = 0; j < 2; ++j) pending.push_back(PendingJob{j, &w.jobs[j], 0, 0, true});
+  Snapshot snap;
+  snap.state = &state;
+  snap.pending = pending;
+  snap.power = &v;
+  Policy p = make_policy("fifo", 1);
+  Decisions d = schedule_cycle(snap, p);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].power_limit_w, 250);
+  ASSERT_EQ(d.pending.size(), 1u);
+  EXPECT_EQ(d.pending[0].code, PendingCode::kPowerCapped);
+  EXPECT_NE(describe(d.pending[0]).find("power cap"), std::string::npos);
+  EXPECT_STREQ(reason_code(d.pending[0].code), "PowerCap");
+  // Shifting: both start, at limits whose draw fits: 2 x (inc) <= 261 W.
+  p.power_shifting = true;
+  d = schedule_cycle(snap, p);
+  ASSERT_EQ(d.starts.size(), 2u);
+  double inc = 0;
+  for (const Start& s : d.starts) {
+    EXPECT_LT(s.power_limit_w, 250);
+    inc += power_increment(v, c, w.jobs[s.job], s.alloc, s.power_limit_w);
+  }
+  EXPECT_LE(v.idle_w + inc, v.cap_w + 1e-9);
+}
+
+TEST(PowerCap, PowerFreedRaisesLoweredLimitsAgain) {
+  const Cluster c = make_uniform_cluster(1, 1, 1, 4);
+  const PowerModel m = synthetic_model();
+  Workload w;
+  w.tenants.intern("t");
+  for (int i = 0; i < 2; ++i) {
+    JobSpec j;
+    j.name = "j" + std::to_string(i);
+    j.work_seconds = i == 0 ? 100 : 10000;
+    j.source = "test";
+    w.jobs.push_back(j);
+  }
+  Policy p = make_policy("fifo", 1);
+  p.power_shifting = true;
+  const UnitSpeed model;
+  SimOptions opt;
+  opt.power = &m;
+  opt.energy.node_base_w = 200;
+  opt.energy.cap_w = 600;
+  const SimResult r = simulate(w, c, p, model, opt);
+  // Both start throttled; when j0 ends, j1 goes back to full power (a second limit change).
+  EXPECT_GE(r.energy.limit_changes, 1u);
+  EXPECT_LE(r.energy.peak_w, 600 + 1e-6);
+  // j1 ran part of its work at full speed: it finished before it would have fully throttled.
+  const double throttled_speed = m.curve("V100", "").speed(150);
+  EXPECT_LT(r.jobs[1].finish, 10000 / throttled_speed);
+}
+
+TEST(EnergyAccounting, FiguresAddUp) {
+  const Cluster c = make_uniform_cluster(1, 2, 8, 4);
+  const PowerModel m = synthetic_model();
+  const Workload w = busy_workload();
+  const SimResult r = run_sim(w, c, m, 0, false).result;
+  ASSERT_TRUE(r.energy.modelled);
+  double jobs = 0, tenants = 0;
+  for (const JobOutcome& o : r.jobs) jobs += o.gpu_energy_j;
+  for (const TenantSeries& t : r.tenants) tenants += t.gpu_energy_j;
+  EXPECT_NEAR(jobs, r.energy.gpu_busy_j, 1e-6 * jobs);
+  EXPECT_NEAR(tenants, r.energy.gpu_busy_j, 1e-6 * jobs);
+  // Unit speed at full power: every job drew 200 W per GPU for its GPU time.
+  EXPECT_NEAR(r.energy.gpu_busy_j, 200 * r.allocated_gpu_seconds, 1e-6 * r.energy.gpu_busy_j);
+  // IT energy = idle draw over the run + each busy GPU's draw above idle.
+  const double span = r.last_finish - r.first_submit;
+  const double idle = 16 * 200 + 64 * 34.75;
+  EXPECT_NEAR(r.energy.idle_w, idle, 1e-9);
+  EXPECT_NEAR(r.energy.it_j, idle * span + (200 - 34.75) * r.allocated_gpu_seconds,
+              1e-6 * r.energy.it_j);
+  // The report's tenants' attributed energy adds up to the facility's.
+  const auto j = make_report(w, c, r, ReportContext{"fifo", 1, "test", {}});
+  double kwh = 0;
+  for (const auto& t : j["energy"]["by_tenant"]) kwh += t["kwh"].get<double>();
+  EXPECT_NEAR(kwh, j["energy"]["facility_kwh"].get<double>(), 1e-6 * kwh);
+  // Without a power model, no energy section.
+  Policy p = make_policy("fifo", 1);
+  const UnitSpeed model;
+  const SimResult none = simulate(w, c, p, model, SimOptions{});
+  EXPECT_FALSE(none.energy.modelled);
+  EXPECT_FALSE(make_report(w, c, none, ReportContext{"fifo", 1, "test", {}}).contains("energy"));
+}
+
+TEST(EnergyKnob, EtaOneSpendsLessEnergyAndMoreTime) {
+  const Cluster c = make_uniform_cluster(1, 2, 8, 4);
+  const PowerModel m = synthetic_model();
+  GeneratorOptions g;
+  g.jobs = 60;
+  g.mean_interarrival_s = 600;  // light load: the knob, not queueing, sets the difference
+  const Workload w = generate_workload(g);
+  const SimResult fast = run_sim(w, c, m, 0, false, 0.0).result;
+  const SimResult frugal = run_sim(w, c, m, 0, false, 1.0).result;
+  EXPECT_LT(frugal.energy.gpu_busy_j, 0.9 * fast.energy.gpu_busy_j);
+  EXPECT_GT(mean_jct(frugal), mean_jct(fast));
+  // A queue's own energy_weight wins over the default.
+  const QueueTree tree =
+      parse_queue_tree_yaml("queues:\n  - name: t\n    energy_weight: 1\n", "q.yaml");
+  EXPECT_EQ(tree.queue(tree.size() - 1).energy_weight, 1);
+  EXPECT_THROW(parse_queue_tree_yaml("queues:\n  - name: t\n    energy_weight: 2\n", "q.yaml"),
+               InputError);
+}
+
+}  // namespace
+}  // namespace tessera
