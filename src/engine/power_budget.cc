@@ -1,5 +1,7 @@
 #include "engine/power_budget.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -28,6 +30,30 @@ double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
   const double limit = limit_w > 0 ? limit_w : s.tdp_w;
   const double per_gpu = std::max(0.0, curve_of(v, c, job, alloc).power(limit) - s.idle_w);
   return per_gpu * static_cast<double>(alloc.gpu_milli()) / kMilliPerGpu;
+}
+
+std::optional<std::string> power_infeasible_reason(const PowerView& v, const Cluster& c,
+                                                   const JobSpec& job) {
+  if (v.cap_w >= kNoPowerCap && v.rack_cap_w.empty()) return std::nullopt;
+  // The least it could ever add: its smallest gang, on the GPU type (of those it may use) that
+  // draws least above idle at that type's lowest limit.
+  const double gpus = static_cast<double>(job.gpu_milli_per_gang(job.min_members)) / kMilliPerGpu;
+  double least = std::numeric_limits<double>::infinity();
+  for (GpuTypeId t = 0; t < c.gpu_types().size() && t < 64; ++t) {
+    if (((c.present_types() >> t) & 1u) == 0 || !type_allowed(job.allowed_types, t)) continue;
+    const GpuPowerSpec& s = v.model->spec(t);
+    const PowerCurve& curve = v.model->curve(t, job.model);
+    const double lowest = std::max(s.min_limit_w, curve.min_limit());
+    least = std::min(least, std::max(0.0, curve.power(lowest) - s.idle_w) * gpus);
+  }
+  if (least == std::numeric_limits<double>::infinity()) return std::nullopt;
+  if (v.idle_w + least > v.cap_w + kEps) {
+    return fmt::format(
+        "its {:g} GPUs would draw at least {:.1f} kW above idle even at the lowest power limit, "
+        "and the power cap of {:.1f} kW leaves {:.1f} kW above the cluster's idle draw",
+        gpus, least / 1000, v.cap_w / 1000, std::max(0.0, v.cap_w - v.idle_w) / 1000);
+  }
+  return std::nullopt;
 }
 
 double preferred_limit(const PowerView& v, const Cluster& c, const JobSpec& job,
@@ -121,7 +147,31 @@ double PowerLedger::next_higher(const Holder& h) const {
   return 0;
 }
 
+bool PowerLedger::fits_alone(const Holder& h, double limit) const {
+  const double d = inc(h, limit);
+  if (view_.idle_w + d > view_.cap_w + kEps) return false;
+  if (!view_.rack_cap_w.empty() && h.gpus > 0) {
+    for (const auto& [r, g] : h.racks) {
+      if (r < view_.rack_cap_w.size() &&
+          view_.rack_idle_w[r] + d * g / h.gpus > view_.rack_cap_w[r] + kEps) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool PowerLedger::admit(size_t hid, PendingReason& why) {
+  if (!shifting_) {
+    // Holding never touches other jobs' limits, but a job that could not run at its preferred
+    // limit even on an otherwise idle cluster starts at the highest limit that could.
+    Holder& h = holders_[hid];
+    while (!fits_alone(h, h.limit)) {
+      const double lower = next_lower(h);
+      if (lower <= 0) break;
+      apply(h, lower);
+    }
+  }
   std::optional<uint32_t> v = violated(holders_[hid]);
   if (!v) return true;
   std::vector<std::pair<size_t, double>> journal;  // (holder, limit before) to undo

@@ -6,7 +6,9 @@
 // The cluster's draw is `idle_w` (node base power and every GPU idle, as the caller counts it)
 // plus those increments; the same per rack. The cycle admits a start only if every cap still
 // holds. Two ways to honour a cap (Policy::power_shifting):
-//   hold:  a job that does not fit under the cap waits (kPowerCapped) until power frees;
+//   hold:  a job that does not fit under the cap waits (kPowerCapped) until power frees; no
+//          running job's limit changes (a job that could not run at its preferred limit even on
+//          an idle cluster starts at the highest limit that could);
 //   shift: running and starting jobs' power limits are lowered, cheapest first (the least
 //          speed lost per watt saved, a greedy solution of the knapsack the curves pose), and
 //          only what still does not fit at the lowest limits waits. At the end of the cycle,
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/decisions.h"
@@ -43,6 +46,12 @@ struct PowerView {
 // rack it touches. Its curve is that of the GPU type of its first member's node.
 double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
                        const Allocation& alloc, double limit_w);
+
+// Why `job` could never start under the cluster's power cap (even alone, at the lowest power
+// limit of the GPU type it may use that draws least), or nullopt. Rack caps are not checked
+// here: a gang may spread over racks.
+std::optional<std::string> power_infeasible_reason(const PowerView& v, const Cluster& c,
+                                                   const JobSpec& job);
 
 // The limit a job prefers: the energy knob's for weight `eta` on its GPU type.
 double preferred_limit(const PowerView& v, const Cluster& c, const JobSpec& job,
@@ -88,8 +97,9 @@ class PowerLedger {
   void apply(Holder& h, double limit);              // moves h to `limit`, updating draws
   // A cap exceeded now that holder `h` touches: kNoId for the cluster's, a RackId, or nullopt.
   std::optional<uint32_t> violated(const Holder& h) const;
-  double next_lower(const Holder& h) const;   // the next lower limit point, or 0 for none
-  double next_higher(const Holder& h) const;  // the next higher point <= preferred, or 0
+  double next_lower(const Holder& h) const;  // the next lower limit point, or 0 for none
+  bool fits_alone(const Holder& h, double limit) const;  // under every cap on an idle cluster
+  double next_higher(const Holder& h) const;             // the next higher point <= preferred, or 0
 
   const PowerView& view_;
   const Cluster& cluster_;

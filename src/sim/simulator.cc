@@ -243,6 +243,14 @@ class Simulation {
     for (QueueId q = 0; q < tree_.size(); ++q) {
       power_policies_ = power_policies_ || tree_.queue(q).energy_weight > 0;
     }
+    if (power_policies_) {
+      for (const JobSpec& s : w_.jobs) {
+        if (auto why = power_infeasible_reason(view_, c_, s)) {
+          throw std::invalid_argument(s.source + ": job " + s.name +
+                                      " can never run under the power cap: " + *why);
+        }
+      }
+    }
     result_.energy.modelled = true;
     result_.energy.pue = opt_.energy.pue;
     result_.energy.price_per_kwh = opt_.energy.price_per_kwh;
@@ -454,7 +462,9 @@ class Simulation {
     state_.release(js.alloc);
     const Amounts held = fair_.held(s, js.alloc);
     if (js.begun && !keep_usage) fair_.add_usage(s.tenant, held, -1);
-    if (!keep_usage) set_drawing(j, false);  // a victim draws through its checkpoint grace
+    // A victim's GPUs go back to idle draw at once: writing a checkpoint is not GPU work, and
+    // the ledger hands its GPUs on now (a job starting on them in this cycle draws from now).
+    set_drawing(j, false);
     fair_.add_demand(s, held, -1);
     remove_from(running_, j);
     js.alloc = Allocation{};
@@ -744,7 +754,8 @@ class Simulation {
     if (js.phase != Phase::kCheckpointing) return;
     if (js.begun) {
       account_held(j, js.grace_gpus * opt_.checkpoint_grace, js.grace_alloc, opt_.checkpoint_grace);
-      account_energy(j, js.draw_w * opt_.checkpoint_grace);
+      // No energy of its own: its GPUs drew nothing above idle for it (stop_run), and their
+      // idle draw is the cluster's (it may already be another job's).
       js.grace_alloc = Allocation{};
       fair_.add_usage(w_.jobs[j].tenant, js.grace_amounts, -1);
     }
