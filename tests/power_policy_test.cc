@@ -220,3 +220,59 @@ TEST(EnergyKnob, EtaOneSpendsLessEnergyAndMoreTime) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(NodeSleep, EmptyNodesSleepAndAJobOnOneWaitsForItToWake) {
+  // Two nodes of 4 GPUs. a (4 GPUs, t=0..1000) fills node-0; node-1 is empty from the start and
+  // sleeps at t=100. b (8 GPUs, t=500) needs both nodes: it waits for a, then starts on both
+  // at 1000, and node-1 must wake first (60 s).
+  const Cluster c = make_uniform_cluster(1, 1, 2, 4);
+  const PowerModel m = synthetic_model();
+  Workload w;
+  w.tenants.intern("t");
+  JobSpec a;
+  a.name = "a";
+  a.min_members = a.max_members = 4;
+  a.work_seconds = 1000;
+  a.source = "test";
+  JobSpec b = a;
+  b.name = "b";
+  b.min_members = b.max_members = 8;
+  b.submit_time = 500;
+  b.work_seconds = 100;
+  w.jobs = {a, b};
+  const Policy p = make_policy("fifo", 1);
+  const UnitSpeed model;
+  SimOptions opt;
+  opt.power = &m;
+  opt.energy.node_base_w = 200;
+  opt.energy.sleep_after_s = 100;
+  opt.energy.wake_s = 60;
+  const SimResult r = simulate(w, c, p, model, opt);
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 1060);
+  EXPECT_DOUBLE_EQ(r.jobs[1].finish, 1160);
+  EXPECT_EQ(r.energy.wakes, 1u);
+  EXPECT_DOUBLE_EQ(r.energy.wake_wait_seconds, 60);
+  // node-1 slept from 100 to 1000 (woken when b was placed); node-0 never slept (it ran a, then
+  // b right away).
+  const double node_idle = 200 + 4 * 34.75;
+  EXPECT_NEAR(r.energy.asleep_node_seconds, 900, 1e-6);
+  EXPECT_NEAR(r.energy.slept_j, 900 * node_idle, 1e-6);
+  // The series adds up to the totals.
+  double it = 0, slept = 0;
+  for (double x : r.energy.it_series_j) it += x;
+  for (double x : r.energy.slept_series_j) slept += x;
+  EXPECT_NEAR(it, r.energy.it_j, 1e-6 * it);
+  EXPECT_NEAR(slept, r.energy.slept_j, 1e-6);
+  // Without sleep the run draws node-1's idle power for those 900 s more, but ends 60 s
+  // sooner (both nodes idle while node-1 booted).
+  opt.energy.sleep_after_s = -1;
+  const SimResult awake = simulate(w, c, p, model, opt);
+  EXPECT_DOUBLE_EQ(awake.jobs[1].finish, 1100);
+  EXPECT_NEAR(awake.energy.it_j - r.energy.it_j, 900 * node_idle - 60 * 2 * node_idle, 1e-6);
+}
+
+}  // namespace
+}  // namespace tessera

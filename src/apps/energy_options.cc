@@ -27,6 +27,16 @@ void add_energy_options(CLI::App& s, EnergyArgs& a) {
       ->check(CLI::Range(0.0, 1.0));
   s.add_option("--energy-price", a.energy_price, "price per kWh, for the energy cost in --json")
       ->check(CLI::NonNegativeNumber);
+  CLI::Option* sleep =
+      s.add_option("--node-sleep-after", a.sleep_after_s,
+                   "power nodes down once nothing has run on them for this many seconds (they "
+                   "draw nothing asleep); bin-packing placement (bestfit) keeps whole nodes idle")
+          ->check(CLI::NonNegativeNumber);
+  s.add_option("--node-wake", a.wake_s,
+               "seconds a sleeping node takes to wake: a job placed on it begins that much later "
+               "(default 300)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(sleep);
 }
 
 double peak_draw_w(const Cluster& c, const PowerModel& m, double node_power_w) {
@@ -43,6 +53,8 @@ EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const Powe
   s.pue = a.pue;
   s.energy_weight = a.energy_weight;
   s.price_per_kwh = a.energy_price;
+  s.sleep_after_s = a.sleep_after_s;
+  s.wake_s = a.wake_s;
   if (!a.power_cap.empty()) {
     std::string_view v = a.power_cap;
     const bool percent = v.back() == '%';
@@ -84,6 +96,9 @@ nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings
   j["power_shifting"] = a.power_shifting;
   j["energy_weight"] = a.energy_weight;
   j["energy_price_per_kwh"] = a.energy_price;
+  j["node_sleep_after_seconds"] =
+      a.sleep_after_s >= 0 ? nlohmann::ordered_json(a.sleep_after_s) : nlohmann::ordered_json();
+  j["node_wake_seconds"] = a.wake_s;
   return j;
 }
 

@@ -21,6 +21,8 @@ struct EnergyArgs {
   bool power_shifting = false;
   double energy_weight = 0;
   double energy_price = 0;  // per kWh
+  double sleep_after_s = -1;
+  double wake_s = 300;
 };
 
 void add_energy_options(CLI::App& cmd, EnergyArgs& a);

@@ -328,6 +328,12 @@ int run_simulate(const SimulateArgs& a) {
                                "combined with --power-cap or --energy-weight");
   }
   policy.power_shifting = a.energy.power_shifting;
+  if (a.energy.sleep_after_s >= 0 && policy.name().find("spread") != std::string::npos) {
+    warn("--node-sleep-after with " + policy.name() +
+         ": spread placement keeps nodes busy, so few sleep; bestfit or topology consolidates "
+         "(e.g. --policy " +
+         policy.name().substr(0, policy.name().find('+')) + "+bestfit)");
+  }
   run["policy"]["power_shifting"] = policy.power_shifting;
   run["energy"] = energy_run_json(a.energy, opt.energy, power);
   run["data_dir"] = data_dir(a);

@@ -12,7 +12,16 @@ namespace tessera {
 // kBegin: a job that preempted others gets their GPUs (their grace is over).
 // kNodeFail / kNodeRecover: a node goes down (`job` is the index of the failure in
 // SimOptions::failures) or comes back (`job` is the node).
-enum class EventKind : uint8_t { kFinish, kTick, kRequeue, kBegin, kNodeFail, kNodeRecover };
+// kNodeSleep: node `job` has been empty for the sleep threshold (stale if its generation moved).
+enum class EventKind : uint8_t {
+  kFinish,
+  kTick,
+  kRequeue,
+  kBegin,
+  kNodeFail,
+  kNodeRecover,
+  kNodeSleep
+};
 
 struct Event {
   double time = 0;

@@ -98,6 +98,20 @@ nlohmann::ordered_json energy_json(const Workload& w, const SimResult& r) {
   j["cost"] = facility / kJPerKwh * e.price_per_kwh;
   j["power_limit_changes"] = e.limit_changes;
   j["throttled_gpu_hours"] = e.throttled_gpu_seconds / 3600;
+  j["slept_kwh"] = e.slept_j / kJPerKwh;
+  j["asleep_node_hours"] = e.asleep_node_seconds / 3600;
+  j["node_wakes"] = e.wakes;
+  j["wake_wait_hours"] = e.wake_wait_seconds / 3600;
+  auto to_kwh = [&](const std::vector<double>& v) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (double x : v) a.push_back(x / kJPerKwh);
+    return a;
+  };
+  j["series"] = {{"start", r.first_submit},
+                 {"interval_s", e.series_interval},
+                 {"it_kwh", to_kwh(e.it_series_j)},
+                 {"gpu_busy_kwh", to_kwh(e.busy_series_j)},
+                 {"slept_kwh", to_kwh(e.slept_series_j)}};
   nlohmann::ordered_json by = nlohmann::ordered_json::array();
   for (TenantId t = 0; t < w.tenants.size() && t < r.tenants.size(); ++t) {
     const TenantSeries& ts = r.tenants[t];

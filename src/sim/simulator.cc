@@ -132,6 +132,11 @@ class Simulation {
     if (w_.jobs.empty()) return result_;
     result_.first_submit = w_.jobs.front().submit_time;
     now_ = result_.first_submit;
+    if (sleeping()) {
+      for (NodeId n = 0; n < c_.nodes().size(); ++n) {
+        events_.push(now_ + opt_.energy.sleep_after_s, EventKind::kNodeSleep, n, 0);
+      }
+    }
     size_t next_submit = 0;
     // Until every job is done: later events (a tick, a node failure) change nothing measured.
     uint64_t steps = 0;
@@ -166,6 +171,8 @@ class Simulation {
         } else if (e.kind == EventKind::kNodeRecover) {
           node_recover(e.job);
           changed = true;
+        } else if (e.kind == EventKind::kNodeSleep) {
+          node_sleep(e.job, e.generation);
         } else {
           tick_pending_ = false;
           changed = true;
@@ -208,8 +215,11 @@ class Simulation {
     fair_.advance(now_, t);
     if (t > now_) {
       if (bound_) {
-        const double draw = view_.idle_w + holding_w_;
+        const double draw = view_.idle_w - asleep_w_ + holding_w_;
         result_.energy.it_j += draw * (t - now_);
+        integrate_series(now_, t, draw);
+        result_.energy.slept_j += asleep_w_ * (t - now_);
+        result_.energy.asleep_node_seconds += asleep_nodes_ * (t - now_);
         result_.energy.peak_w = std::max(result_.energy.peak_w, draw);
         result_.energy.throttled_gpu_seconds += throttled_gpus_ * (t - now_);
       }
@@ -218,6 +228,25 @@ class Simulation {
   }
 
   // ---- power and energy (docs/energy.md) ----
+
+  // Adds [from, to) at the current draws to the energy series' buckets.
+  void integrate_series(double from, double to, double draw) {
+    EnergyStats& e = result_.energy;
+    const double dt = e.series_interval;
+    while (from < to) {
+      const auto b = static_cast<size_t>((from - result_.first_submit) / dt);
+      const double end = std::min(to, result_.first_submit + static_cast<double>(b + 1) * dt);
+      if (e.it_series_j.size() <= b) {
+        e.it_series_j.resize(b + 1, 0.0);
+        e.busy_series_j.resize(b + 1, 0.0);
+        e.slept_series_j.resize(b + 1, 0.0);
+      }
+      e.it_series_j[b] += draw * (end - from);
+      e.busy_series_j[b] += busy_w_ * (end - from);
+      e.slept_series_j[b] += asleep_w_ * (end - from);
+      from = end > from ? end : to;
+    }
+  }
 
   void setup_power() {
     std::vector<std::string> models;
@@ -251,6 +280,9 @@ class Simulation {
         }
       }
     }
+    result_.energy.series_interval = opt_.series_interval > 0 ? opt_.series_interval : 3600.0;
+    node_asleep_.assign(c_.nodes().size(), false);
+    node_gen_.assign(c_.nodes().size(), 0);
     result_.energy.modelled = true;
     result_.energy.pue = opt_.energy.pue;
     result_.energy.price_per_kwh = opt_.energy.price_per_kwh;
@@ -285,6 +317,7 @@ class Simulation {
     if (!bound_ || js.drawing == on) return;
     js.drawing = on;
     holding_w_ += on ? js.inc_w : -js.inc_w;
+    busy_w_ += on ? js.draw_w : -js.draw_w;
     if (js.limit_w > 0 && js.limit_w < preferred_w(j) - 1e-6) {
       throttled_gpus_ += (on ? 1 : -1) * run_gpus(js);
     }
@@ -296,6 +329,56 @@ class Simulation {
     const double own = leaf == kNoId ? kUnknown : tree_.queue(leaf).energy_weight;
     return preferred_limit(view_, c_, w_.jobs[j], js.alloc,
                            own >= 0 ? own : opt_.energy.energy_weight);
+  }
+
+  // ---- node sleep (EnergySettings::sleep_after_s) ----
+
+  bool sleeping() const { return bound_ && opt_.energy.sleep_after_s >= 0; }
+
+  double node_idle_w(NodeId n) const {
+    const Node& node = c_.node(n);
+    return opt_.energy.node_base_w + node.num_gpus * bound_->spec(node.gpu_type).idle_w;
+  }
+
+  bool node_empty(NodeId n) const {
+    const Node& node = c_.node(n);
+    if (state_.node_free_cpu(n) < node.cpu_milli) return false;
+    for (GpuId g = node.first_gpu; g < node.first_gpu + node.num_gpus; ++g) {
+      if (state_.gpu_free(g) < kMilliPerGpu) return false;
+    }
+    return true;
+  }
+
+  // After `a` was released: its nodes that are now empty may sleep after the threshold.
+  void nodes_released(const Allocation& a) {
+    if (!sleeping()) return;
+    for (NodeId n : a.member_node) {
+      if (node_asleep_[n] || down_[n] || !node_empty(n)) continue;
+      events_.push(now_ + opt_.energy.sleep_after_s, EventKind::kNodeSleep, n, ++node_gen_[n]);
+    }
+  }
+
+  void node_sleep(NodeId n, uint32_t generation) {
+    if (generation != node_gen_[n] || node_asleep_[n] || down_[n] || !node_empty(n)) return;
+    node_asleep_[n] = true;
+    asleep_w_ += node_idle_w(n);
+    ++asleep_nodes_;
+  }
+
+  // Wakes the sleeping nodes of `a` (and cancels their pending sleep); returns whether any slept.
+  bool wake_nodes(const Allocation& a) {
+    if (!sleeping()) return false;
+    bool woke = false;
+    for (NodeId n : a.member_node) {
+      ++node_gen_[n];
+      if (!node_asleep_[n]) continue;
+      node_asleep_[n] = false;
+      asleep_w_ -= node_idle_w(n);
+      --asleep_nodes_;
+      result_.energy.wakes++;
+      woke = true;
+    }
+    return woke;
   }
 
   // A running job's power limit changes: its work so far is accounted at the old speed, the
@@ -467,6 +550,7 @@ class Simulation {
     set_drawing(j, false);
     fair_.add_demand(s, held, -1);
     remove_from(running_, j);
+    nodes_released(js.alloc);
     js.alloc = Allocation{};
     js.generation++;
   }
@@ -730,6 +814,8 @@ class Simulation {
     state_.release(js.alloc);
     write_event("evict", j);
     state_.allocate(r.alloc);
+    wake_nodes(r.alloc);  // grown members on a sleeping node: woken, without a boot delay
+    nodes_released(js.alloc);
     fair_.add_demand(s, fair_.held(s, r.alloc), +1);
     js.alloc = std::move(r.alloc);
     js.generation++;
@@ -774,6 +860,10 @@ class Simulation {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     state_.allocate(alloc);
+    if (wake_nodes(alloc) && opt_.energy.wake_s > delay) {
+      result_.energy.wake_wait_seconds += opt_.energy.wake_s - delay;
+      delay = opt_.energy.wake_s;
+    }
     fair_.add_demand(s, amounts_of(s, s.min_members), -1);
     fair_.add_demand(s, fair_.held(s, alloc), +1);
     js.alloc = std::move(alloc);
@@ -956,7 +1046,14 @@ class Simulation {
   std::optional<BoundPowerModel> bound_;
   PowerView view_;
   double holding_w_ = 0;
+  double busy_w_ = 0;  // what the drawing jobs' GPUs draw in all (idle part included)
   double throttled_gpus_ = 0;
+  // Node sleep: which nodes sleep, a generation per node (a sleep event is stale once the node
+  // was used or released again), and what the sleeping nodes would otherwise draw.
+  std::vector<bool> node_asleep_;
+  std::vector<uint32_t> node_gen_;
+  double asleep_w_ = 0;
+  double asleep_nodes_ = 0;
   bool power_policies_ = false;  // a cap or an energy knob: the engine sees view_
   struct RecoveryChoice {
     RecoveryState state;

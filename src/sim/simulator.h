@@ -32,6 +32,12 @@ struct EnergySettings {
   std::vector<double> rack_cap_w;  // by RackId; kNoPowerCap where none (empty: none)
   double energy_weight = 0;        // Zeus's eta for queues that set none (0: full power)
   double price_per_kwh = 0;        // for the result's cost (facility energy x price)
+  // Node sleep (consolidation): a node with nothing on it for `sleep_after_s` powers down
+  // (draws nothing) and a job placed on it begins `wake_s` later, once it has booted. < 0: off.
+  // Placement is what consolidates: bin-packing scorers (bestfit, topology) fill busy nodes
+  // first, so whole nodes go idle.
+  double sleep_after_s = -1;
+  double wake_s = 0;
   bool policies() const {
     return cap_w < kNoPowerCap || energy_weight > 0 ||
            std::any_of(rack_cap_w.begin(), rack_cap_w.end(),
@@ -139,7 +145,15 @@ struct EnergyStats {
   double pue = 1;         // as configured (EnergySettings), for the report
   double price_per_kwh = 0;
   double cap_w = kNoPowerCap;
-  uint64_t limit_changes = 0;        // running jobs' power limits changed (lowered or raised back)
+  uint64_t limit_changes = 0;  // running jobs' power limits changed (lowered or raised back)
+  double slept_j = 0;          // energy not drawn because nodes slept (node base + idle GPUs)
+  double asleep_node_seconds = 0;
+  uint64_t wakes = 0;            // nodes woken for a job
+  double wake_wait_seconds = 0;  // job starts' delay waiting for nodes to wake (summed)
+  // Per bucket of `series_interval` seconds from the first submit: IT energy, the part jobs'
+  // GPUs drew, and the energy sleeping nodes did not draw (J).
+  double series_interval = 3600;
+  std::vector<double> it_series_j, busy_series_j, slept_series_j;
   double throttled_gpu_seconds = 0;  // GPU time run below the preferred power limit
 };
 
