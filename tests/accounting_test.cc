@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/accounting_json.h"
+
 namespace tessera {
 namespace {
 
@@ -85,6 +87,52 @@ TEST(Accounting, PricesCostTheirTypesAndNameTheOnesWithout) {
   EXPECT_THROW(load_prices(bad), std::invalid_argument);
   std::ofstream(bad) << "- V100\n";
   EXPECT_THROW(load_prices(bad), std::invalid_argument);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Accounting, EnergyIsEachRunsDrawOverItsTimeInTheWindowWithItsCarbon) {
+  const double h = 3600;
+  // team-a: 2 GPUs at 500 W from 0 to 2h, then a run with no estimate; team-b: 250 W, 1h..3h.
+  std::vector<RunRecord> runs = {run(1, "team-a", 0, 2 * h, "succeeded", 2000),
+                                 run(2, "team-a", 0, 2 * h, "succeeded", 1000),
+                                 run(3, "team-b", 1 * h, 3 * h, "running", 1000)};
+  runs[0].gpu_watts = 500;
+  runs[2].gpu_watts = 250;
+  // 100 g/kWh in the first hour, 400 after.
+  const CarbonIntensity carbon({{0, 100}, {h, 400}}, CarbonIntensity::TimeBase::kAbsolute);
+  const auto rows = usage_report(runs, {}, 0.5 * h, 2.5 * h, &carbon);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NEAR(rows[0].energy_kwh, 0.5 * 1.5, 1e-9);  // 500 W over 1.5 h of the window
+  EXPECT_NEAR(rows[0].carbon_kg, (0.25 * 100 + 0.5 * 400) / 1000, 1e-9);
+  EXPECT_NEAR(rows[1].energy_kwh, 0.25 * 1.5, 1e-9);
+  EXPECT_NEAR(rows[1].carbon_kg, 0.375 * 400 / 1000, 1e-9);
+  // Without a series: energy, but carbon unknown (absent from the JSON).
+  const auto plain = usage_report(runs, {}, 0, 3 * h);
+  EXPECT_NEAR(plain[0].energy_kwh, 1.0, 1e-9);
+  EXPECT_EQ(plain[0].carbon_kg, -1);
+  auto j = usage_row_json<nlohmann::json>(plain[0]);
+  EXPECT_FALSE(j.contains("carbon_kg"));
+  EXPECT_NEAR(usage_row_from_json(j).energy_kwh, 1.0, 1e-9);
+  // A row read from JSON without energy (a simulation's) has it unknown, not 0.
+  j.erase("energy_kwh");
+  EXPECT_EQ(usage_row_from_json(j).energy_kwh, -1);
+}
+
+TEST(Accounting, AnEnergyPriceCostsTheRowsKilowattHours) {
+  const auto dir = std::filesystem::temp_directory_path() / "tessera-energy-prices";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "prices.yaml").string();
+  std::ofstream(path) << "V100: 2.0\nkwh: 0.15\n";
+  const PriceTable p = load_prices(path);
+  EXPECT_DOUBLE_EQ(p.kwh, 0.15);
+  EXPECT_TRUE(p.gpu_hour.find("kwh") == p.gpu_hour.end());
+  UsageRow r;
+  r.gpu_hours["V100"] = 3;
+  r.energy_kwh = 10;
+  std::vector<std::string> unpriced;
+  EXPECT_DOUBLE_EQ(cost_of(r, p, unpriced), 3 * 2.0 + 10 * 0.15);
+  r.energy_kwh = -1;  // unknown: no energy cost
+  EXPECT_DOUBLE_EQ(cost_of(r, p, unpriced), 3 * 2.0);
   std::filesystem::remove_all(dir);
 }
 

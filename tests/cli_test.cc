@@ -423,4 +423,61 @@ TEST(Cli, UsageReadsASimulationsResult) {
   EXPECT_NE(refused.output.find("has no \"usage\""), std::string::npos) << refused.output;
 }
 
+// A result with the simulator's energy (energy.by_tenant) shows each tenant's kWh and carbon;
+// one without it shows energy as unknown, not 0.
+TEST(Cli, UsageOfAResultShowsItsEnergyWhereItHasIt) {
+  const nlohmann::json usage = nlohmann::json::array(
+      {{{"tenant", "a"}, {"queue", "a"}, {"gpu_hours", {{"V100", 10.0}}}, {"cpu_hours", 1.0}},
+       {{"tenant", "b"}, {"queue", "b"}, {"gpu_hours", {{"V100", 5.0}}}, {"cpu_hours", 0.0}}});
+  const auto plain = tmp("usage-plain.json");
+  std::ofstream(plain) << nlohmann::json{{"usage", usage}}.dump();
+  const auto with = tmp("usage-energy.json");
+  std::ofstream(with) << nlohmann::json{
+      {"usage", usage},
+      {"energy",
+       {{"by_tenant",
+         {{{"tenant", "a"}, {"gpu_kwh", 2.5}, {"kwh", 3.75}, {"carbon_kg", 1.5}},
+          {{"tenant", "b"},
+           {"gpu_kwh", 1.0},
+           {"kwh", 1.25},
+           {"carbon_kg",
+            0.5}}}}}}}.dump();
+  const auto j = run("usage --json --result " + with.string());
+  ASSERT_EQ(j.status, 0) << j.output;
+  const auto rows = nlohmann::json::parse(j.output)["usage"];
+  EXPECT_DOUBLE_EQ(rows[0]["energy_kwh"].get<double>(), 3.75);
+  EXPECT_DOUBLE_EQ(rows[0]["carbon_kg"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(rows[1]["energy_kwh"].get<double>(), 1.25);
+  const auto table = run("usage --result " + with.string());
+  ASSERT_EQ(table.status, 0) << table.output;
+  EXPECT_NE(table.output.find("3.75"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("5.00"), std::string::npos) << table.output;  // total kWh
+  // An energy price costs the kWh.
+  const auto prices = tmp("prices-energy.yaml");
+  std::ofstream(prices) << "V100: 1.0\nkwh: 0.2\n";
+  const auto priced =
+      run("usage --json --prices " + prices.string() + " --result " + with.string());
+  ASSERT_EQ(priced.status, 0) << priced.output;
+  EXPECT_NEAR(nlohmann::json::parse(priced.output)["usage"][0]["cost"].get<double>(),
+              10 * 1.0 + 3.75 * 0.2, 1e-9);
+
+  const auto none = run("usage --json --result " + plain.string());
+  ASSERT_EQ(none.status, 0) << none.output;
+  EXPECT_FALSE(nlohmann::json::parse(none.output)["usage"][0].contains("energy_kwh"));
+  const auto csv = run("usage --csv --result " + plain.string());
+  ASSERT_EQ(csv.status, 0) << csv.output;
+  EXPECT_NE(csv.output.find("a,a,V100,10.0000,1.0000,0,0,0,0,0,0.0000,0,0,,,\n"), std::string::npos)
+      << csv.output;
+  const auto unknown = run("usage --result " + plain.string());
+  std::istringstream lines(unknown.output);
+  std::string line;
+  bool seen = false;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("a ")) continue;
+    seen = true;
+    EXPECT_TRUE(line.ends_with(" -        -")) << unknown.output;  // KWH and CO2-KG
+  }
+  EXPECT_TRUE(seen) << unknown.output;
+}
+
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 namespace tessera {
 namespace {
 
@@ -158,6 +160,46 @@ TEST(ClientTables, UsageShowsHoursByTypeJobsPreemptionsAndCostWithATotal) {
             std::string::npos)
       << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
+TEST(ClientTables, UsageShowsEnergyAndCarbonAndADashWhereUnknown) {
+  const nlohmann::json rows = nlohmann::json::array(
+      {{{"tenant", "team-a"},
+        {"queue", "team-a"},
+        {"gpu_hours", {{"V100", 2.0}}},
+        {"energy_kwh", 12.5},
+        {"carbon_kg", 3.25}},
+       {{"tenant", "team-b"}, {"queue", "team-b"}, {"gpu_hours", {{"V100", 1.0}}}}});
+  PriceTable prices;
+  prices.gpu_hour["V100"] = 2.0;
+  prices.kwh = 0.2;
+  std::vector<std::string> unpriced;
+  const std::string table = usage_table(rows, &prices, unpriced);
+  std::istringstream lines(table);
+  std::string header, a, b, total;
+  std::getline(lines, header);
+  std::getline(lines, a);
+  std::getline(lines, b);
+  std::getline(lines, total);
+  EXPECT_NE(header.find("KWH"), std::string::npos) << table;
+  EXPECT_NE(header.find("CO2-KG"), std::string::npos) << table;
+  EXPECT_NE(a.find("12.50"), std::string::npos) << table;
+  EXPECT_NE(a.find("3.25"), std::string::npos) << table;
+  EXPECT_NE(a.find("6.50"), std::string::npos) << table;  // 2 x 2.0 + 12.5 x 0.2
+  // team-b's energy and carbon are unknown: "-", not 0 (the rows differ only there).
+  auto dashes = [](const std::string& line) {
+    std::istringstream words(line);
+    int n = 0;
+    for (std::string w; words >> w;) n += w == "-" ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(dashes(b), dashes(a) + 2) << table;
+  EXPECT_NE(b.find("2.00"), std::string::npos) << table;  // GPU-hours only
+  EXPECT_NE(total.find("12.50"), std::string::npos) << table;
+  const std::string csv = usage_csv(rows, nullptr, unpriced);
+  EXPECT_NE(csv.find("cost,energy_kwh,carbon_kg\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",,12.5000,3.2500\n"), std::string::npos) << csv;
+  EXPECT_TRUE(csv.ends_with("0,0,,,\n")) << csv;  // team-b: no cost, energy unknown
 }
 
 }  // namespace

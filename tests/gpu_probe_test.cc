@@ -50,6 +50,28 @@ TEST(NvidiaSmi, CountersTheDriverDoesNotReportAreUnknown) {
   EXPECT_GT(gpus[0].memory_used_pct(), 0);
 }
 
+// The query with power.draw and power.limit (the same H100 machine's format); older outputs,
+// without them, still parse (above) with the power unknown.
+TEST(NvidiaSmi, ReadsThePowerDrawAndLimitWhenQueried) {
+  const auto gpus = parse_nvidia_smi_csv(
+      "0, GPU-cfe81ac7-0291-a1a7-2d9e-3a88d9e3eb20, NVIDIA H100 80GB HBM3, 81559, 0, 0, 0, "
+      "71.52, 700.00\n"
+      "1, GPU-8a1c2f3e-aaaa-bbbb-cccc-000000000001, NVIDIA H100 80GB HBM3, 81559, 40779, 97, 41, "
+      "[N/A], 500.00\n",
+      "nvidia-smi");
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(gpus[0].power_draw_w, 71.52);
+  EXPECT_DOUBLE_EQ(gpus[0].power_limit_w, 700);
+  EXPECT_EQ(gpus[1].power_draw_w, -1);
+  EXPECT_DOUBLE_EQ(gpus[1].power_limit_w, 500);
+  const auto old = parse_nvidia_smi_csv(kTwoGpus, "nvidia-smi");
+  EXPECT_EQ(old[0].power_draw_w, -1);
+  EXPECT_EQ(old[0].power_limit_w, -1);
+  const std::string e = testing::error_of(
+      [&] { parse_nvidia_smi_csv("0, GPU-x, Tesla T4, 15360, 0, 3, 1, hot, 70\n", "smi"); });
+  EXPECT_TRUE(testing::Contains(e, "smi:1: field power.draw"));
+}
+
 TEST(NvidiaSmi, MalformedOutputNamesLineAndField) {
   const std::string bad = std::string(kTwoGpus) + "2, GPU-x, Tesla T4, 15360, lots, 3, 1\n";
   const std::string e = testing::error_of([&] { parse_nvidia_smi_csv(bad, "nvidia-smi"); });
@@ -59,7 +81,7 @@ TEST(NvidiaSmi, MalformedOutputNamesLineAndField) {
   const std::string short_line =
       testing::error_of([&] { parse_nvidia_smi_csv("0, GPU-x, Tesla T4\n", "smi"); });
   EXPECT_TRUE(testing::Contains(short_line, "smi:1"));
-  EXPECT_TRUE(testing::Contains(short_line, "expected 7 fields"));
+  EXPECT_TRUE(testing::Contains(short_line, "expected 7 or 9 fields"));
 }
 
 TEST(NvidiaSmi, ProductNamesMapToGpuTypes) {

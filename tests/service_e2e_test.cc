@@ -232,6 +232,39 @@ command: ["sh", "-c", "echo devices=$CUDA_VISIBLE_DEVICES"]
   EXPECT_EQ(json_of(unknown)["field"], "resources.gpu_types");
 }
 
+// Issue 17: serve's energy settings and what /metrics says of power and energy.
+TEST(ServiceE2E, PowerAndEnergyMetricsFollowTheClustersSettings) {
+  TempDir dir("energy");
+  const std::string carbon = dir.file("carbon.csv");
+  std::ofstream(carbon) << "time,g_per_kwh\n2024-03-01T00:00:00Z,120\n2024-03-01T01:00:00Z,90\n";
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2", "--virtual-gpu-type", "V100",
+                                   "--node-power", "100", "--pue", "1.2", "--carbon", carbon});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const int64_t id = submit(admin, R"(name: warm
+tenant: lab
+resources: {gpus: 1}
+command: ["sleep", "1"]
+)");
+  ASSERT_TRUE(eventually([&] { return job_in(admin, id, "succeeded"); }, 10));
+  const std::string metrics = admin.get("/metrics").body;
+  EXPECT_NE(metrics.find("tessera_gpu_power_watts{node="), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("source=\"estimated\""), std::string::npos) << metrics;
+  // Both GPUs idle again: (2 x idle + node base) x PUE, whatever the Zeus data says.
+  EXPECT_NE(metrics.find("tessera_power_watts 203.4\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("tessera_energy_joules_total{tenant=\"lab\"}"), std::string::npos)
+      << metrics;
+  const nlohmann::json usage = json_of(admin.get("/v1/usage"))["usage"];
+  ASSERT_EQ(usage.size(), 1u) << usage.dump();
+  EXPECT_GT(usage[0]["energy_kwh"].get<double>(), 0) << usage.dump();
+  EXPECT_GT(usage[0]["carbon_kg"].get<double>(), 0) << usage.dump();  // the last value, 90
+  // A PUE below 1 is refused before anything starts.
+  const testing::CmdResult refused =
+      testing::run_tessera("serve --virtual-gpus 1 --pue 0.5 --db " + dir.file("other.db"));
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--pue"), std::string::npos) << refused.output;
+}
+
 // Issue 15: the screens an operator reads every day, from a real server.
 TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   TempDir dir("screens");

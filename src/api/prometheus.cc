@@ -72,6 +72,23 @@ std::string render_prometheus(const ServiceMetrics& m) {
        "log's budget, counted but not recorded one by one.\n"
        "# TYPE tessera_audit_suppressed_total counter\n";
   o += fmt::format("tessera_audit_suppressed_total {}\n", m.audit_suppressed);
+  if (m.energy) {
+    o += "# HELP tessera_gpu_power_watts A GPU's power draw: measured (nvidia-smi power.draw) or "
+         "estimated (idle power when free, else the power model's draw of the share held).\n"
+         "# TYPE tessera_gpu_power_watts gauge\n";
+    for (const auto& g : m.gpu_power) {
+      o += fmt::format("tessera_gpu_power_watts{{node=\"{}\",gpu=\"{}\",source=\"{}\"}} {:g}\n",
+                       label(g.node), g.gpu, g.measured ? "measured" : "estimated", g.watts);
+    }
+    o += "# HELP tessera_energy_joules_total Estimated GPU energy of each tenant's runs.\n"
+         "# TYPE tessera_energy_joules_total counter\n";
+    for (const auto& [tenant, j] : m.energy_joules) {
+      o += fmt::format("tessera_energy_joules_total{{tenant=\"{}\"}} {:.3f}\n", label(tenant), j);
+    }
+    o += "# HELP tessera_power_watts The cluster's power: GPUs and node base power, times PUE.\n"
+         "# TYPE tessera_power_watts gauge\n";
+    o += fmt::format("tessera_power_watts {:g}\n", m.power_watts);
+  }
   return o;
 }
 

@@ -244,6 +244,25 @@ nlohmann::json usage_of_result(const std::string& path) {
                              "by a Tessera older than tessera usage --result): run it again");
   }
   nlohmann::json out{{"result", path}, {"usage", doc["usage"]}};
+  // Energy, where the simulation wrote it (energy.by_tenant: tenant, gpu_kwh, kwh, carbon_kg):
+  // each row's energy_kwh and carbon_kg by tenant; a result without it leaves energy unknown.
+  const nlohmann::json* by_tenant = nullptr;
+  if (doc.contains("energy") && doc["energy"].is_object() && doc["energy"].contains("by_tenant") &&
+      doc["energy"]["by_tenant"].is_array()) {
+    by_tenant = &doc["energy"]["by_tenant"];
+  }
+  if (by_tenant != nullptr) {
+    for (nlohmann::json& row : out["usage"]) {
+      if (!row.is_object() || !row.contains("tenant")) continue;
+      for (const nlohmann::json& e : *by_tenant) {
+        if (!e.is_object() || !e.contains("tenant") || e["tenant"] != row["tenant"]) continue;
+        if (e.contains("kwh") && e["kwh"].is_number()) row["energy_kwh"] = e["kwh"];
+        if (e.contains("carbon_kg") && e["carbon_kg"].is_number()) {
+          row["carbon_kg"] = e["carbon_kg"];
+        }
+      }
+    }
+  }
   if (doc.contains("policy")) out["policy"] = doc["policy"];
   if (doc.contains("makespan")) out["makespan_seconds"] = doc["makespan"];
   return out;
@@ -512,7 +531,8 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       ->excludes(until);
   c.usage
       ->add_option("--prices", a.prices,
-                   "price table (YAML): GPU type to price per GPU-hour, and cpu_hour")
+                   "price table (YAML): GPU type to price per GPU-hour, cpu_hour, and kwh "
+                   "(per kWh of energy)")
       ->check(CLI::ExistingFile);
   c.usage->add_flag("--json", a.json, "print JSON (with a cost per row when --prices is given)");
   c.usage->add_flag("--csv", a.csv, "print CSV, one line per tenant, queue and GPU type")

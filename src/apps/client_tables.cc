@@ -302,15 +302,27 @@ std::string jobs_cell(const UsageRow& r) {
 
 std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
                         std::vector<std::string>& unpriced) {
-  constexpr const char* kRow = "{:<16} {:<20} {:<28} {:>8} {:<26} {:>7} {:>9} {:>6} {:>6}{}\n";
-  std::string out =
-      fmt::format(kRow, "TENANT", "QUEUE", "GPU-HOURS", "CPU-H", "FINISHED", "STARTED", "MEAN-WAIT",
-                  "PREEMP", "CAUSED", prices != nullptr ? fmt::format(" {:>10}", "COST") : "");
-  double gpu_total = 0, cpu_total = 0, cost_total = 0;
+  constexpr const char* kRow =
+      "{:<16} {:<20} {:<28} {:>8} {:<26} {:>7} {:>9} {:>6} {:>6} {:>9} {:>8}{}\n";
+  std::string out = fmt::format(kRow, "TENANT", "QUEUE", "GPU-HOURS", "CPU-H", "FINISHED",
+                                "STARTED", "MEAN-WAIT", "PREEMP", "CAUSED", "KWH", "CO2-KG",
+                                prices != nullptr ? fmt::format(" {:>10}", "COST") : "");
+  double gpu_total = 0, cpu_total = 0, cost_total = 0, kwh_total = 0, co2_total = 0;
+  bool kwh_known = false, co2_known = false;
+  // Energy and carbon are "-" where unknown (a result without them; no carbon series).
+  auto known = [](double v) { return v >= 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
   for (const auto& j : rows) {
     const UsageRow r = usage_row_from_json(j);
     gpu_total += r.total_gpu_hours();
     cpu_total += r.cpu_hours;
+    if (r.energy_kwh >= 0) {
+      kwh_total += r.energy_kwh;
+      kwh_known = true;
+    }
+    if (r.carbon_kg >= 0) {
+      co2_total += r.carbon_kg;
+      co2_known = true;
+    }
     std::string cost;
     if (prices != nullptr) {
       const double c = cost_of(r, *prices, unpriced);
@@ -321,10 +333,11 @@ std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
                        fit(gpu_hours_cell(r), 28), fmt::format("{:.2f}", r.cpu_hours),
                        fit(jobs_cell(r), 26), r.started,
                        r.started > 0 ? short_duration(r.mean_wait_hours() * 3600) : "-",
-                       r.preempted, r.preemptor, cost);
+                       r.preempted, r.preemptor, known(r.energy_kwh), known(r.carbon_kg), cost);
   }
   out += fmt::format(kRow, "TOTAL", "", fmt::format("{:.2f}", gpu_total),
                      fmt::format("{:.2f}", cpu_total), "", "", "", "", "",
+                     known(kwh_known ? kwh_total : -1), known(co2_known ? co2_total : -1),
                      prices != nullptr ? fmt::format(" {:>10.2f}", cost_total) : "");
   return out;
 }
@@ -333,7 +346,7 @@ std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
                       std::vector<std::string>& unpriced) {
   std::string out =
       "tenant,queue,gpu_type,gpu_hours,cpu_hours,jobs_succeeded,jobs_failed,jobs_timeout,"
-      "jobs_cancelled,started,mean_wait_hours,preempted,preemptor,cost\n";
+      "jobs_cancelled,started,mean_wait_hours,preempted,preemptor,cost,energy_kwh,carbon_kg\n";
   auto quoted = [](const std::string& v) {
     if (v.find_first_of(",\"\n") == std::string::npos) return v;
     std::string q = "\"";
@@ -357,14 +370,20 @@ std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
         UsageRow part;
         part.gpu_hours[types[k].first] = types[k].second;
         part.cpu_hours = first ? r.cpu_hours : 0;
+        part.energy_kwh = first ? r.energy_kwh : -1;
         cost = fmt::format("{:.4f}", cost_of(part, *prices, unpriced));
       }
-      out += fmt::format(
-          "{},{},{},{:.4f},{:.4f},{},{},{},{},{},{:.4f},{},{},{}\n", quoted(r.tenant),
-          quoted(r.queue), quoted(types[k].first), types[k].second, first ? r.cpu_hours : 0.0,
-          first ? count("succeeded") : 0, first ? count("failed") : 0, first ? count("timeout") : 0,
-          first ? count("cancelled") : 0, first ? r.started : 0, first ? r.mean_wait_hours() : 0.0,
-          first ? r.preempted : 0, first ? r.preemptor : 0, cost);
+      // Energy and carbon on the first line (empty where unknown).
+      auto known = [&](double v) {
+        return first && v >= 0 ? fmt::format("{:.4f}", v) : std::string();
+      };
+      out += fmt::format("{},{},{},{:.4f},{:.4f},{},{},{},{},{},{:.4f},{},{},{},{},{}\n",
+                         quoted(r.tenant), quoted(r.queue), quoted(types[k].first), types[k].second,
+                         first ? r.cpu_hours : 0.0, first ? count("succeeded") : 0,
+                         first ? count("failed") : 0, first ? count("timeout") : 0,
+                         first ? count("cancelled") : 0, first ? r.started : 0,
+                         first ? r.mean_wait_hours() : 0.0, first ? r.preempted : 0,
+                         first ? r.preemptor : 0, cost, known(r.energy_kwh), known(r.carbon_kg));
     }
   }
   return out;

@@ -11,10 +11,13 @@
 #include <thread>
 
 #include "api/http_server.h"
+#include "apps/data_dir.h"
 #include "apps/listen.h"
 #include "apps/service_commands.h"
 #include "control/service.h"
 #include "control/token.h"
+#include "insight/zeus_curves.h"
+#include "model/carbon_intensity.h"
 
 namespace tessera {
 
@@ -27,6 +30,26 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--virtual-gpus", a.virtual_gpus,
                 "schedule N virtual GPUs (default: the GPUs nvidia-smi reports, else 8)")
       ->check(CLI::Range(0, 4096));
+  s->add_option("--virtual-gpu-type", a.virtual_gpu_type,
+                "the GPU type virtual GPUs are (e.g. H100: their power is then estimated as "
+                "that type's; \"virtual\" draws nothing)")
+      ->capture_default_str();
+  s->add_option("--data-dir", a.data_dir,
+                "measured data (the power model reads energy/zeus; default: TESSERA_DATA, else "
+                "../shared/data)");
+  s->add_option("--node-power", a.node_power,
+                "this host's base power in watts (CPU, memory, fans; 0: not counted), added to "
+                "the GPUs' in tessera_power_watts")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  s->add_option("--pue", a.pue,
+                "power usage effectiveness: facility power per IT watt (tessera_power_watts)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 10.0));
+  s->add_option("--carbon", a.carbon,
+                "hourly carbon intensity (CSV: time,g_per_kwh; time in Unix seconds or "
+                "ISO-8601 UTC) for usage's carbon_kg")
+      ->check(CLI::ExistingFile);
   s->add_option("--admin-token", a.admin_token,
                 "the admin's bearer token (default: TESSERA_ADMIN_TOKEN, else the stored one, "
                 "else a new one written to DB.admin-token)");
@@ -151,6 +174,21 @@ int run_serve(const ServeArgs& a) {
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.classifier = a.classify;
+  opt.virtual_gpu_type = a.virtual_gpu_type;
+  opt.node_power_w = a.node_power;
+  opt.pue = a.pue;
+  {
+    const std::string data = data_dir_or_default(a.data_dir);
+    opt.power_model = std::make_shared<const PowerModel>(load_power_model(data));
+    if (!opt.power_model->measured()) {
+      std::cerr << "tessera serve: no Zeus power data in " << data
+                << "/energy/zeus: GPU power is estimated at each type's TDP\n";
+    }
+  }
+  if (!a.carbon.empty()) {
+    opt.carbon = std::make_shared<const CarbonIntensity>(
+        CarbonIntensity::load(a.carbon, CarbonIntensity::TimeBase::kAbsolute));
+  }
   opt.history_interval_seconds = a.history_interval;
   opt.history_window_seconds = a.history_hours * 3600;
   opt.retain_finished_seconds = a.retain_finished_hours < 0 ? -1 : a.retain_finished_hours * 3600;

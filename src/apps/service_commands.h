@@ -42,6 +42,13 @@ struct ServeArgs {
   double retain_finished_hours = 24;  // < 0: for ever
   double archive_after_hours = -1;    // < 0: never
   std::string archive_dir;            // empty: <db>.archive
+  // Energy (issue 17): the data dir the power model is read from (empty: the default, as
+  // other commands), the virtual GPUs' type, this host's base power, the PUE, a carbon series.
+  std::string data_dir;
+  std::string virtual_gpu_type = "virtual";
+  double node_power = 0;
+  double pue = 1;
+  std::string carbon;
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);

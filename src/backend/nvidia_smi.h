@@ -23,17 +23,24 @@ struct GpuReading {
   double memory_used_mib = -1;
   double util_gpu_pct = -1;
   double util_mem_pct = -1;
+  // Board power draw and the power limit in force (W); -1 when not reported ([N/A]) or not
+  // queried (an output of the query without the power fields).
+  double power_draw_w = -1;
+  double power_limit_w = -1;
 
   // memory.used / memory.total in percent, or -1 when either is unknown.
   double memory_used_pct() const;
 };
 
-// The --query-gpu fields parse_nvidia_smi_csv expects, in order.
+// The --query-gpu fields query_gpus asks for, in order. The last two (power.draw, power.limit)
+// are optional to the parser: the seven before them are the query of earlier versions.
 inline constexpr std::string_view kNvidiaSmiQuery =
-    "index,uuid,name,memory.total,memory.used,utilization.gpu,utilization.memory";
+    "index,uuid,name,memory.total,memory.used,utilization.gpu,utilization.memory,power.draw,"
+    "power.limit";
 
-// Parses `nvidia-smi --query-gpu=<kNvidiaSmiQuery> --format=csv,noheader,nounits`. Throws
-// InputError naming `origin`, the line and the field on malformed output.
+// Parses `nvidia-smi --query-gpu=<kNvidiaSmiQuery> --format=csv,noheader,nounits`, with or
+// without the two power fields (every line alike). Throws InputError naming `origin`, the line
+// and the field on malformed output.
 std::vector<GpuReading> parse_nvidia_smi_csv(std::string_view text, const std::string& origin);
 
 // Runs `binary` (normally "nvidia-smi", found on PATH) once and parses what it prints. Throws

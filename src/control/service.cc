@@ -52,8 +52,9 @@ int64_t host_mem_mib() {
   return static_cast<int64_t>(pages) * page / (1024 * 1024);
 }
 
-// The cluster this host offers, and the host GPU index of every GpuId.
-Cluster build_cluster(const ServiceOptions& opt, std::vector<int32_t>& index) {
+// The cluster this host offers, the host GPU index of every GpuId, and whether its GPUs are
+// real (found by nvidia-smi).
+Cluster build_cluster(const ServiceOptions& opt, std::vector<int32_t>& index, bool& real) {
   ClusterBuilder b;
   set_default_links(b);
   const std::string host = host_name();
@@ -66,10 +67,13 @@ Cluster build_cluster(const ServiceOptions& opt, std::vector<int32_t>& index) {
     }
   }
   index.clear();
+  real = !gpus.empty();
   if (gpus.empty()) {
     const int n = opt.virtual_gpus > 0 ? opt.virtual_gpus : kDefaultVirtualGpus;
-    b.add_node("spine", "rack", host, b.gpu_types().intern("virtual"), static_cast<uint16_t>(n),
-               host_cpu_milli(), host_mem_mib());
+    b.add_node(
+        "spine", "rack", host,
+        b.gpu_types().intern(opt.virtual_gpu_type.empty() ? "virtual" : opt.virtual_gpu_type),
+        static_cast<uint16_t>(n), host_cpu_milli(), host_mem_mib());
     for (int i = 0; i < n; ++i) index.push_back(i);
     return b.build();
   }
@@ -225,14 +229,21 @@ bool within_cluster(const Cluster& c, const Allocation& a) {
   return true;
 }
 
+// The energy settings, refused before anything opens.
+ServiceOptions checked_energy_settings(ServiceOptions opt) {
+  if (!(opt.pue >= 1)) throw std::invalid_argument("--pue must be at least 1");
+  if (!(opt.node_power_w >= 0)) throw std::invalid_argument("--node-power must be 0 or more");
+  return opt;
+}
+
 constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                     0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
 }  // namespace
 
 Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
-    : opt_(std::move(opt)),
-      cluster_(build_cluster(opt_, gpu_index_)),
+    : opt_(checked_energy_settings(std::move(opt))),
+      cluster_(build_cluster(opt_, gpu_index_, real_gpus_)),
       store_(open_store(opt_, /*local_backend=*/!backend)),
       backend_(backend
                    ? std::move(backend)
@@ -257,6 +268,8 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
         "--archive-after must be at least --retain-finished: jobs are archived once out of "
         "memory");
   }
+  power_ = opt_.power_model ? opt_.power_model : std::make_shared<const PowerModel>();
+  energy_.restore(store_->run_energy_joules());
   counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));
   counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
   std::lock_guard lock(mu_);
@@ -574,6 +587,7 @@ void Service::run_loop() {
       archive_if_due();
       last_cycle = Clock::now();
     }
+    read_gpu_power_if_due();
     record_history_if_due();
   }
 }
@@ -583,6 +597,7 @@ void Service::tick() {
   launch_ready();
   run_cycle();
   archive_if_due();
+  read_gpu_power_if_due();
   record_history_if_due();
 }
 
@@ -844,6 +859,7 @@ RunRecord Service::run_record_locked(const Job& j) const {
   }
   r.cpu_milli = j.alloc.cpu_milli_per_member * j.alloc.members();
   r.mem_mib = j.alloc.mem_mib_per_member * j.alloc.members();
+  r.gpu_watts = run_gpu_watts(*power_, r.gpu_milli);
   return r;
 }
 
@@ -855,6 +871,7 @@ void Service::end_run_locked(Job& j, double ended, const std::string& outcome) {
   j.run.outcome = outcome;
   j.run.preempted_by = j.preempted_by;
   j.run.preempted_by_tenant = j.preempted_by_tenant;
+  energy_.add_ended(j.run.tenant, j.run.gpu_watts * std::max(0.0, ended - j.run.started));
   unsaved_runs_.push_back(std::move(j.run));
   j.run = RunRecord{};
 }

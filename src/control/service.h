@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgroups.h"
+#include "control/energy.h"
 #include "control/history.h"
 #include "control/store_health.h"
 #include "control/tenant_limits.h"
@@ -38,6 +39,7 @@
 #include "engine/decisions.h"
 #include "engine/policy.h"
 #include "insight/workload_classifier.h"
+#include "model/carbon_intensity.h"
 #include "model/cluster.h"
 #include "model/cluster_state.h"
 #include "model/job.h"
@@ -90,6 +92,18 @@ struct ServiceOptions {
   // "threshold", "majority"; docs/classifier.md); "" = none. It learns from the jobs whose
   // class their user set, as they finish.
   std::string classifier;
+  // Energy (issue 17; control/energy.h). The power model (serve loads it from the data dir;
+  // null = one without measurements: flat curves at each type's TDP); the type name virtual
+  // GPUs get ("virtual" has no power figures: it draws 0); this host's base power (CPU,
+  // memory, fans; W, counted once in tessera_power_watts; 0 = not counted); the PUE (>= 1);
+  // an hourly carbon-intensity series on Unix time (usage's carbon_kg; null = none).
+  std::shared_ptr<const PowerModel> power_model;
+  std::string virtual_gpu_type = "virtual";
+  double node_power_w = 0;
+  double pue = 1;
+  std::shared_ptr<const CarbonIntensity> carbon;
+  // How often (service clock) a server on real GPUs reads their power draw with nvidia-smi.
+  double power_read_interval_seconds = 10;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -292,6 +306,9 @@ class Service {
   const Cluster& cluster() const { return cluster_; }
   // Runs one poll + cycle now (tests; the scheduler thread does this on its own).
   void tick();
+  // Reads the GPUs' power draw with nvidia-smi now, if this server found real GPUs (tick() and
+  // the scheduler thread do, every power_read_interval_seconds).
+  void read_gpu_power();
 
  private:
   struct Job;
@@ -381,6 +398,17 @@ class Service {
   std::unique_ptr<HistoryLog> history_;
   std::unique_ptr<HistorySampler> history_sampler_;
   bool history_write_failing_ = false;  // said once per run of failures
+  // Energy (service_energy.cc): nvidia-smi's power readings when due; the energy and power
+  // gauges of `m` as of `t`; the nodes as the API shows them, unfiltered.
+  void read_gpu_power_if_due();
+  void energy_metrics_locked(ServiceMetrics& m, double t) const;
+  std::vector<NodeView> nodes_locked() const;
+  std::shared_ptr<const PowerModel> power_;
+  mutable EnergyCounters energy_;  // read by metrics(): never goes down
+  bool real_gpus_ = false;  // the GPUs came from nvidia-smi (set with cluster_, declared later)
+  std::map<int32_t, double> measured_w_;  // power.draw by host GPU index (the last reading)
+  double last_power_read_ = -1;
+  bool power_read_failing_ = false;  // said once per run of failures
   void run_loop();
   void poll_processes();
   void run_cycle();

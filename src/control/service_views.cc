@@ -254,6 +254,10 @@ std::vector<QueueView> Service::queues(const Caller& caller) const {
 
 std::vector<NodeView> Service::nodes() const {
   std::lock_guard lock(mu_);
+  return nodes_locked();
+}
+
+std::vector<NodeView> Service::nodes_locked() const {
   std::vector<NodeView> out = node_views(state_, [&](GpuId g) { return gpu_index_[g]; });
   std::vector<HeldAllocation> held;
   for (const auto& [id, jp] : active_) {
@@ -353,7 +357,7 @@ std::vector<UsageRow> Service::usage(const Caller& caller, double since, double 
                                j.row.finished_at});
     }
   }
-  std::vector<UsageRow> rows = usage_report(runs, jobs, since, until);
+  std::vector<UsageRow> rows = usage_report(runs, jobs, since, until, opt_.carbon.get());
   if (!caller.admin)
     std::erase_if(rows, [&](const UsageRow& r) { return r.tenant != caller.tenant; });
   return rows;
@@ -379,6 +383,7 @@ ServiceMetrics Service::metrics() const {
   m.gpus_total = cluster_.num_gpus();
   m.gpus_allocated = static_cast<double>(state_.allocated_milli()) / 1000.0;
   m.tenants = std::move(by);
+  energy_metrics_locked(m, now());
   return m;
 }
 

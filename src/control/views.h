@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,6 +107,17 @@ struct ServiceMetrics {
   uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget
   uint64_t store_write_failures = 0;  // database writes that failed (a full disk)
   bool store_writable = true;
+  // Energy (serve; control/energy.h). `energy` false: none of it is shown (tessera kube).
+  bool energy = false;
+  struct GpuPower {
+    std::string node;
+    int32_t gpu = 0;  // its host index
+    double watts = 0;
+    bool measured = false;  // nvidia-smi's power.draw; else the estimate
+  };
+  std::vector<GpuPower> gpu_power;
+  std::map<std::string, double> energy_joules;  // by tenant: estimated GPU energy so far
+  double power_watts = 0;                       // the cluster: GPUs + node base power, x PUE
 };
 
 }  // namespace tessera

@@ -16,12 +16,18 @@ double UsageRow::total_gpu_hours() const {
 }
 
 std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
-                                   const std::vector<JobRecord>& jobs, double since, double until) {
+                                   const std::vector<JobRecord>& jobs, double since, double until,
+                                   const CarbonIntensity* carbon) {
   std::map<std::pair<std::string, std::string>, UsageRow> rows;
   auto row = [&](const std::string& tenant, const std::string& queue) -> UsageRow& {
-    UsageRow& r = rows[{tenant, queue}];
-    r.tenant = tenant;
-    r.queue = queue;
+    const auto [it, fresh] = rows.try_emplace({tenant, queue});
+    UsageRow& r = it->second;
+    if (fresh) {
+      r.tenant = tenant;
+      r.queue = queue;
+      r.energy_kwh = 0;  // known (the runs' estimates), though perhaps 0
+      r.carbon_kg = carbon != nullptr ? 0 : -1;
+    }
     return r;
   };
   auto inside = [&](double t) { return t >= since && t < until; };
@@ -34,6 +40,14 @@ std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
     const bool preempted = run.outcome == "preempted" && inside(run.ended);
     if (hours <= 0 && !preempted) continue;
     UsageRow& r = row(run.tenant, run.queue);
+    if (hours > 0 && run.gpu_watts > 0) {
+      r.energy_kwh += run.gpu_watts * hours / 1000.0;
+      if (carbon != nullptr) {
+        r.carbon_kg +=
+            carbon->grams(run.gpu_watts, std::max(run.started, since), std::min(run.ended, until)) /
+            1000.0;
+      }
+    }
     for (const auto& [type, milli] : run.gpu_milli) {
       r.gpu_hours[type] += hours * static_cast<double>(milli) / 1000.0;
     }
@@ -75,7 +89,7 @@ PriceTable load_prices(const std::string& path) {
   if (!root.IsMap()) {
     throw std::invalid_argument(path +
                                 ": expected a map of GPU type to price per GPU-hour, e.g. "
-                                "\"V100: 2.48\" (and optionally cpu_hour)");
+                                "\"V100: 2.48\" (and optionally cpu_hour, kwh)");
   }
   PriceTable t;
   for (const auto& kv : root) {
@@ -91,6 +105,8 @@ PriceTable load_prices(const std::string& path) {
     }
     if (key == "cpu_hour") {
       t.cpu_hour = v;
+    } else if (key == "kwh") {
+      t.kwh = v;
     } else {
       t.gpu_hour[key] = v;
     }
@@ -100,6 +116,7 @@ PriceTable load_prices(const std::string& path) {
 
 double cost_of(const UsageRow& row, const PriceTable& prices, std::vector<std::string>& unpriced) {
   double cost = row.cpu_hours * prices.cpu_hour;
+  if (row.energy_kwh > 0) cost += row.energy_kwh * prices.kwh;
   for (const auto& [type, hours] : row.gpu_hours) {
     const auto it = prices.gpu_hour.find(type);
     if (it != prices.gpu_hour.end()) {

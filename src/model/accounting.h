@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "model/carbon_intensity.h"
+
 namespace tessera {
 
 // One run (attempt) of a job: from its start until its processes were gone. A run still going
@@ -27,6 +29,10 @@ struct RunRecord {
   int64_t mem_mib = 0;
   int64_t preempted_by = -1;        // the job it gave way to (outcome preempted), else -1
   std::string preempted_by_tenant;  // ... and its tenant
+  // Its estimated GPU draw (W) while it ran, all GPUs together: per GPU type held, the
+  // GPUs' share x the power model's median curve at that type's TDP (control/energy.h); 0
+  // where unknown (a GPU type without power figures, a run recorded before energy was).
+  double gpu_watts = 0;
 };
 
 // A job as accounting sees it.
@@ -49,26 +55,37 @@ struct UsageRow {
   double wait_hours_sum = 0;            // ... their total wait from submission to first start
   int64_t preempted = 0;                // runs of its jobs preempted within the window (suffered)
   int64_t preemptor = 0;                // runs of others' jobs preempted for its jobs (caused)
+  // Estimated GPU energy (kWh) of its runs within the window (no node base power, no PUE; a
+  // simulation's result gives its own figure); -1 = unknown (shown as "-", not 0).
+  double energy_kwh = -1;
+  // The carbon of that energy (kg CO2) under the carbon-intensity series; -1 = no series.
+  double carbon_kg = -1;
   double mean_wait_hours() const { return started > 0 ? wait_hours_sum / started : 0; }
   double total_gpu_hours() const;
 };
 
 // Per (tenant, queue), sorted by tenant then queue: usage within [since, until) (a run counts
-// the part of it inside the window). Tenants with nothing in the window are left out.
+// the part of it inside the window). Tenants with nothing in the window are left out. Energy is
+// each run's gpu_watts over its part of the window; with `carbon` (an absolute-time series,
+// Unix seconds) each row's carbon_kg is that energy under the series' hourly intensity.
 std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
-                                   const std::vector<JobRecord>& jobs, double since, double until);
+                                   const std::vector<JobRecord>& jobs, double since, double until,
+                                   const CarbonIntensity* carbon = nullptr);
 
-// Prices per GPU-hour by GPU type, and per CPU-hour: a YAML map, e.g.
+// Prices per GPU-hour by GPU type, per CPU-hour and per kWh of energy: a YAML map, e.g.
 //   V100: 2.48
 //   A100-80G: 4.10
 //   cpu_hour: 0.04
+//   kwh: 0.15
 // Throws std::invalid_argument naming the file and the key for anything else.
 struct PriceTable {
   std::map<std::string, double> gpu_hour;
   double cpu_hour = 0;
+  double kwh = 0;  // per kWh of the row's energy_kwh (nothing where energy is unknown)
 };
 PriceTable load_prices(const std::string& path);
-// The cost of a row; the GPU types it used that have no price are added to `unpriced`.
+// The cost of a row (GPU-hours, CPU-hours and energy); the GPU types it used that have no price
+// are added to `unpriced`.
 double cost_of(const UsageRow& row, const PriceTable& prices, std::vector<std::string>& unpriced);
 
 }  // namespace tessera

@@ -15,6 +15,11 @@ UsageRow usage_row_from_json(const nlohmann::json& row) {
   r.wait_hours_sum = row.value("mean_wait_hours", 0.0) * static_cast<double>(r.started);
   r.preempted = row.value("preempted", int64_t{0});
   r.preemptor = row.value("preemptor", int64_t{0});
+  auto known = [&](const char* key) {
+    return row.contains(key) && row[key].is_number() ? row[key].get<double>() : -1.0;
+  };
+  r.energy_kwh = known("energy_kwh");
+  r.carbon_kg = known("carbon_kg");
   return r;
 }
 

@@ -22,10 +22,14 @@ Json usage_row_json(const UsageRow& r) {
   j["mean_wait_hours"] = r.mean_wait_hours();
   j["preempted"] = r.preempted;
   j["preemptor"] = r.preemptor;
+  // Absent where unknown (a row without an energy estimate; no carbon series).
+  if (r.energy_kwh >= 0) j["energy_kwh"] = r.energy_kwh;
+  if (r.carbon_kg >= 0) j["carbon_kg"] = r.carbon_kg;
   return j;
 }
 
-// The inverse (mean_wait_hours back into wait_hours_sum); missing fields are zero.
+// The inverse (mean_wait_hours back into wait_hours_sum); missing fields are zero, but a
+// missing energy_kwh or carbon_kg is unknown (-1).
 UsageRow usage_row_from_json(const nlohmann::json& row);
 
 }  // namespace tessera

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 11> kMigrations = {
+constexpr std::array<std::string_view, 12> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -130,6 +130,11 @@ CREATE TABLE history (
     // 11: the kind the workload classifier gave a job that named no class (serve --classify).
     R"sql(
 ALTER TABLE jobs ADD COLUMN classified TEXT NOT NULL DEFAULT '';
+)sql",
+    // 12: energy (issue 17): each run's estimated GPU draw in watts (0 for runs recorded before),
+    // so that usage reports energy and the energy counters survive a restart.
+    R"sql(
+ALTER TABLE job_runs ADD COLUMN gpu_watts REAL NOT NULL DEFAULT 0;
 )sql",
 };
 

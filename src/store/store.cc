@@ -149,8 +149,8 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
     insert_run_.emplace(db_->prepare(
         "INSERT OR IGNORE INTO job_runs (job_id, attempt, tenant, queue, started_at, ended_at, "
-        "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+        "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
     insert_event_.emplace(
         db_->prepare("INSERT INTO job_events (job_id, at, type, message) VALUES (?1, ?2, ?3, ?4)"));
   } catch (...) {
@@ -269,6 +269,7 @@ void Store::write_run(const RunRecord& r) {
     s.bind_null(11);
   }
   s.bind(12, r.preempted_by_tenant);
+  s.bind(13, r.gpu_watts);
   s.run();
 }
 
@@ -276,7 +277,7 @@ std::vector<RunRecord> Store::runs(double since, double until) {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare(
       "SELECT job_id, attempt, tenant, queue, started_at, ended_at, outcome, gpu_milli, "
-      "cpu_milli, mem_mib, preempted_by, preempted_by_tenant FROM job_runs "
+      "cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts FROM job_runs "
       "WHERE ended_at >= ?1 AND started_at < ?2 ORDER BY ended_at, job_id, attempt");
   s.bind(1, since).bind(2, until);
   std::vector<RunRecord> out;
@@ -300,8 +301,19 @@ std::vector<RunRecord> Store::runs(double since, double until) {
     r.mem_mib = s.int64(9);
     r.preempted_by = s.is_null(10) ? -1 : s.int64(10);
     r.preempted_by_tenant = s.text(11);
+    r.gpu_watts = s.real(12);
     out.push_back(std::move(r));
   }
+  return out;
+}
+
+std::map<std::string, double> Store::run_energy_joules() {
+  std::lock_guard lock(mu_);
+  Statement s = db_->prepare(
+      "SELECT tenant, SUM(gpu_watts * MAX(ended_at - started_at, 0)) FROM job_runs "
+      "WHERE gpu_watts > 0 GROUP BY tenant");
+  std::map<std::string, double> out;
+  while (s.step()) out[s.text(0)] = s.real(1);
   return out;
 }
 

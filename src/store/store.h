@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -164,6 +165,8 @@ class Store {
                    std::span<const JobEvent> events = {});
   // The runs that ended at or after `since` and started before `until`, by end time.
   std::vector<RunRecord> runs(double since, double until);
+  // Per tenant, the estimated GPU energy (J) of every run written: gpu_watts x its length.
+  std::map<std::string, double> run_energy_joules();
   void update_job(const JobRow& row, const AuditEntry* audit = nullptr,
                   std::span<const JobEvent> events = {});
   // A job's history, oldest first.

@@ -1,0 +1,70 @@
+// Energy in serve (issue 17; control/energy.h): the GPUs' power as nvidia-smi reads it, and the
+// energy and power gauges of /metrics.
+#include <algorithm>
+#include <iostream>
+
+#include "backend/nvidia_smi.h"
+#include "control/service.h"
+#include "control/service_job.h"
+
+namespace tessera {
+
+void Service::read_gpu_power_if_due() {
+  if (!real_gpus_ || opt_.power_read_interval_seconds <= 0) return;
+  const double t = now();
+  if (last_power_read_ >= 0 && t - last_power_read_ < opt_.power_read_interval_seconds) return;
+  last_power_read_ = t;
+  read_gpu_power();
+}
+
+void Service::read_gpu_power() {
+  if (!real_gpus_) return;
+  std::map<int32_t, double> draw;
+  try {
+    for (const GpuReading& g : query_gpus(opt_.nvidia_smi)) {
+      if (g.power_draw_w >= 0) draw[g.index] = g.power_draw_w;
+    }
+    power_read_failing_ = false;
+  } catch (const std::exception& e) {
+    // The estimates stand in until it reads again.
+    if (!power_read_failing_) {
+      std::cerr << "tessera serve: cannot read the GPUs' power (" << e.what()
+                << "); reporting estimates\n";
+    }
+    power_read_failing_ = true;
+  }
+  std::lock_guard lock(mu_);
+  measured_w_ = std::move(draw);
+}
+
+void Service::energy_metrics_locked(ServiceMetrics& m, double t) const {
+  m.energy = true;
+  std::map<std::string, double> live;
+  for (const auto& [id, jp] : active_) {
+    const RunRecord& r = jp->run;
+    if (r.job == 0 || r.gpu_watts <= 0) continue;
+    live[r.tenant] += r.gpu_watts * std::max(0.0, t - r.started);
+  }
+  m.energy_joules = energy_.read(live);
+  for (const ServiceMetrics::Tenant& tn : m.tenants) m.energy_joules.try_emplace(tn.name, 0.0);
+  double gpus_w = 0;
+  for (const NodeView& n : nodes_locked()) {
+    for (const GpuView& g : n.gpus) {
+      ServiceMetrics::GpuPower p{n.name, g.index, 0, false};
+      const auto measured = measured_w_.find(g.index);
+      if (measured != measured_w_.end()) {
+        p.watts = measured->second;
+        p.measured = true;
+      } else {
+        int32_t held = 0;
+        for (const GpuHolder& h : g.holders) held += h.milli;
+        p.watts = estimated_gpu_draw(*power_, n.gpu_type, held);
+      }
+      gpus_w += p.watts;
+      m.gpu_power.push_back(std::move(p));
+    }
+  }
+  m.power_watts = (gpus_w + opt_.node_power_w) * opt_.pue;
+}
+
+}  // namespace tessera
