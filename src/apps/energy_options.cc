@@ -27,6 +27,11 @@ void add_energy_options(CLI::App& s, EnergyArgs& a) {
       ->check(CLI::Range(0.0, 1.0));
   s.add_option("--energy-price", a.energy_price, "price per kWh, for the energy cost in --json")
       ->check(CLI::NonNegativeNumber);
+  s.add_option("--carbon", a.carbon,
+               "hourly carbon intensity CSV (time,g_per_kwh; its first row is the trace's time 0 "
+               "and it repeats): carbon per tenant in --json, and best-effort jobs of queues "
+               "with carbon_defer wait for cleaner hours")
+      ->check(CLI::ExistingFile);
   CLI::Option* sleep =
       s.add_option("--node-sleep-after", a.sleep_after_s,
                    "power nodes down once nothing has run on them for this many seconds (they "
@@ -99,6 +104,7 @@ nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings
   j["node_sleep_after_seconds"] =
       a.sleep_after_s >= 0 ? nlohmann::ordered_json(a.sleep_after_s) : nlohmann::ordered_json();
   j["node_wake_seconds"] = a.wake_s;
+  j["carbon"] = a.carbon.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.carbon);
   return j;
 }
 

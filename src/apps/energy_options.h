@@ -23,6 +23,7 @@ struct EnergyArgs {
   double energy_price = 0;  // per kWh
   double sleep_after_s = -1;
   double wake_s = 300;
+  std::string carbon;  // hourly carbon-intensity CSV (its first row is the trace's time 0)
 };
 
 void add_energy_options(CLI::App& cmd, EnergyArgs& a);

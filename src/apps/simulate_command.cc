@@ -19,6 +19,7 @@
 #include "insight/runtime_predictor.h"
 #include "insight/workload_classifier.h"
 #include "insight/zeus_curves.h"
+#include "model/carbon_intensity.h"
 #include "model/cluster_spec.h"
 #include "model/input_error.h"
 #include "model/queue_tree.h"
@@ -319,6 +320,12 @@ int run_simulate(const SimulateArgs& a) {
       {"recovery", a.recovery}};
   const PowerModel power = load_power_model(data_dir(a));
   opt.power = &power;
+  std::optional<CarbonIntensity> carbon;
+  if (!a.energy.carbon.empty()) {
+    carbon = CarbonIntensity::load(a.energy.carbon, CarbonIntensity::TimeBase::kRelative);
+    opt.carbon = &*carbon;
+    run["carbon_file"] = file_identity(a.energy.carbon);
+  }
   opt.energy = energy_settings(a.energy, cluster, power);
   bool knob = false;
   for (QueueId q = 0; q < queues.size(); ++q) knob = knob || queues.queue(q).energy_weight > 0;

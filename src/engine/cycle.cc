@@ -17,6 +17,7 @@
 #include "engine/power_budget.h"
 #include "engine/queue_order.h"
 #include "engine/rng.h"
+#include "model/carbon_intensity.h"
 
 namespace tessera {
 
@@ -403,6 +404,12 @@ class Cycle {
     // reservation (it is not short of GPUs, its queue is short of quota).
     if (const QueueId q = over_limit(current_leaf_, amounts_of(job, job.min_members)); q != kNoId) {
       quota_reason(reason, q);
+      return;
+    }
+    // Carbon-aware deferral: a best-effort job waits (without a reservation) for a cleaner hour.
+    if (snap_.carbon != nullptr && job.priority == PriorityClass::kBestEffort &&
+        carbon_defers(job, current_leaf_, reason)) {
+      report(reason);
       return;
     }
     // GPUs held back for forecast inference arrivals: other classes wait (without holding a
@@ -978,6 +985,39 @@ class Cycle {
                                   *snap_.running[i].alloc);
     }
     return false;
+  }
+
+  // ---- carbon-aware deferral ----
+
+  // Whether best-effort `job` should wait: a start at least kCarbonMinSaving cleaner (the mean
+  // intensity over its expected run, or at its start without an estimate) comes before the
+  // end of the wait its queue allows (carbon_defer after submission). Candidate starts are the
+  // series' change points.
+  bool carbon_defers(const JobSpec& job, QueueId leaf, PendingReason& reason) const {
+    constexpr double kCarbonMinSaving = 0.1;
+    if (leaf >= tree_.size()) return false;
+    const double bound = tree_.queue(leaf).carbon_defer_seconds;
+    if (!(bound > 0)) return false;
+    const double until = job.submit_time + bound;
+    if (snap_.now >= until) return false;
+    const CarbonIntensity& ci = *snap_.carbon;
+    const double d = job.duration_estimate > 0 ? job.duration_estimate : 0.0;
+    auto cost = [&](double t) { return d > 0 ? ci.mean(t, t + d) : ci.at(t); };
+    const double now_cost = cost(snap_.now);
+    double best = now_cost, best_at = snap_.now;
+    int steps = 0;
+    for (double t = ci.next_change(snap_.now); t <= until && steps < 10000;
+         t = ci.next_change(t), ++steps) {
+      const double c = cost(t);
+      if (c < best) best = c, best_at = t;
+    }
+    if (best > now_cost * (1 - kCarbonMinSaving)) return false;
+    reason.code = PendingCode::kCarbonDeferred;
+    reason.carbon_now = now_cost;
+    reason.carbon_then = best;
+    reason.carbon_at = best_at;
+    reason.carbon_until = until;
+    return true;
   }
 
   // ---- power (engine/power_budget.h) ----

@@ -23,6 +23,8 @@ const char* reason_code(PendingCode c) {
       return "InferenceReserve";
     case PendingCode::kPowerCapped:
       return "PowerCap";
+    case PendingCode::kCarbonDeferred:
+      return "CarbonDefer";
   }
   return "Resources";
 }
@@ -45,6 +47,8 @@ const char* to_string(PendingCode c) {
       return "reserved-for-inference";
     case PendingCode::kPowerCapped:
       return "power-capped";
+    case PendingCode::kCarbonDeferred:
+      return "carbon-deferred";
   }
   return "unknown";
 }
@@ -101,6 +105,11 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           r.rack == kNoId ? std::string("the cluster") : fmt::format("rack #{}", r.rack),
           r.power_need_w / 1000.0, r.power_cap_w / 1000.0,
           r.shifted ? " even at the lowest power limits allowed" : "");
+    case PendingCode::kCarbonDeferred:
+      return fmt::format(
+          "carbon: waiting for cleaner electricity: {:.0f} g/kWh if it starts now, {:.0f} g/kWh "
+          "from t={:.0f} s; its queue lets it wait until t={:.0f} s",
+          r.carbon_now, r.carbon_then, r.carbon_at, r.carbon_until);
   }
   return "pending";
 }

@@ -25,8 +25,10 @@ enum class PendingCode : uint8_t {
   kReservedForInference,   // would take GPUs held back for the inference arrivals forecast
   kPowerCapped,            // placed, but its estimated draw would take the cluster (or its
                            // rack) past the power cap, even at the lowest limits allowed
+  kCarbonDeferred,         // best-effort, waiting (within its queue's carbon_defer) for an
+                           // hour with cleaner electricity
 };
-inline constexpr size_t kNumPendingCodes = 8;
+inline constexpr size_t kNumPendingCodes = 9;
 
 struct PendingReason {
   JobId job = 0;
@@ -45,6 +47,9 @@ struct PendingReason {
   double power_cap_w = 0;
   uint32_t rack = kNoId;
   bool shifted = false;  // lowering power limits was tried and was not enough
+  // For kCarbonDeferred: the intensity (g/kWh) of starting now and at the cleaner time found,
+  // that time, and the last time it may wait until.
+  double carbon_now = 0, carbon_then = 0, carbon_at = 0, carbon_until = 0;
   // For a job restricted to a node set (JobSpec::eligible_nodes) that found no room: how much of
   // free_gpu_milli is on nodes it may use; -1 for an unrestricted job or another reason.
   int64_t eligible_free_gpu_milli = -1;

@@ -25,7 +25,8 @@ struct PendingJob {
 };
 
 class PendingQueue;
-struct PowerView;  // engine/power_budget.h
+struct PowerView;       // engine/power_budget.h
+class CarbonIntensity;  // model/carbon_intensity.h
 
 struct RunningJob {
   JobId id = 0;
@@ -61,6 +62,9 @@ struct Snapshot {
   // Power (engine/power_budget.h): caps on the estimated draw and the model that estimates it.
   // Null: power is not considered (no caps, no power limits chosen).
   const PowerView* power = nullptr;  // not owned
+  // Carbon intensity on the snapshot's clock (now), for carbon-aware deferral of best-effort
+  // jobs in queues that set carbon_defer. Null: no deferral.
+  const CarbonIntensity* carbon = nullptr;  // not owned
 };
 
 }  // namespace tessera

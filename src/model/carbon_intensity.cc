@@ -175,6 +175,21 @@ double CarbonIntensity::grams(double watts, double t0, double t1) const {
   return watts * (integral(t1) - integral(t0)) / 3.6e6;
 }
 
+double CarbonIntensity::next_change(double t) const {
+  auto next_abs = [&](double x) {
+    const auto it = std::upper_bound(points_.begin(), points_.end(), x,
+                                     [](double v, const Point& p) { return v < p.t; });
+    return it == points_.end() ? end_ : it->t;
+  };
+  if (base_ == TimeBase::kAbsolute) {
+    const double n = next_abs(t);
+    return n > t ? n : std::numeric_limits<double>::infinity();
+  }
+  const double p = period();
+  const double cycle = std::floor(t / p) * p;
+  return cycle + (next_abs(points_.front().t + (t - cycle)) - points_.front().t);
+}
+
 double CarbonIntensity::mean(double t0, double t1) const {
   if (!(t1 > t0)) return at(t0);
   return (integral(t1) - integral(t0)) / (t1 - t0);

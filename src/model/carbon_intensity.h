@@ -52,6 +52,9 @@ class CarbonIntensity {
   double grams(double watts, double t0, double t1) const;
   // The mean intensity over [t0, t1) (at(t0) when t1 <= t0).
   double mean(double t0, double t1) const;
+  // The first time after t at which the intensity may change (the next row's time; in
+  // kRelative, past the end, the next cycle's rows); +infinity past the last row in kAbsolute.
+  double next_change(double t) const;
 
   const std::vector<Point>& points() const { return points_; }
   // The span of the rows, the last row's step included (the period in kRelative).

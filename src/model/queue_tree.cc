@@ -237,6 +237,7 @@ void inherit_classes_and_defaults(std::vector<QueueSpec>& qs, QueueId q) {
     }
     if (s.max_time_limit_seconds < 0) s.max_time_limit_seconds = p.max_time_limit_seconds;
     if (s.energy_weight < 0) s.energy_weight = p.energy_weight;
+    if (s.carbon_defer_seconds < 0) s.carbon_defer_seconds = p.carbon_defer_seconds;
   }
   if (s.default_time_limit_seconds >= 0 && s.max_time_limit_seconds >= 0 &&
       s.default_time_limit_seconds > s.max_time_limit_seconds) {
@@ -436,7 +437,7 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
   check_keys(
       origin_, n, field,
       {"name", "weight", "guarantee", "borrow_limit", "priority_classes", "default_priority_class",
-       "default_sla", "time_limit", "tenant_limits", "energy_weight", "queues"});
+       "default_sla", "time_limit", "tenant_limits", "energy_weight", "carbon_defer", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));
@@ -475,6 +476,9 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
                 fmt::format("expected a number from 0 (full power) to 1 (least energy), got {}",
                             s.energy_weight));
     }
+  }
+  if (n["carbon_defer"]) {
+    s.carbon_defer_seconds = duration(n["carbon_defer"], field + ".carbon_defer");
   }
   if (n["default_sla"]) s.default_sla_seconds = duration(n["default_sla"], field + ".default_sla");
   if (const YAML::Node tl = n["time_limit"]) {

@@ -114,6 +114,10 @@ struct QueueSpec {
   // power limit that spends least energy per unit of work; docs/energy.md), inherited from the
   // nearest queue above that sets it; kUnknown: not set (the caller's default applies).
   double energy_weight = kUnknown;
+  // Carbon-aware deferral (`carbon_defer: 6h`): with a carbon-intensity series, this queue's
+  // best-effort jobs may wait up to this long after submission for a cleaner hour; inherited;
+  // kUnknown: not set (no deferral).
+  double carbon_defer_seconds = kUnknown;
   // What each tenant under this queue may ask of `tessera serve` (`tenant_limits:`); -1: not
   // set here (the nearest queue above that sets it, else the server's flag, applies).
   int64_t max_pending_jobs = -1;

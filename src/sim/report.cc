@@ -96,6 +96,9 @@ nlohmann::ordered_json energy_json(const Workload& w, const SimResult& r) {
       e.cap_w < kNoPowerCap ? nlohmann::ordered_json(e.cap_w / 1000) : nlohmann::ordered_json();
   j["pue"] = e.pue;
   j["cost"] = facility / kJPerKwh * e.price_per_kwh;
+  const double overhead_g = std::max(0.0, e.it_carbon_g - e.busy_carbon_g);
+  j["carbon_kg"] =
+      e.carbon ? nlohmann::ordered_json(e.it_carbon_g * e.pue / 1000) : nlohmann::ordered_json();
   j["power_limit_changes"] = e.limit_changes;
   j["throttled_gpu_hours"] = e.throttled_gpu_seconds / 3600;
   j["slept_kwh"] = e.slept_j / kJPerKwh;
@@ -118,10 +121,12 @@ nlohmann::ordered_json energy_json(const Workload& w, const SimResult& r) {
     const double share =
         r.allocated_gpu_seconds > 0 ? ts.gpu_seconds / r.allocated_gpu_seconds : 0.0;
     const double kwh = (ts.gpu_energy_j + overhead * share) * e.pue / kJPerKwh;
-    by.push_back({{"tenant", w.tenants.name(t)},
-                  {"gpu_kwh", ts.gpu_energy_j / kJPerKwh},
-                  {"kwh", kwh},
-                  {"cost", kwh * e.price_per_kwh}});
+    nlohmann::ordered_json row = {{"tenant", w.tenants.name(t)},
+                                  {"gpu_kwh", ts.gpu_energy_j / kJPerKwh},
+                                  {"kwh", kwh},
+                                  {"cost", kwh * e.price_per_kwh}};
+    if (e.carbon) row["carbon_kg"] = (ts.gpu_carbon_g + overhead_g * share) * e.pue / 1000;
+    by.push_back(row);
   }
   j["by_tenant"] = by;
   return j;
@@ -369,6 +374,9 @@ std::string format_summary(const nlohmann::ordered_json& j) {
         e["power_cap_kw"].is_null()
             ? std::string()
             : fmt::format("   cap {:.1f} kW", e["power_cap_kw"].get<double>()));
+    if (!e["carbon_kg"].is_null()) {
+      out += fmt::format("carbon {:.1f} kg CO2\n", e["carbon_kg"].get<double>());
+    }
   }
   if (j.contains("failures")) {  // (issue 15, defect 6: only --json had them)
     const auto& f = j["failures"];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -192,6 +193,14 @@ class Simulation {
         events_.push(now_ + opt_.tick_seconds, EventKind::kTick);
         tick_pending_ = true;
       }
+      // Deferred best-effort jobs are looked at again when the carbon intensity changes.
+      if (carbon_deferring_ && !pending_.empty()) {
+        const double next = opt_.carbon->next_change(now_);
+        if (next > carbon_tick_at_ && next < std::numeric_limits<double>::infinity()) {
+          events_.push(next, EventKind::kTick);
+          carbon_tick_at_ = next;
+        }
+      }
       // A gang too recently (re)started to grow is looked at again after resize_interval.
       if (growable && !tick_pending_ && any_growable()) {
         events_.push(now_ + policy_.resize_interval, EventKind::kTick);
@@ -217,6 +226,7 @@ class Simulation {
       if (bound_) {
         const double draw = view_.idle_w - asleep_w_ + holding_w_;
         result_.energy.it_j += draw * (t - now_);
+        if (opt_.carbon != nullptr) result_.energy.it_carbon_g += opt_.carbon->grams(draw, now_, t);
         integrate_series(now_, t, draw);
         result_.energy.slept_j += asleep_w_ * (t - now_);
         result_.energy.asleep_node_seconds += asleep_nodes_ * (t - now_);
@@ -284,6 +294,7 @@ class Simulation {
     node_asleep_.assign(c_.nodes().size(), false);
     node_gen_.assign(c_.nodes().size(), 0);
     result_.energy.modelled = true;
+    result_.energy.carbon = opt_.carbon != nullptr;
     result_.energy.pue = opt_.energy.pue;
     result_.energy.price_per_kwh = opt_.energy.price_per_kwh;
     result_.energy.cap_w = opt_.energy.cap_w;
@@ -459,6 +470,16 @@ class Simulation {
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);
     write_event("submit", j);
     if (reserve_ && s.priority == PriorityClass::kInferenceCritical) reserve_->arrived(now_);
+    // A best-effort job its queue lets wait for cleaner hours is looked at again when its wait
+    // is over (cycles at the series' change points are scheduled after each cycle).
+    if (opt_.carbon != nullptr && s.priority == PriorityClass::kBestEffort) {
+      const QueueId leaf = tree_.leaf_of(s.tenant);
+      const double bound = leaf == kNoId ? kUnknown : tree_.queue(leaf).carbon_defer_seconds;
+      if (bound > 0) {
+        events_.push(s.submit_time + bound, EventKind::kTick);
+        carbon_deferring_ = true;
+      }
+    }
     if (js.history >= 0) {  // the arguments build strings: only for explained jobs
       note(j, "submitted to queue {}: {} members x {:g} GPUs, class {}",
            tree_.queue(tree_.leaf_of(s.tenant)).path,
@@ -507,16 +528,21 @@ class Simulation {
     o.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
     result_.effective_gpu_seconds += gpus * productive * std::min(1.0, per_gpu);
     account_held(j, gpus * elapsed, js.alloc, elapsed);
-    account_energy(j, js.draw_w * elapsed);
+    account_energy(
+        j, js.draw_w * elapsed,
+        opt_.carbon != nullptr ? opt_.carbon->grams(js.draw_w, now_ - elapsed, now_) : 0.0);
     js.attained += gpus * elapsed;
     js.ran += productive;
     return productive * js.speed;
   }
 
-  void account_energy(JobId j, double joules) {
+  void account_energy(JobId j, double joules, double grams) {
     result_.jobs[j].gpu_energy_j += joules;
     result_.tenants[w_.jobs[j].tenant].gpu_energy_j += joules;
     result_.energy.gpu_busy_j += joules;
+    result_.jobs[j].gpu_carbon_g += grams;
+    result_.tenants[w_.jobs[j].tenant].gpu_carbon_g += grams;
+    result_.energy.busy_carbon_g += grams;
   }
 
   // `gpu_seconds` of `alloc` held for `seconds`: the job's, the cluster's and its tenant's
@@ -979,6 +1005,7 @@ class Simulation {
     snap.queues = &tree_;
     snap.decayed_usage = fair_.decayed_usage();
     snap.inference_reserve_milli = reserve_ ? reserve_->reserve_milli(now_) : 0;
+    snap.carbon = opt_.carbon;
     if (power_policies_) snap.power = &view_;
     Decisions d = schedule_cycle(snap, policy_);
     for (const PendingReason& r : d.pending) {
@@ -1054,7 +1081,10 @@ class Simulation {
   std::vector<uint32_t> node_gen_;
   double asleep_w_ = 0;
   double asleep_nodes_ = 0;
-  bool power_policies_ = false;  // a cap or an energy knob: the engine sees view_
+  bool power_policies_ = false;
+  bool carbon_deferring_ = false;  // some best-effort job may wait for cleaner hours
+  double carbon_tick_at_ = -1;  // the latest tick scheduled at a carbon change point  // a cap or
+                                // an energy knob: the engine sees view_
   struct RecoveryChoice {
     RecoveryState state;
     RecoveryAction action = RecoveryAction::kRequeue;

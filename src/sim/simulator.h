@@ -11,6 +11,7 @@
 #include "engine/policy.h"
 #include "engine/power_budget.h"
 #include "insight/power_model.h"
+#include "model/carbon_intensity.h"
 #include "model/cluster.h"
 #include "model/job.h"
 #include "model/progress.h"
@@ -88,6 +89,10 @@ struct SimOptions {
   // estimated (SimResult::energy), and the power settings apply. Null: no energy figures.
   const PowerModel* power = nullptr;
   EnergySettings energy;
+  // Carbon intensity on the trace's clock (CarbonIntensity::TimeBase::kRelative; not owned):
+  // carbon per job, tenant and the cluster (with `power`), and deferral of best-effort jobs in
+  // queues that set carbon_defer. Null: none.
+  const CarbonIntensity* carbon = nullptr;
 };
 
 struct HistoryEntry {
@@ -109,6 +114,7 @@ struct JobOutcome {
   double lost_work_seconds = 0;      // reference-seconds of work lost to preemption
   double lost_gpu_seconds = 0;       // GPU-seconds of allocated time whose work was lost
   double gpu_energy_j = 0;           // its GPUs' estimated draw over the time it held them
+  double gpu_carbon_g = 0;           // ... and its carbon (SimOptions::carbon)
   bool has_first_reason = false;
   PendingCode first_reason = PendingCode::kInsufficientGpus;
 };
@@ -120,6 +126,7 @@ struct TenantSeries {
   std::vector<double> gpu_seconds_by_type;
   double cpu_seconds = 0;
   double gpu_energy_j = 0;  // its jobs' GPU energy (SimOptions::power)
+  double gpu_carbon_g = 0;  // ... and its carbon (SimOptions::carbon)
   uint64_t preemptor = 0;
   std::string queue;
 };
@@ -138,11 +145,15 @@ struct FailureStats {
 // The cluster's energy (SimOptions::power): IT = node base + every GPU, busy or idle.
 struct EnergyStats {
   bool modelled = false;
-  double it_j = 0;        // the cluster's estimated IT energy over the run
-  double gpu_busy_j = 0;  // the part the jobs' GPUs drew (their shares of the GPUs they held)
-  double idle_w = 0;      // the cluster's draw with nothing running
-  double peak_w = 0;      // highest estimated IT draw
-  double pue = 1;         // as configured (EnergySettings), for the report
+  double it_j = 0;  // the cluster's estimated IT energy over the run
+  double gpu_busy_j = 0;
+  bool carbon = false;       // SimOptions::carbon was given
+  double it_carbon_g = 0;    // the IT energy's carbon
+  double busy_carbon_g = 0;  // the jobs' GPUs' share of it  // the part the jobs' GPUs drew (their
+                             // shares of the GPUs they held)
+  double idle_w = 0;         // the cluster's draw with nothing running
+  double peak_w = 0;         // highest estimated IT draw
+  double pue = 1;            // as configured (EnergySettings), for the report
   double price_per_kwh = 0;
   double cap_w = kNoPowerCap;
   uint64_t limit_changes = 0;  // running jobs' power limits changed (lowered or raised back)
