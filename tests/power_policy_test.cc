@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "engine/cycle.h"
@@ -343,6 +346,147 @@ TEST(CarbonDeferral, CarbonIsCountedPerJobAndForTheCluster) {
   EXPECT_NEAR(r.jobs[0].gpu_carbon_g, 200.0 * 1800 / 3.6e6 * 100, 1e-9);
   EXPECT_NEAR(r.energy.busy_carbon_g, r.jobs[0].gpu_carbon_g, 1e-9);
   EXPECT_GT(r.energy.it_carbon_g, r.energy.busy_carbon_g);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(ThermalHeadroom, HighPowerJobsAvoidAHotNodeAndLowPowerJobsUseIt) {
+  // node-0 may draw only 100 W above idle. A "ncf" job draws 25 W above idle per GPU, the rest
+  // 165.25 W: four ncf jobs fit node-0, no other job does.
+  ClusterPower power;
+  Cluster c = make_uniform_cluster(1, 1, 2, 4);
+  PowerModel::TypeCurves v100;
+  v100[""] = PowerCurve({{100, 0.6, 95}, {150, 0.85, 130}, {200, 0.97, 165}, {250, 1.0, 200}});
+  v100["ncf"] = PowerCurve({{100, 1.0, 59.75}, {250, 1.0, 59.75}});
+  const PowerModel m({{"V100", v100}});
+  Workload w;
+  w.tenants.intern("t");
+  const uint32_t ncf = w.models.intern("ncf");
+  for (int i = 0; i < 8; ++i) {
+    JobSpec j;
+    j.name = "j" + std::to_string(i);
+    j.work_seconds = 100;
+    j.model = i % 2 == 0 ? ncf : kNoId;
+    j.source = "test";
+    w.jobs.push_back(j);
+  }
+  std::vector<std::string> models = {"ncf"};
+  const BoundPowerModel bound(m, c.gpu_types(), models);
+  PowerView v;
+  v.model = &bound;
+  v.idle_w = 8 * 34.75;
+  v.node_headroom_w = {100, -1};
+  ClusterState state(c);
+  std::vector<PendingJob> pending;
+  for (JobId j = 0; j < 8; ++j) pending.push_back(PendingJob{j, &w.jobs[j], 0, 0, true});
+  Snapshot snap;
+  snap.state = &state;
+  snap.pending = pending;
+  snap.power = &v;
+  const Decisions d = schedule_cycle(snap, make_policy("fifo", 1));
+  ASSERT_EQ(d.starts.size(), 8u);
+  int ncf_on_hot = 0;
+  for (const Start& s : d.starts) {
+    const NodeId n = s.alloc.member_node[0];
+    if (w.jobs[s.job].model != ncf) {
+      EXPECT_EQ(n, 1u) << w.jobs[s.job].name << " is high-power";
+    } else {
+      ncf_on_hot += n == 0;
+    }
+  }
+  EXPECT_EQ(ncf_on_hot, 4);
+  // A ninth high-power job finds no node with the headroom and room: it waits, saying why.
+  (void)power;
+}
+
+TEST(ClusterPowerYaml, RackCapsAndHeadroomResolveByName) {
+  const Cluster c = parse_cluster_yaml(
+      "racks: 2\nnodes_per_rack: 2\nnode: {gpus: 4, gpu_type: V100}\n"
+      "power:\n  cap_kw: 3\n  node_watts: 250\n  pue: 1.3\n  rack_caps_kw: {rack-1: 1.5}\n"
+      "  thermal_headroom_watts: {node-2: 300}\n",
+      "c.yaml");
+  const ClusterPower& p = c.power();
+  EXPECT_DOUBLE_EQ(p.cap_w, 3000);
+  EXPECT_DOUBLE_EQ(p.node_base_w, 250);
+  EXPECT_DOUBLE_EQ(p.pue, 1.3);
+  ASSERT_EQ(p.rack_cap_w.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.rack_cap_w[0], -1);
+  EXPECT_DOUBLE_EQ(p.rack_cap_w[1], 1500);
+  ASSERT_EQ(p.node_headroom_w.size(), 4u);
+  EXPECT_DOUBLE_EQ(p.node_headroom_w[2], 300);
+  EXPECT_DOUBLE_EQ(p.node_headroom_w[0], -1);
+  try {
+    parse_cluster_yaml(
+        "racks: 1\nnodes_per_rack: 1\nnode: {gpus: 4}\npower:\n  rack_caps_kw: {rack-9: 1}\n",
+        "d.yaml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("power.rack_caps_kw.rack-9"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_cluster_yaml("racks: 1\nnodes_per_rack: 1\nnode: {gpus: 4}\npower:\n  pue: "
+                                  "0.5\n",
+                                  "e.yaml"),
+               InputError);
+}
+
+TEST(RackCap, NoRackDrawsPastItsCap) {
+  // Two racks of 2 nodes x 4 GPUs; rack-0 capped at its idle + 2 jobs' worth.
+  const Cluster c = make_uniform_cluster(1, 2, 2, 4);
+  const PowerModel m = synthetic_model();
+  const Workload w = busy_workload();
+  Policy p = make_policy("fifo", 1);
+  const UnitSpeed model;
+  SimOptions opt;
+  opt.power = &m;
+  const double rack_idle = 2 * (4 * 34.75);
+  opt.energy.rack_cap_w = {rack_idle + 2 * 165.25 + 1, kNoPowerCap};
+  // The 16-GPU gangs can never run: rack-0 takes at most 2 (a clear error, not a hang); at the
+  // lowest limit (95 W, 60.25 W above idle) it would take 5.
+  try {
+    (void)simulate(w, c, p, model, opt);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("can never run under the power cap"), std::string::npos)
+        << e.what();
+  }
+  Workload small = w;
+  std::erase_if(small.jobs, [](const JobSpec& j) { return j.max_members > 8; });
+  std::ostringstream events;
+  opt.events = &events;
+  (void)simulate(small, c, p, model, opt);
+  // Replay the event log: at no time does rack-0 (node-0, node-1) draw past its cap (holding:
+  // no running job's limit changes, so each start's limit holds for its run).
+  std::istringstream in(events.str());
+  std::string line;
+  double rack0 = 0, most = 0;
+  std::map<std::string, double> held;
+  const PowerCurve& curve = m.curve("V100", "");
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string type = j["type"];
+    const std::string job = j["job"];
+    if (type == "start") {
+      int k = 0;
+      for (const auto& g : j["gpus"]) {
+        const std::string s = g;
+        k += s.rfind("node-0/", 0) == 0 || s.rfind("node-1/", 0) == 0;
+      }
+      ASSERT_TRUE(j.contains("power_limit_w")) << line;
+      held[job] = k * (curve.power(j["power_limit_w"].get<double>()) - 34.75);
+      rack0 += held[job];
+      most = std::max(most, rack0);
+    } else if (type == "finish" || type == "preempt" || type == "fail" || type == "evict") {
+      rack0 -= held[job];
+      held[job] = 0;
+    }
+  }
+  EXPECT_LE(rack_idle + most, opt.energy.rack_cap_w[0] + 1e-6);
+  EXPECT_GT(most, 0);
 }
 
 }  // namespace

@@ -9,14 +9,18 @@ namespace tessera {
 
 void add_energy_options(CLI::App& s, EnergyArgs& a) {
   s.add_option("--node-power", a.node_power_w,
-               "each node's draw besides its GPUs, in W (CPU, memory, fans; default 0: not "
-               "counted)")
+               "each node's draw besides its GPUs, in W (CPU, memory, fans; default: the cluster "
+               "file's power.node_watts, else 0: not counted)")
       ->check(CLI::NonNegativeNumber);
-  s.add_option("--pue", a.pue, "power usage effectiveness: facility energy / IT energy (>= 1)")
+  s.add_option("--pue", a.pue,
+               "power usage effectiveness: facility energy / IT energy (>= 1; default: the "
+               "cluster file's power.pue, else 1)")
       ->check(CLI::Range(1.0, 10.0));
   CLI::Option* cap = s.add_option(
       "--power-cap", a.power_cap,
-      "cap on the cluster's estimated IT draw: kW, or a percentage of its peak draw (70%)");
+      "cap on the cluster's estimated IT draw: kW, or a percentage of its peak draw (70%); "
+      "default: the cluster file's power.cap_kw (its rack caps and thermal headroom always "
+      "apply)");
   s.add_flag("--power-shifting", a.power_shifting,
              "under --power-cap, lower jobs' GPU power limits (least speed lost per watt first) "
              "before holding jobs; without it jobs wait until power frees")
@@ -54,8 +58,12 @@ double peak_draw_w(const Cluster& c, const PowerModel& m, double node_power_w) {
 
 EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const PowerModel& m) {
   EnergySettings s;
-  s.node_base_w = a.node_power_w;
-  s.pue = a.pue;
+  const ClusterPower& file = c.power();
+  s.node_base_w = a.node_power_w >= 0 ? a.node_power_w : std::max(0.0, file.node_base_w);
+  s.pue = a.pue >= 0 ? a.pue : (file.pue >= 1 ? file.pue : 1.0);
+  if (file.cap_w > 0) s.cap_w = file.cap_w;
+  for (double r : file.rack_cap_w) s.rack_cap_w.push_back(r >= 0 ? r : kNoPowerCap);
+  s.node_headroom_w = file.node_headroom_w;
   s.energy_weight = a.energy_weight;
   s.price_per_kwh = a.energy_price;
   s.sleep_after_s = a.sleep_after_s;
@@ -71,11 +79,11 @@ EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const Powe
                                  "cluster's peak draw (e.g. 70%), got '" +
                                      a.power_cap + "'");
     }
-    const double peak = peak_draw_w(c, m, a.node_power_w);
+    const double peak = peak_draw_w(c, m, s.node_base_w);
     s.cap_w = percent ? peak * x / 100 : x * 1000;
     double idle = 0;
     for (const Node& n : c.nodes()) {
-      idle += a.node_power_w + n.num_gpus * m.spec(c.gpu_types().at(n.gpu_type).name).idle_w;
+      idle += s.node_base_w + n.num_gpus * m.spec(c.gpu_types().at(n.gpu_type).name).idle_w;
     }
     if (s.cap_w < idle) {
       throw CLI::ValidationError(
@@ -92,8 +100,8 @@ nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings
                                        const PowerModel& m) {
   nlohmann::ordered_json j;
   j["curves"] = m.measured() ? "measured (Zeus)" : "flat at TDP (no Zeus data)";
-  j["node_power_watts"] = a.node_power_w;
-  j["pue"] = a.pue;
+  j["node_power_watts"] = s.node_base_w;
+  j["pue"] = s.pue;
   j["power_cap"] =
       a.power_cap.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.power_cap);
   j["power_cap_watts"] =

@@ -15,9 +15,9 @@ namespace tessera {
 struct EnergySettings;  // sim/simulator.h
 
 struct EnergyArgs {
-  double node_power_w = 0;
-  double pue = 1;
-  std::string power_cap;  // "KW" or "N%" of the cluster's peak draw; empty: none
+  double node_power_w = -1;  // < 0: the cluster file's power.node_watts, else 0
+  double pue = -1;           // < 0: the cluster file's power.pue, else 1
+  std::string power_cap;     // "KW" or "N%" of the cluster's peak draw; empty: none
   bool power_shifting = false;
   double energy_weight = 0;
   double energy_price = 0;  // per kWh

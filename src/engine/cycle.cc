@@ -431,12 +431,28 @@ class Cycle {
     }
     Allocation alloc;
     bool placed = false;
+    bool too_hot = false;
     if (reason.free_gpu_milli >= reason.need_gpu_milli) {
       const ShapeKey shape = shape_of(job);
-      if (failed_.empty() || !failed_.contains(shape)) {
+      if (auto cool = thermal_restriction(job)) {
+        // Nodes without the thermal headroom for its members are out of bounds for it.
+        JobSpec& restricted = thermal_job_;
+        restricted = job;
+        restricted.eligible_nodes = std::move(cool);
+        placed = try_place(restricted, alloc);
+        too_hot = !placed;
+      } else if (failed_.empty() || !failed_.contains(shape)) {
         placed = try_place(job, alloc);
         if (!placed) failed_.insert(shape);
       }
+    }
+    if (too_hot) {
+      reason.code = PendingCode::kPowerCapped;
+      reason.node = hot_node_;
+      reason.power_cap_w = snap_.power->node_headroom_w[hot_node_];
+      reason.power_need_w = power_->node_draw_w(hot_node_) + hot_need_w_;
+      report(reason);
+      return;
     }
     if (placed) {
       if (const QueueId q = over_type_limit(current_leaf_, alloc); q != kNoId) {
@@ -468,8 +484,13 @@ class Cycle {
     if (placed && !admit_power(pj, alloc, reason)) {
       scratch_.release(alloc);
       extra_milli_ += from_extra;
-      report(reason);
-      return;
+      // A rack or node cap that the placement ran into may leave room elsewhere: place again
+      // away from it (a few times), unless a reservation's bookkeeping depends on the
+      // placement.
+      if (reservation_active_ || !place_away_from_caps(pj, job, alloc, reason)) {
+        report(reason);
+        return;
+      }
     }
     if (placed) {
       record_start(pj, idx, std::move(alloc), backfilled);
@@ -987,6 +1008,92 @@ class Cycle {
     return false;
   }
 
+  // After a rack or node power cap refused `job`'s placement: places it again without the
+  // nodes of the racks and nodes that refused it, up to 4 times, and admits it. On success
+  // `alloc` holds the committed placement; on failure `reason` says why it waits.
+  bool place_away_from_caps(const PendingJob& pj, const JobSpec& job, Allocation& alloc,
+                            PendingReason& reason) {
+    std::vector<bool> banned(cluster_.nodes().size(), false);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (reason.rack != kNoId && reason.rack < cluster_.racks().size()) {
+        const Rack& r = cluster_.racks()[reason.rack];
+        for (NodeId n = r.first_node; n < r.first_node + r.num_nodes; ++n) banned[n] = true;
+      } else if (reason.node != kNoId && reason.node < banned.size()) {
+        banned[reason.node] = true;
+      } else {
+        return false;  // the cluster's own cap: no placement helps
+      }
+      JobSpec& away = thermal_job_;
+      away = job;
+      away.eligible_nodes =
+          std::make_shared<const NodeSet>(NodeSet::matching(cluster_.nodes().size(), [&](NodeId n) {
+            return !banned[n] && (job.eligible_nodes == nullptr || job.eligible_nodes->contains(n));
+          }));
+      Allocation again;
+      if (!try_place(away, again)) return false;
+      if (over_type_limit(current_leaf_, again) != kNoId) {
+        scratch_.release(again);
+        return false;
+      }
+      PendingReason why = reason;
+      why.rack = kNoId;
+      why.node = kNoId;
+      if (admit_power(pj, again, why)) {
+        alloc = std::move(again);
+        return true;
+      }
+      scratch_.release(again);
+      reason = why;
+    }
+    return false;
+  }
+
+  // ---- thermal headroom ----
+
+  // What one member of `job` would draw above idle on node n (at its preferred limit there).
+  double member_draw_w(const JobSpec& job, NodeId n) const {
+    const PowerView& v = *snap_.power;
+    const GpuTypeId t = cluster_.node(n).gpu_type;
+    const GpuPowerSpec& s = v.model->spec(t);
+    const PowerCurve& curve = v.model->curve(t, job.model);
+    const double eta = energy_weight(shares_.leaf_of(job.tenant));
+    const double limit = eta > 0 ? energy_optimal_limit(curve, eta, s.tdp_w) : s.tdp_w;
+    return std::max(0.0, curve.power(limit) - s.idle_w) * job.demand.gpus *
+           static_cast<double>(job.demand.gpu_milli) / kMilliPerGpu;
+  }
+
+  // The nodes `job` may use given thermal headroom, when some node it could otherwise use lacks
+  // the headroom for one of its members; null when none is excluded (or no headroom is set).
+  // Sets hot_node_ / hot_need_w_ to one excluded node, for the pending reason.
+  std::shared_ptr<const NodeSet> thermal_restriction(const JobSpec& job) {
+    if (!power_ || snap_.power->node_headroom_w.empty()) return nullptr;
+    const std::vector<double>& room = snap_.power->node_headroom_w;
+    if (hot_nodes_.empty()) {
+      for (NodeId n = 0; n < room.size(); ++n) {
+        if (room[n] >= 0) hot_nodes_.push_back(n);
+      }
+    }
+    auto lacks = [&](NodeId n) {
+      return room[n] >= 0 && room[n] - power_->node_draw_w(n) < member_draw_w(job, n) - 1e-9;
+    };
+    bool any = false;
+    for (NodeId n : hot_nodes_) {
+      if (job.eligible_nodes != nullptr && !job.eligible_nodes->contains(n)) continue;
+      if (lacks(n)) {
+        any = true;
+        hot_node_ = n;
+        hot_need_w_ = member_draw_w(job, n);
+        break;
+      }
+    }
+    if (!any) return nullptr;
+    return std::make_shared<const NodeSet>(
+        NodeSet::matching(cluster_.nodes().size(), [&](NodeId n) {
+          if (job.eligible_nodes != nullptr && !job.eligible_nodes->contains(n)) return false;
+          return !lacks(n);
+        }));
+  }
+
   // ---- carbon-aware deferral ----
 
   // Whether best-effort `job` should wait: a start at least kCarbonMinSaving cleaner (the mean
@@ -1462,6 +1569,10 @@ class Cycle {
   std::vector<size_t> start_holder_;
   size_t admitted_holder_ = kNoHolder;
   std::optional<PendingReason> power_reason_;
+  std::vector<NodeId> hot_nodes_;  // nodes with thermal headroom (computed on first use)
+  NodeId hot_node_ = 0;
+  double hot_need_w_ = 0;
+  JobSpec thermal_job_;  // the job being placed, restricted to nodes with headroom
   std::vector<bool> evicted_;
   // By index in snap_.running: the members an elastic gang was resized to this cycle (0: not
   // resized). A resized gang is neither shrunk again nor preempted in the same cycle.

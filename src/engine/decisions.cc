@@ -99,6 +99,12 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           "inference-critical arrivals forecast; this job needs {:g}",
           free, static_cast<double>(r.queue_bound_milli) / 1000.0, need);
     case PendingCode::kPowerCapped:
+      if (r.node != kNoId) {
+        return fmt::format(
+            "thermal headroom: no node it may use has room for its draw; node #{} may draw "
+            "{:.0f} W above idle and would draw {:.0f} W",
+            r.node, r.power_cap_w, r.power_need_w);
+      }
       return fmt::format(
           "power cap: starting it would take the estimated draw of {} to {:.1f} kW, past its "
           "cap of {:.1f} kW{}",

@@ -46,7 +46,8 @@ struct PendingReason {
   double power_need_w = 0;
   double power_cap_w = 0;
   uint32_t rack = kNoId;
-  bool shifted = false;  // lowering power limits was tried and was not enough
+  uint32_t node = kNoId;  // a node's thermal headroom (power_cap_w: its headroom above idle)
+  bool shifted = false;   // lowering power limits was tried and was not enough
   // For kCarbonDeferred: the intensity (g/kWh) of starting now and at the cleaner time found,
   // that time, and the last time it may wait until.
   double carbon_now = 0, carbon_then = 0, carbon_at = 0, carbon_until = 0;

@@ -35,6 +35,7 @@ double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
 std::optional<std::string> power_infeasible_reason(const PowerView& v, const Cluster& c,
                                                    const JobSpec& job) {
   if (v.cap_w >= kNoPowerCap && v.rack_cap_w.empty()) return std::nullopt;
+  // (Thermal headroom is not checked: it only keeps jobs off some nodes.)
   // The least it could ever add: its smallest gang, on the GPU type (of those it may use) that
   // draws least above idle at that type's lowest limit.
   const double gpus = static_cast<double>(job.gpu_milli_per_gang(job.min_members)) / kMilliPerGpu;
@@ -47,6 +48,28 @@ std::optional<std::string> power_infeasible_reason(const PowerView& v, const Clu
     least = std::min(least, std::max(0.0, curve.power(lowest) - s.idle_w) * gpus);
   }
   if (least == std::numeric_limits<double>::infinity()) return std::nullopt;
+  if (!v.rack_cap_w.empty() && least > 0) {
+    // The most GPUs the rack caps let it hold at that draw per GPU, over every rack.
+    const double per_gpu = least / gpus;
+    double room = 0;
+    for (RackId r = 0; r < c.racks().size() && r < v.rack_cap_w.size(); ++r) {
+      const Rack& rack = c.racks()[r];
+      double rack_gpus = 0;
+      for (NodeId n = rack.first_node; n < rack.first_node + rack.num_nodes; ++n) {
+        if (type_allowed(job.allowed_types, c.node(n).gpu_type)) rack_gpus += c.node(n).num_gpus;
+      }
+      const double fit = v.rack_cap_w[r] >= kNoPowerCap
+                             ? rack_gpus
+                             : std::floor((v.rack_cap_w[r] - v.rack_idle_w[r]) / per_gpu + kEps);
+      room += std::clamp(fit, 0.0, rack_gpus);
+    }
+    if (room + kEps < gpus) {
+      return fmt::format(
+          "its {:g} GPUs would draw at least {:.0f} W each above idle even at the lowest power "
+          "limit, and the racks' power caps leave room for {:g} such GPUs in all",
+          gpus, per_gpu, room);
+    }
+  }
   if (v.idle_w + least > v.cap_w + kEps) {
     return fmt::format(
         "its {:g} GPUs would draw at least {:.1f} kW above idle even at the lowest power limit, "
@@ -64,7 +87,18 @@ double preferred_limit(const PowerView& v, const Cluster& c, const JobSpec& job,
 }
 
 PowerLedger::PowerLedger(const PowerView& v, const Cluster& c, bool shifting)
-    : view_(v), cluster_(c), shifting_(shifting), draw_(v.idle_w), rack_draw_(v.rack_idle_w) {}
+    : view_(v), cluster_(c), shifting_(shifting), draw_(v.idle_w), rack_draw_(v.rack_idle_w) {
+  if (!v.node_headroom_w.empty()) node_draw_.assign(c.nodes().size(), 0.0);
+}
+
+void PowerLedger::add_draw(const Holder& h, double d) {
+  draw_ += d;
+  if (h.gpus <= 0) return;
+  if (!rack_draw_.empty()) {
+    for (const auto& [r, g] : h.racks) rack_draw_[r] += d * g / h.gpus;
+  }
+  for (const auto& [n, g] : h.nodes) node_draw_[n] += d * g / h.gpus;
+}
 
 double PowerLedger::inc(const Holder& h, double limit) const {
   return std::max(0.0, h.curve->power(limit) - h.idle_w) * h.gpus;
@@ -74,10 +108,7 @@ void PowerLedger::apply(Holder& h, double limit) {
   const double before = h.active ? inc(h, h.limit) : 0.0;
   const double after = h.active ? inc(h, limit) : 0.0;
   h.limit = limit;
-  draw_ += after - before;
-  if (h.gpus > 0 && !rack_draw_.empty()) {
-    for (const auto& [r, g] : h.racks) rack_draw_[r] += (after - before) * g / h.gpus;
-  }
+  add_draw(h, after - before);
 }
 
 size_t PowerLedger::add(JobId job, const JobSpec& spec, const Allocation& alloc, double limit_w,
@@ -102,6 +133,16 @@ size_t PowerLedger::add(JobId job, const JobSpec& spec, const Allocation& alloc,
     } else {
       it->second += g;
     }
+    const NodeId n = alloc.member_node[m];
+    if (!node_draw_.empty() && view_.node_headroom_w[n] >= 0) {
+      auto nt =
+          std::find_if(h.nodes.begin(), h.nodes.end(), [&](const auto& e) { return e.first == n; });
+      if (nt == h.nodes.end()) {
+        h.nodes.emplace_back(n, g);
+      } else {
+        nt->second += g;
+      }
+    }
   }
   h.preferred = preferred_w > 0 ? preferred_w : s.tdp_w;
   h.limit = limit_w > 0 ? limit_w : s.tdp_w;
@@ -114,11 +155,7 @@ size_t PowerLedger::add(JobId job, const JobSpec& spec, const Allocation& alloc,
 void PowerLedger::set_active(size_t h, bool active) {
   Holder& x = holders_[h];
   if (x.active == active) return;
-  const double d = inc(x, x.limit) * (active ? 1 : -1);
-  draw_ += d;
-  if (x.gpus > 0 && !rack_draw_.empty()) {
-    for (const auto& [r, g] : x.racks) rack_draw_[r] += d * g / x.gpus;
-  }
+  add_draw(x, inc(x, x.limit) * (active ? 1 : -1));
   x.active = active;
 }
 
@@ -128,6 +165,9 @@ std::optional<uint32_t> PowerLedger::violated(const Holder& h) const {
     for (const auto& [r, g] : h.racks) {
       if (r < view_.rack_cap_w.size() && rack_draw_[r] > view_.rack_cap_w[r] + kEps) return r;
     }
+  }
+  for (const auto& [n, g] : h.nodes) {
+    if (node_draw_[n] > view_.node_headroom_w[n] + kEps) return kNodeCap + n;
   }
   return std::nullopt;
 }
@@ -184,8 +224,14 @@ bool PowerLedger::admit(size_t hid, PendingReason& why) {
       for (size_t i = 0; i < holders_.size(); ++i) {
         const Holder& h = holders_[i];
         if (!h.active) continue;
-        if (*v != kNoId && std::none_of(h.racks.begin(), h.racks.end(),
-                                        [&](const auto& e) { return e.first == *v; })) {
+        if (*v != kNoId && *v < kNodeCap &&
+            std::none_of(h.racks.begin(), h.racks.end(),
+                         [&](const auto& e) { return e.first == *v; })) {
+          continue;
+        }
+        if (*v != kNoId && *v >= kNodeCap &&
+            std::none_of(h.nodes.begin(), h.nodes.end(),
+                         [&](const auto& e) { return e.first == *v - kNodeCap; })) {
           continue;
         }
         const double to = next_lower(h);
@@ -204,10 +250,19 @@ bool PowerLedger::admit(size_t hid, PendingReason& why) {
     if (!v) return true;
   }
   why.code = PendingCode::kPowerCapped;
-  why.rack = *v;
   why.shifted = shifting_;
-  why.power_cap_w = *v == kNoId ? view_.cap_w : view_.rack_cap_w[*v];
-  why.power_need_w = *v == kNoId ? draw_ : rack_draw_[*v];
+  if (*v == kNoId) {
+    why.power_cap_w = view_.cap_w;
+    why.power_need_w = draw_;
+  } else if (*v >= kNodeCap) {
+    why.node = *v - kNodeCap;
+    why.power_cap_w = view_.node_headroom_w[why.node];
+    why.power_need_w = node_draw_[why.node];
+  } else {
+    why.rack = *v;
+    why.power_cap_w = view_.rack_cap_w[*v];
+    why.power_need_w = rack_draw_[*v];
+  }
   for (auto it = journal.rbegin(); it != journal.rend(); ++it)
     apply(holders_[it->first], it->second);
   set_active(hid, false);

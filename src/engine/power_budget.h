@@ -37,8 +37,11 @@ struct PowerView {
   const BoundPowerModel* model = nullptr;  // not owned; required
   double idle_w = 0;                       // the cluster's draw with nothing running
   double cap_w = kNoPowerCap;
-  std::vector<double> rack_idle_w;   // by RackId (empty: no rack caps)
-  std::vector<double> rack_cap_w;    // by RackId; kNoPowerCap where none
+  std::vector<double> rack_idle_w;  // by RackId (empty: no rack caps)
+  std::vector<double> rack_cap_w;   // by RackId; kNoPowerCap where none
+  // By NodeId: thermal headroom, the most a node may draw above idle (a hot spot takes only
+  // low-power work); < 0 where unconstrained; empty: none.
+  std::vector<double> node_headroom_w;
   double default_energy_weight = 0;  // for queues that set none
 };
 
@@ -47,9 +50,8 @@ struct PowerView {
 double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
                        const Allocation& alloc, double limit_w);
 
-// Why `job` could never start under the cluster's power cap (even alone, at the lowest power
-// limit of the GPU type it may use that draws least), or nullopt. Rack caps are not checked
-// here: a gang may spread over racks.
+// Why `job` could never start under the cluster's power cap or its racks' (even alone, at the
+// lowest power limit of the GPU type it may use that draws least), or nullopt.
 std::optional<std::string> power_infeasible_reason(const PowerView& v, const Cluster& c,
                                                    const JobSpec& job);
 
@@ -80,6 +82,8 @@ class PowerLedger {
   JobId job(size_t h) const { return holders_[h].job; }
   size_t size() const { return holders_.size(); }
   double draw_w() const { return draw_; }
+  // What node n draws above idle now (tracked only where it has thermal headroom).
+  double node_draw_w(NodeId n) const { return node_draw_.empty() ? 0.0 : node_draw_[n]; }
 
  private:
   struct Holder {
@@ -89,14 +93,18 @@ class PowerLedger {
     double min_limit = 0;                          // the GPU's lowest limit
     double gpus = 0;                               // whole-GPU equivalents held
     std::vector<std::pair<RackId, double>> racks;  // GPUs held per rack
+    std::vector<std::pair<NodeId, double>> nodes;  // ... per node (with thermal headroom only)
     double limit = 0;
     double preferred = 0;
     bool active = true;
   };
   double inc(const Holder& h, double limit) const;  // draw above idle at `limit`
   void apply(Holder& h, double limit);              // moves h to `limit`, updating draws
-  // A cap exceeded now that holder `h` touches: kNoId for the cluster's, a RackId, or nullopt.
+  // A cap exceeded now that holder `h` touches: kNoId for the cluster's, a RackId, or nullopt;
+  // a node's thermal headroom is kNodeCap + NodeId.
   std::optional<uint32_t> violated(const Holder& h) const;
+  static constexpr uint32_t kNodeCap = 1u << 31;
+  void add_draw(const Holder& h, double d);  // d W more above idle, spread over h's racks/nodes
   double next_lower(const Holder& h) const;  // the next lower limit point, or 0 for none
   bool fits_alone(const Holder& h, double limit) const;  // under every cap on an idle cluster
   double next_higher(const Holder& h) const;             // the next higher point <= preferred, or 0
@@ -107,6 +115,7 @@ class PowerLedger {
   std::vector<Holder> holders_;
   double draw_ = 0;
   std::vector<double> rack_draw_;
+  std::vector<double> node_draw_;  // by NodeId, when the view has thermal headroom
 };
 
 }  // namespace tessera

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/gpu_type.h"
@@ -57,6 +58,16 @@ struct Spine {
   uint32_t num_racks = 0;
 };
 
+// Power settings a cluster file may carry (`power:` in Tessera YAML; docs/energy.md); the
+// command line overrides them. Negative: not given.
+struct ClusterPower {
+  double cap_w = -1;        // cap on the cluster's estimated IT draw
+  double node_base_w = -1;  // each node's draw besides its GPUs
+  double pue = -1;
+  std::vector<double> rack_cap_w;       // by RackId, -1 where none; empty: none
+  std::vector<double> node_headroom_w;  // by NodeId: thermal headroom above idle, -1: none
+};
+
 class Cluster {
  public:
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -78,8 +89,11 @@ class Cluster {
   uint16_t max_node_gpus() const { return max_node_gpus_; }
   // Which types occur at all (bit t set when some node has type t).
   GpuTypeMask present_types() const { return present_types_; }
+  const ClusterPower& power() const { return power_; }
+  void set_power(ClusterPower p) { power_ = std::move(p); }
 
  private:
+  ClusterPower power_;
   friend class ClusterBuilder;
   std::vector<Node> nodes_;
   std::vector<Rack> racks_;

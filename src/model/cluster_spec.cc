@@ -161,8 +161,66 @@ Cluster parse_kubernetes_nodes(const std::vector<YAML::Node>& docs, const std::s
   return b.build();
 }
 
+// `power:` of a cluster file, resolved against the built cluster's rack and node names.
+ClusterPower read_power(const std::string& origin, const YAML::Node& p, const Cluster& c) {
+  check_keys(origin, p, "power",
+             {"cap_kw", "node_watts", "pue", "rack_caps_kw", "thermal_headroom_watts"});
+  ClusterPower out;
+  if (p["cap_kw"]) out.cap_w = yaml_number(origin, p["cap_kw"], "power.cap_kw", true) * 1000;
+  if (p["node_watts"]) {
+    out.node_base_w = yaml_number(origin, p["node_watts"], "power.node_watts", false);
+  }
+  if (p["pue"]) {
+    out.pue = yaml_number(origin, p["pue"], "power.pue", true);
+    if (out.pue < 1) yaml_fail(origin, p["pue"], "power.pue", "must be at least 1");
+  }
+  auto by_name = [&](const char* key, auto&& index_of, size_t size, double scale) {
+    std::vector<double> v;
+    const YAML::Node m = p[key];
+    if (!m) return v;
+    const std::string field = std::string("power.") + key;
+    if (!m.IsMap()) yaml_fail(origin, m, field, "expected a map of name: value");
+    v.assign(size, -1.0);
+    for (const auto& kv : m) {
+      const std::string name = kv.first.as<std::string>();
+      const size_t i = index_of(name);
+      if (i >= size) yaml_fail(origin, kv.first, field + "." + name, "no such name in the cluster");
+      v[i] = yaml_number(origin, kv.second, field + "." + name, false) * scale;
+    }
+    return v;
+  };
+  out.rack_cap_w = by_name(
+      "rack_caps_kw",
+      [&](const std::string& name) {
+        for (size_t r = 0; r < c.racks().size(); ++r) {
+          if (c.racks()[r].name == name) return r;
+        }
+        return c.racks().size();
+      },
+      c.racks().size(), 1000.0);
+  out.node_headroom_w = by_name(
+      "thermal_headroom_watts",
+      [&](const std::string& name) {
+        for (size_t n = 0; n < c.nodes().size(); ++n) {
+          if (c.nodes()[n].name == name) return n;
+        }
+        return c.nodes().size();
+      },
+      c.nodes().size(), 1.0);
+  return out;
+}
+
+Cluster parse_tessera_nodes(const YAML::Node& root, const std::string& origin);
+
 Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
-  check_keys(origin, root, "", {"spines", "racks", "nodes_per_rack", "node", "nodes", "links"});
+  check_keys(origin, root, "",
+             {"spines", "racks", "nodes_per_rack", "node", "nodes", "links", "power"});
+  Cluster c = parse_tessera_nodes(root, origin);
+  if (root["power"]) c.set_power(read_power(origin, root["power"], c));
+  return c;
+}
+
+Cluster parse_tessera_nodes(const YAML::Node& root, const std::string& origin) {
   ClusterBuilder b;
   if (root["links"]) read_links(origin, root["links"], b);
   const bool uniform = root["racks"] || root["nodes_per_rack"] || root["node"] || root["spines"];

@@ -265,6 +265,8 @@ class Simulation {
     view_.model = &*bound_;
     view_.cap_w = opt_.energy.cap_w;
     view_.default_energy_weight = opt_.energy.energy_weight;
+    view_.node_headroom_w = opt_.energy.node_headroom_w;
+    if (!view_.node_headroom_w.empty()) view_.node_headroom_w.resize(c_.nodes().size(), -1.0);
     const size_t racks = c_.racks().size();
     view_.rack_idle_w.assign(racks, 0.0);
     for (const Node& n : c_.nodes()) {
@@ -942,8 +944,12 @@ class Simulation {
         gpus +=
             fmt::format(R"("{}/{}:{}")", c_.node(n).name, sh.gpu - c_.node(n).first_gpu, sh.milli);
       }
-      *opt_.events << fmt::format(R"({{"t":{},"type":"start","job":"{}","gpus":[{}]}})", now_,
-                                  s.name, gpus)
+      // Under power policies, the power limit it starts at (a later change is not logged).
+      const std::string limit = power_policies_ && js.limit_w > 0
+                                    ? fmt::format(R"(,"power_limit_w":{})", js.limit_w)
+                                    : "";
+      *opt_.events << fmt::format(R"({{"t":{},"type":"start","job":"{}","gpus":[{}]{}}})", now_,
+                                  s.name, gpus, limit)
                    << '\n';
     }
   }

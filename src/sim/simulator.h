@@ -31,6 +31,9 @@ struct EnergySettings {
   double pue = 1;              // facility energy = IT energy x PUE
   double cap_w = kNoPowerCap;  // cap on the cluster's estimated IT draw
   std::vector<double> rack_cap_w;  // by RackId; kNoPowerCap where none (empty: none)
+  // By NodeId: the most a node may draw above idle (thermal headroom); < 0 where unconstrained
+  // (empty: none).
+  std::vector<double> node_headroom_w;
   double energy_weight = 0;        // Zeus's eta for queues that set none (0: full power)
   double price_per_kwh = 0;        // for the result's cost (facility energy x price)
   // Node sleep (consolidation): a node with nothing on it for `sleep_after_s` powers down
@@ -40,7 +43,7 @@ struct EnergySettings {
   double sleep_after_s = -1;
   double wake_s = 0;
   bool policies() const {
-    return cap_w < kNoPowerCap || energy_weight > 0 ||
+    return cap_w < kNoPowerCap || energy_weight > 0 || !node_headroom_w.empty() ||
            std::any_of(rack_cap_w.begin(), rack_cap_w.end(),
                        [](double c) { return c < kNoPowerCap; });
   }
