@@ -265,6 +265,26 @@ command: ["sleep", "1"]
   EXPECT_NE(refused.output.find("--pue"), std::string::npos) << refused.output;
 }
 
+// Power policies that cannot work are refused before the server starts, saying why.
+TEST(ServiceE2E, PowerPolicyFlagsThatCannotWorkAreRefusedAtStartup) {
+  TempDir dir("e2e-power");
+  const auto serve = [&](const std::string& db, const std::string& flags) {
+    return testing::run_tessera("serve --virtual-gpus 2 --virtual-gpu-type V100 --db " +
+                                dir.file(db) + " " + flags);
+  };
+  const testing::CmdResult no_cap = serve("a.db", "--power-shifting");
+  EXPECT_EQ(no_cap.status, 2) << no_cap.output;
+  EXPECT_NE(no_cap.output.find("--power-cap"), std::string::npos) << no_cap.output;
+  const testing::CmdResult low = serve("b.db", "--power-cap 0.01");
+  EXPECT_EQ(low.status, 2) << low.output;
+  EXPECT_NE(low.output.find("below this host's idle draw"), std::string::npos) << low.output;
+  const testing::CmdResult virt = serve("c.db", "--apply-power-limits");
+  EXPECT_EQ(virt.status, 2) << virt.output;
+  EXPECT_NE(virt.output.find("--apply-power-limits: this server schedules virtual GPUs"),
+            std::string::npos)
+      << virt.output;
+}
+
 // Issue 15: the screens an operator reads every day, from a real server.
 TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   TempDir dir("screens");

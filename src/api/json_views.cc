@@ -42,6 +42,9 @@ nlohmann::json to_json(const JobView& v) {
   // serve --classify chose its class from this predicted kind (the user named none).
   out["classified_as"] =
       r.classified.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.classified);
+  // The GPU power limit its run has (serve's power policies); null: its GPUs' default (TDP).
+  out["power_limit_w"] =
+      r.power_limit_w > 0 ? nlohmann::json(r.power_limit_w) : nlohmann::json(nullptr);
   return out;
 }
 

@@ -169,6 +169,9 @@ std::string job_page(const nlohmann::json& j, double now) {
   line("Attempts", std::to_string(j.value("attempts", 0)));
   line("Preemptions", std::to_string(j.value("preemptions", 0)));
   line("GPUs", fmt::format("{:g}", gpus_of(j)));
+  if (j.contains("power_limit_w") && j["power_limit_w"].is_number()) {
+    line("Power limit", fmt::format("{:.0f} W per GPU", j["power_limit_w"].get<double>()));
+  }
   const nlohmann::json placement = j.value("allocation", nlohmann::json::array());
   if (!placement.empty()) {
     out += "Placement:\n";

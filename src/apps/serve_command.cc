@@ -50,6 +50,23 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "hourly carbon intensity (CSV: time,g_per_kwh; time in Unix seconds or "
                 "ISO-8601 UTC) for usage's carbon_kg")
       ->check(CLI::ExistingFile);
+  CLI::Option* cap = s->add_option(
+      "--power-cap", a.power_cap,
+      "cap on this host's estimated IT draw: kW, or a percentage of its peak draw (--node-power "
+      "plus every GPU at its TDP, e.g. 70%); a job that would pass it waits (reason PowerCap)");
+  s->add_flag("--power-shifting", a.power_shifting,
+              "under --power-cap, lower jobs' GPU power limits (least speed lost per watt first) "
+              "before holding jobs; raised again as power frees")
+      ->needs(cap);
+  s->add_option("--energy-weight", a.energy_weight,
+                "Zeus's energy knob for queues that set no energy_weight: 0 runs jobs at full "
+                "power, 1 at the power limit that spends least energy per unit of work")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  s->add_flag("--apply-power-limits", a.apply_power_limits,
+              "set each job's power limit on its GPUs with nvidia-smi -pl (and the default back "
+              "when it ends); needs real GPUs and root. Without it limits are advisory: "
+              "recorded, reported and used in the energy estimates");
   s->add_option("--admin-token", a.admin_token,
                 "the admin's bearer token (default: TESSERA_ADMIN_TOKEN, else the stored one, "
                 "else a new one written to DB.admin-token)");
@@ -177,6 +194,11 @@ int run_serve(const ServeArgs& a) {
   opt.virtual_gpu_type = a.virtual_gpu_type;
   opt.node_power_w = a.node_power;
   opt.pue = a.pue;
+  opt.power_cap = a.power_cap;
+  opt.power_shifting = a.power_shifting;
+  opt.energy_weight = a.energy_weight;
+  opt.apply_power_limits = a.apply_power_limits;
+  opt.root = ::geteuid() == 0;
   {
     const std::string data = data_dir_or_default(a.data_dir);
     opt.power_model = std::make_shared<const PowerModel>(load_power_model(data));

@@ -49,6 +49,12 @@ struct ServeArgs {
   double node_power = 0;
   double pue = 1;
   std::string carbon;
+  // Power policies (issue 17): the cap ("KW" or "N%"), shifting, the default energy knob, and
+  // whether the limits are applied to the GPUs with nvidia-smi.
+  std::string power_cap;
+  bool power_shifting = false;
+  double energy_weight = 0;
+  bool apply_power_limits = false;
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);

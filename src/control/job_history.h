@@ -18,7 +18,10 @@ struct RecordedState {
   JobState state = JobState::kPending;
   bool held = false;
   int32_t attempts = 0;
-  static RecordedState of(const JobRow& r) { return RecordedState{r.state, r.held, r.attempts}; }
+  double power_limit_w = 0;
+  static RecordedState of(const JobRow& r) {
+    return RecordedState{r.state, r.held, r.attempts, r.power_limit_w};
+  }
 };
 
 // The events that take a job from `was` to `now` at time `at`, oldest first. `where`

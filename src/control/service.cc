@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -278,6 +279,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     tree_template_.validate_against(cluster_);
     flat_tree_ = false;
   }
+  setup_power();
   for (const TenantRow& t : store_->tenants()) {
     tenants_.intern(t.name);
     token_tenant_[t.token_sha256] = t.name;
@@ -303,6 +305,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     }
   }
   recover();
+  apply_gpu_power_limits_locked();  // as the running jobs' limits say (the defaults elsewhere)
   restore_decayed_locked();
   restore_history();
   restore_classifier_locked();
@@ -424,6 +427,11 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
   }
   if (auto why = infeasible_reason(cluster_, s)) {
     config_problem(ServiceError::kInfeasible, "resources", "can never run here: " + *why);
+  } else if (power_policies_) {
+    if (auto power = power_infeasible_reason(power_view_, cluster_, s)) {
+      config_problem(ServiceError::kInfeasible, "resources",
+                     "can never run under the power cap (--power-cap): " + *power);
+    }
   }
   return s;
 }
@@ -518,7 +526,10 @@ void Service::recover() {
         if (!alloc.empty() && state_.fits(alloc)) {
           state_.allocate(alloc);
           j->alloc = std::move(alloc);
-          j->run = run_record_locked(*j);  // its run goes on: accounted when it ends
+          // Its run goes on (accounted when it ends), at the limit it had; the energy estimate
+          // takes that limit for the whole run.
+          j->run = run_record_locked(*j);
+          j->power_since = row.started_at;
         }
         break;
       case JobState::kPreempted:
@@ -612,6 +623,7 @@ void Service::release_locked(Job& j) {
     }
   }
   j.row.allocation.clear();
+  j.row.power_limit_w = 0;  // its next run gets its own
 }
 
 // Holds everything free on drained node n (GPUs, CPU, memory) in the ledger.
@@ -762,6 +774,7 @@ void Service::poll_processes() {
   if (!dirty.empty()) save_rows_locked(dirty);
   std::erase_if(active_,
                 [](const auto& e) { return e.second->alloc.empty() && e.second->members.empty(); });
+  if (!dirty.empty()) apply_gpu_power_limits_locked();  // the ended jobs' GPUs back to default
 }
 
 std::string Service::leaf_path_locked(TenantId t) const {
@@ -841,6 +854,8 @@ void Service::begin_run_locked(Job& j, double t) {
   j.row.message.clear();
   j.row.allocation = encode_allocation(j.alloc);
   j.run = run_record_locked(j);
+  j.run_joules = 0;
+  j.power_since = t;
   j.preempted_by = -1;
   j.preempted_by_tenant.clear();
 }
@@ -859,7 +874,7 @@ RunRecord Service::run_record_locked(const Job& j) const {
   }
   r.cpu_milli = j.alloc.cpu_milli_per_member * j.alloc.members();
   r.mem_mib = j.alloc.mem_mib_per_member * j.alloc.members();
-  r.gpu_watts = run_gpu_watts(*power_, r.gpu_milli);
+  r.gpu_watts = run_gpu_watts(*power_, r.gpu_milli, j.row.power_limit_w);
   return r;
 }
 
@@ -871,9 +886,13 @@ void Service::end_run_locked(Job& j, double ended, const std::string& outcome) {
   j.run.outcome = outcome;
   j.run.preempted_by = j.preempted_by;
   j.run.preempted_by_tenant = j.preempted_by_tenant;
-  energy_.add_ended(j.run.tenant, j.run.gpu_watts * std::max(0.0, ended - j.run.started));
+  // Its draw as the run's average: its limit may have changed while it ran.
+  const double joules = run_joules_locked(j, ended);
+  if (ended > j.run.started) j.run.gpu_watts = joules / (ended - j.run.started);
+  energy_.add_ended(j.run.tenant, joules);
   unsaved_runs_.push_back(std::move(j.run));
   j.run = RunRecord{};
+  j.run_joules = 0;
 }
 
 void Service::launch_ready() {
@@ -1056,6 +1075,7 @@ void Service::run_cycle() {
         r.expected_end = std::max(snap.now, j.row.started_at + j.spec.duration_estimate);
       }
       r.last_checkpoint = j.row.started_at;
+      r.power_limit_w = j.row.power_limit_w;
       running.push_back(r);
     }
     tree = tree_;
@@ -1067,6 +1087,8 @@ void Service::run_cycle() {
   snap.pending = pending;
   snap.running = running;
   snap.queues = tree.get();
+  // Fixed since construction: safe to read unlocked.
+  if (power_policies_) snap.power = &power_view_;
   // Unlocked: only this thread changes the ledger and allocations, and specs never change.
   const auto t0 = Clock::now();
   Decisions d = schedule_cycle(snap, policy_);
@@ -1093,10 +1115,14 @@ void Service::run_cycle() {
     Allocation alloc;
     std::vector<int64_t> waits_for;
     bool active;
+    RunRecord run;
+    double run_joules;
+    double power_since;
   };
   std::vector<Before> before;  // in the order changed
   auto keep = [&](Job& j) {
-    before.push_back(Before{&j, j.row, j.alloc, j.waits_for, active_.count(j.row.id) != 0});
+    before.push_back(Before{&j, j.row, j.alloc, j.waits_for, active_.count(j.row.id) != 0, j.run,
+                            j.run_joules, j.power_since});
   };
   std::vector<const JobRow*> dirty;
   std::vector<Job*> to_launch, to_stop, requeued;
@@ -1147,6 +1173,9 @@ void Service::run_cycle() {
     j.alloc = std::move(s.alloc);
     active_[s.job] = &j;
     started.insert(s.job);
+    // Its power limit (set with a power view; its run draws at it from its start).
+    set_power_limit_locked(j, snap.power != nullptr ? s.power_limit_w : 0.0, t,
+                           start_limit_why_locked(j, s.power_limit_w));
     // A start that preempted waits, holding its GPUs, until its victims have exited; it is
     // still pending (to the API and in the store) until its processes start.
     if (j.waits_for.empty()) {
@@ -1154,6 +1183,18 @@ void Service::run_cycle() {
       dirty.push_back(&j.row);
       to_launch.push_back(&j);
     }
+  }
+  // Running jobs' limits lowered to make room under the power cap, or raised as power freed.
+  for (const PowerLimit& p : d.power_limits) {
+    const auto it = jobs_.find(static_cast<int64_t>(p.job));
+    if (it == jobs_.end()) continue;
+    Job& j = *it->second;
+    if (j.row.state != JobState::kRunning || j.stopping || j.alloc.empty()) continue;
+    const double was = j.row.power_limit_w > 0 ? j.row.power_limit_w : tdp_of(j.alloc);
+    if (std::abs(p.limit_w - was) < 0.5) continue;
+    keep(j);
+    set_power_limit_locked(j, p.limit_w, t, p.limit_w < was ? "power cap" : "raised: power freed");
+    dirty.push_back(&j.row);
   }
   try {
     if (!dirty.empty()) store_->update_jobs(dirty, nullptr, {}, row_events_locked(dirty, t));
@@ -1171,6 +1212,9 @@ void Service::run_cycle() {
       j.row = std::move(it->row);
       j.alloc = std::move(it->alloc);
       j.waits_for = std::move(it->waits_for);
+      j.run = std::move(it->run);
+      j.run_joules = it->run_joules;
+      j.power_since = it->power_since;
       if (it->active) {
         active_[j.row.id] = &j;
       } else {
@@ -1194,6 +1238,7 @@ void Service::run_cycle() {
     pending_.push_back(v);
   }
   for (Job* v : to_stop) ask_to_stop_locked(*v, t);
+  apply_gpu_power_limits_locked();  // before the new jobs' processes start
   std::vector<const JobRow*> launched;
   for (Job* j : to_launch) launch_locked(*j, launched);
   if (!launched.empty()) save_rows_locked(launched);

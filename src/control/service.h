@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgroups.h"
+#include "backend/gpu_power_limits.h"
 #include "control/energy.h"
 #include "control/history.h"
 #include "control/store_health.h"
@@ -38,6 +39,7 @@
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
 #include "engine/policy.h"
+#include "engine/power_budget.h"
 #include "insight/workload_classifier.h"
 #include "model/carbon_intensity.h"
 #include "model/cluster.h"
@@ -104,6 +106,23 @@ struct ServiceOptions {
   std::shared_ptr<const CarbonIntensity> carbon;
   // How often (service clock) a server on real GPUs reads their power draw with nvidia-smi.
   double power_read_interval_seconds = 10;
+  // Power policies (issue 17; docs/energy-serve.md). A cap on this host's estimated IT draw:
+  // "KW", or "N%" of its peak draw (node_power_w plus every GPU at its TDP); "" = none. Under a
+  // cap, power_shifting lowers jobs' GPU power limits to fit more work (else jobs wait until
+  // power frees). energy_weight: Zeus's energy knob (0..1) for queues that set no
+  // energy_weight. With a cap or any energy weight above 0, the engine chooses each job's
+  // power limit (else nothing about power changes).
+  std::string power_cap;
+  bool power_shifting = false;
+  double energy_weight = 0;
+  // Apply the limits to the GPUs (`nvidia-smi -i INDEX -pl WATTS`, and the default back when
+  // the job ends): real GPUs (found by nvidia-smi) and root only. Without it the limits are
+  // advisory: recorded, reported, and used in the energy estimates. `root`: whether the server
+  // runs as root (serve sets it from geteuid()). `run_command`: how those commands run (empty:
+  // run_command(); tests inject a fake).
+  bool apply_power_limits = false;
+  bool root = false;
+  CommandRunner run_command;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -409,6 +428,30 @@ class Service {
   std::map<int32_t, double> measured_w_;  // power.draw by host GPU index (the last reading)
   double last_power_read_ = -1;
   bool power_read_failing_ = false;  // said once per run of failures
+  // Power policies (service_power.cc): the engine's view (bound to the cluster's GPU types;
+  // fixed after construction, so the unlocked cycle may read it) and whether cycles see it.
+  void setup_power();  // validates the options; throws std::invalid_argument naming the flag
+  std::optional<BoundPowerModel> bound_power_;
+  PowerView power_view_;
+  bool power_policies_ = false;
+  // The energy knob of tenant t's queue (its own or inherited energy_weight, else the option).
+  double energy_weight_locked(TenantId t) const;
+  // The TDP of the GPUs `a` runs on (its first member's type).
+  double tdp_of(const Allocation& a) const;
+  // The job's limit becomes `limit_w` (W; 0 or the TDP: the default) at `t`, for `why`: its run's
+  // energy so far is kept at the old draw; what follows draws at the new one.
+  void set_power_limit_locked(Job& j, double limit_w, double t, std::string why);
+  // Why a job runs at `limit_w` (a start's limit): "power cap", "energy weight 0.5" or "".
+  std::string start_limit_why_locked(const Job& j, double limit_w) const;
+  // The estimated GPU energy (J) of the job's current run up to `t`.
+  double run_joules_locked(const Job& j, double t) const;
+  // --apply-power-limits: each GPU's limits as nvidia-smi reported them (in force, default,
+  // range), and which GPUs' last change failed (said once until one succeeds).
+  std::map<int, GpuPowerLimits> gpu_limits_;
+  std::set<int> gpu_limit_failing_;
+  // Sets every GPU's limit to the lowest its holders run at (the default where none), where it
+  // differs from what is in force.
+  void apply_gpu_power_limits_locked();
   void run_loop();
   void poll_processes();
   void run_cycle();

@@ -42,8 +42,9 @@ void Service::energy_metrics_locked(ServiceMetrics& m, double t) const {
   std::map<std::string, double> live;
   for (const auto& [id, jp] : active_) {
     const RunRecord& r = jp->run;
-    if (r.job == 0 || r.gpu_watts <= 0) continue;
-    live[r.tenant] += r.gpu_watts * std::max(0.0, t - r.started);
+    if (r.job == 0) continue;
+    const double joules = run_joules_locked(*jp, t);
+    if (joules > 0) live[r.tenant] += joules;
   }
   m.energy_joules = energy_.read(live);
   for (const ServiceMetrics::Tenant& tn : m.tenants) m.energy_joules.try_emplace(tn.name, 0.0);
@@ -56,8 +57,13 @@ void Service::energy_metrics_locked(ServiceMetrics& m, double t) const {
         p.watts = measured->second;
         p.measured = true;
       } else {
-        int32_t held = 0;
-        for (const GpuHolder& h : g.holders) held += h.milli;
+        // Each holder at its power limit (the TDP unless a power policy set one).
+        std::vector<std::pair<int32_t, double>> held;
+        for (const GpuHolder& h : g.holders) {
+          if (h.milli <= 0) continue;
+          const auto it = jobs_.find(h.job);
+          held.emplace_back(h.milli, it != jobs_.end() ? it->second->row.power_limit_w : 0.0);
+        }
         p.watts = estimated_gpu_draw(*power_, n.gpu_type, held);
       }
       gpus_w += p.watts;

@@ -1,5 +1,7 @@
 // Each job's history (control/job_history.h): events derived from row changes, written with
 // the rows, and the changes of a waiting job's reason recorded after each cycle.
+#include <fmt/format.h>
+#include <cmath>
 #include <set>
 
 #include "control/service.h"
@@ -26,6 +28,15 @@ std::vector<JobEvent> Service::row_events_locked(std::span<const JobRow* const> 
       }
     }
     for (JobEvent& e : transition_events(j.recorded, *r, t, where)) out.push_back(std::move(e));
+    // Its power limit changed (serve's power policies): at its start, or while it runs.
+    const bool new_run = r->attempts != j.recorded.attempts;
+    const double was = new_run ? 0.0 : j.recorded.power_limit_w;
+    if (r->state == JobState::kRunning && std::abs(r->power_limit_w - was) > 1e-9) {
+      const double w = r->power_limit_w > 0 ? r->power_limit_w : tdp_of(j.alloc);
+      std::string msg = fmt::format("power limit {:.0f} W", w);
+      if (!j.power_why.empty()) msg += " (" + j.power_why + ")";
+      out.push_back(JobEvent{0, r->id, t, "PowerLimit", std::move(msg)});
+    }
   }
   return out;
 }

@@ -41,6 +41,11 @@ struct Service::Job {
   // Accounting: the current run (begin_run_locked), written to job_runs when it ends, and the
   // job it was preempted for.
   RunRecord run;
+  // Energy of the current run before its power limit last changed (J), and since when it draws
+  // run.gpu_watts (its start, or the last change); why its limit last changed (its event).
+  double run_joules = 0;
+  double power_since = 0;
+  std::string power_why;
   int64_t preempted_by = -1;
   std::string preempted_by_tenant;
   // History: the row as of its last write (the next write's events are the difference), and

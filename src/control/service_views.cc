@@ -347,6 +347,8 @@ std::vector<UsageRow> Service::usage(const Caller& caller, double since, double 
       if (j.run.job == 0 || j.run.started >= until) continue;
       RunRecord live = j.run;
       live.ended = t;
+      // Its average draw so far (its power limit may have changed).
+      if (t > live.started) live.gpu_watts = run_joules_locked(j, t) / (t - live.started);
       runs.push_back(std::move(live));
     }
     jobs.reserve(jobs.size() + jobs_.size());

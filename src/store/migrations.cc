@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 12> kMigrations = {
+constexpr std::array<std::string_view, 13> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -135,6 +135,11 @@ ALTER TABLE jobs ADD COLUMN classified TEXT NOT NULL DEFAULT '';
     // so that usage reports energy and the energy counters survive a restart.
     R"sql(
 ALTER TABLE job_runs ADD COLUMN gpu_watts REAL NOT NULL DEFAULT 0;
+)sql",
+    // 13: power policies in serve (issue 17): the GPU power limit a job runs at (W; 0: its GPUs'
+    // default, the TDP), so that a restart keeps it.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN power_limit_w REAL NOT NULL DEFAULT 0;
 )sql",
 };
 

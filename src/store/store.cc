@@ -44,6 +44,7 @@ void bind_state(Statement& s, const JobRow& row) {
   }
   s.bind(8, row.message).bind(9, row.allocation).bind(10, row.processes);
   s.bind(11, int64_t{row.held ? 1 : 0}).bind(12, to_json(row.spec).dump());
+  s.bind(20, row.power_limit_w);
 }
 
 double optional_time(const Statement& s, int col) {
@@ -137,13 +138,13 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
     insert_job_.emplace(db_->prepare(
         "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
         "message, allocation, processes, held, spec, tenant, name, submitted_at, "
-        "idempotency_key, array_id, array_index, classified) "
+        "idempotency_key, array_id, array_index, classified, power_limit_w) "
         "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-        "?19)"));
+        "?19, ?20)"));
     update_job_.emplace(db_->prepare(
         "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
         "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10, "
-        "held = ?11, spec = ?12 WHERE id = ?1"));
+        "held = ?11, spec = ?12, power_limit_w = ?20 WHERE id = ?1"));
     insert_audit_.emplace(
         db_->prepare("INSERT INTO audit_log (at, actor, method, path, status, target) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -347,7 +348,7 @@ namespace {
 constexpr const char* kRowColumns =
     "id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, preemptions, "
     "exit_code, message, allocation, processes, idempotency_key, held, array_id, array_index, "
-    "classified";
+    "classified, power_limit_w";
 
 }  // namespace
 
@@ -379,6 +380,7 @@ JobRow Store::read_row(const Statement& s) const {
   r.array_id = s.int64(15);
   r.array_index = static_cast<int32_t>(s.int64(16));
   r.classified = s.text(17);
+  r.power_limit_w = s.real(18);
   return r;
 }
 

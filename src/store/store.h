@@ -75,6 +75,9 @@ struct JobRow {
   // The kind the workload classifier predicted for a job that named no priority class (the
   // class in `spec` is then the kind's); "" = the class, if any, is the user's.
   std::string classified;
+  // The GPU power limit its current run has (W; serve's power policies, issue 17); 0: its
+  // GPUs' default (the TDP).
+  double power_limit_w = 0;
 };
 inline constexpr int64_t kNewArray = -1;
 
@@ -89,8 +92,8 @@ struct AuditEntry {
 };
 
 // One entry of a job's history. `type` is one word (Submitted, Pending, Started, Preempted,
-// Requeued, Held, Released, Updated, Succeeded, Failed, Cancelled, TimedOut); `message` the
-// details in words.
+// Requeued, Held, Released, Updated, Succeeded, Failed, Cancelled, TimedOut, PowerLimit); `message`
+// the details in words.
 struct JobEvent {
   int64_t id = 0;      // assigned by the store, increasing: the history's order
   int64_t job_id = 0;  // 0 in insert_job's events: the job being inserted
