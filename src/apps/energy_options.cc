@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "model/csv.h"
+#include "insight/power_cap.h"
 #include "sim/simulator.h"
 
 namespace tessera {
@@ -48,14 +48,6 @@ void add_energy_options(CLI::App& s, EnergyArgs& a) {
       ->needs(sleep);
 }
 
-double peak_draw_w(const Cluster& c, const PowerModel& m, double node_power_w) {
-  double peak = 0;
-  for (const Node& n : c.nodes()) {
-    peak += node_power_w + n.num_gpus * m.spec(c.gpu_types().at(n.gpu_type).name).tdp_w;
-  }
-  return peak;
-}
-
 EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const PowerModel& m) {
   EnergySettings s;
   const ClusterPower& file = c.power();
@@ -69,22 +61,13 @@ EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const Powe
   s.sleep_after_s = a.sleep_after_s;
   s.wake_s = a.wake_s;
   if (!a.power_cap.empty()) {
-    std::string_view v = a.power_cap;
-    const bool percent = v.back() == '%';
-    if (percent) v.remove_suffix(1);
-    double x = 0;
-    if (!csv::parse_double(v, x) || !(x > 0) || (percent && x > 100)) {
-      throw CLI::ValidationError("--power-cap",
-                                 "expected kW (e.g. 120) or a percentage of the "
-                                 "cluster's peak draw (e.g. 70%), got '" +
-                                     a.power_cap + "'");
+    const double base = s.node_base_w * static_cast<double>(c.nodes().size());
+    try {
+      s.cap_w = parse_power_cap(a.power_cap, cluster_peak_draw_w(c, m, base));
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("--power-cap", e.what());
     }
-    const double peak = peak_draw_w(c, m, s.node_base_w);
-    s.cap_w = percent ? peak * x / 100 : x * 1000;
-    double idle = 0;
-    for (const Node& n : c.nodes()) {
-      idle += s.node_base_w + n.num_gpus * m.spec(c.gpu_types().at(n.gpu_type).name).idle_w;
-    }
+    const double idle = cluster_idle_draw_w(c, m, base);
     if (s.cap_w < idle) {
       throw CLI::ValidationError(
           "--power-cap",

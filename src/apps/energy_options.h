@@ -28,9 +28,6 @@ struct EnergyArgs {
 
 void add_energy_options(CLI::App& cmd, EnergyArgs& a);
 
-// The cluster's peak IT draw: every node's base power and every GPU at its TDP.
-double peak_draw_w(const Cluster& c, const PowerModel& m, double node_power_w);
-
 // The settings for the simulator; throws CLI::ValidationError for a cap it cannot read (naming
 // the option) or one below the cluster's idle draw.
 EnergySettings energy_settings(const EnergyArgs& a, const Cluster& c, const PowerModel& m);

@@ -106,7 +106,7 @@ struct ServiceOptions {
   std::shared_ptr<const CarbonIntensity> carbon;
   // How often (service clock) a server on real GPUs reads their power draw with nvidia-smi.
   double power_read_interval_seconds = 10;
-  // Power policies (issue 17; docs/energy-serve.md). A cap on this host's estimated IT draw:
+  // Power policies (issue 17; docs/energy.md). A cap on this host's estimated IT draw:
   // "KW", or "N%" of its peak draw (node_power_w plus every GPU at its TDP); "" = none. Under a
   // cap, power_shifting lowers jobs' GPU power limits to fit more work (else jobs wait until
   // power frees). energy_weight: Zeus's energy knob (0..1) for queues that set no

@@ -1,4 +1,4 @@
-// Power policies in serve (issue 17; docs/energy-serve.md): the power view the engine's cycle
+// Power policies in serve (issue 17; docs/energy.md): the power view the engine's cycle
 // sees (a cap on this host's estimated draw, the energy knob), each job's GPU power limit as
 // the cycle sets it, and, with --apply-power-limits, those limits applied to real GPUs.
 #include <fmt/format.h>
