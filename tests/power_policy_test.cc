@@ -63,6 +63,21 @@ CapRun run_sim(const Workload& w, const Cluster& c, const PowerModel& m, double 
   return CapRun{simulate(w, c, p, model, opt), opt.energy.cap_w};
 }
 
+// One engine cycle on an empty cluster with every job of `w` pending, under `power`.
+Decisions cycle_with_power(const Cluster& c, const Workload& w, const PowerView& power,
+                           const Policy& p) {
+  ClusterState state(c);
+  std::vector<PendingJob> pending;
+  for (JobId j = 0; j < w.jobs.size(); ++j) {
+    pending.push_back(PendingJob{j, &w.jobs[j], 0, 0, true});
+  }
+  Snapshot snap;
+  snap.state = &state;
+  snap.pending = pending;
+  snap.power = &power;
+  return schedule_cycle(snap, p);
+}
+
 Workload busy_workload() {
   GeneratorOptions g;
   g.jobs = 120;
@@ -116,15 +131,8 @@ TEST(PowerCap, AHeldJobSaysItWaitsForPower) {
     j.source = "test";
     w.jobs.push_back(j);
   }
-  ClusterState state(c);
-  std::vector<PendingJob> pending;
-  for (JobId j = 0; j < 2; ++j) pending.push_back(PendingJob{j, &w.jobs[j], 0, 0, true});
-  Snapshot snap;
-  snap.state = &state;
-  snap.pending = pending;
-  snap.power = &v;
   Policy p = make_policy("fifo", 1);
-  Decisions d = schedule_cycle(snap, p);
+  Decisions d = cycle_with_power(c, w, v, p);
   ASSERT_EQ(d.starts.size(), 1u);
   EXPECT_EQ(d.starts[0].power_limit_w, 250);
   ASSERT_EQ(d.pending.size(), 1u);
@@ -133,7 +141,7 @@ TEST(PowerCap, AHeldJobSaysItWaitsForPower) {
   EXPECT_STREQ(reason_code(d.pending[0].code), "PowerCap");
   // Shifting: both start, at limits whose draw fits: 2 x (inc) <= 261 W.
   p.power_shifting = true;
-  d = schedule_cycle(snap, p);
+  d = cycle_with_power(c, w, v, p);
   ASSERT_EQ(d.starts.size(), 2u);
   double inc = 0;
   for (const Start& s : d.starts) {
@@ -380,14 +388,7 @@ TEST(ThermalHeadroom, HighPowerJobsAvoidAHotNodeAndLowPowerJobsUseIt) {
   v.model = &bound;
   v.idle_w = 8 * 34.75;
   v.node_headroom_w = {100, -1};
-  ClusterState state(c);
-  std::vector<PendingJob> pending;
-  for (JobId j = 0; j < 8; ++j) pending.push_back(PendingJob{j, &w.jobs[j], 0, 0, true});
-  Snapshot snap;
-  snap.state = &state;
-  snap.pending = pending;
-  snap.power = &v;
-  const Decisions d = schedule_cycle(snap, make_policy("fifo", 1));
+  const Decisions d = cycle_with_power(c, w, v, make_policy("fifo", 1));
   ASSERT_EQ(d.starts.size(), 8u);
   int ncf_on_hot = 0;
   for (const Start& s : d.starts) {

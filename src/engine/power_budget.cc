@@ -22,6 +22,16 @@ const GpuPowerSpec& spec_of(const PowerView& v, const Cluster& c, const Allocati
   return v.model->spec(t);
 }
 
+// Adds `g` GPUs to `id`'s entry of a short (id, GPUs) list.
+void add_gpus(std::vector<std::pair<uint32_t, double>>& list, uint32_t id, double g) {
+  auto it = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.first == id; });
+  if (it == list.end()) {
+    list.emplace_back(id, g);
+  } else {
+    it->second += g;
+  }
+}
+
 }  // namespace
 
 double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
@@ -126,23 +136,9 @@ size_t PowerLedger::add(JobId job, const JobSpec& spec, const Allocation& alloc,
     int64_t milli = 0;
     for (size_t k = 0; k < gpm; ++k) milli += alloc.shares[m * gpm + k].milli;
     const double g = static_cast<double>(milli) / kMilliPerGpu;
-    auto it =
-        std::find_if(h.racks.begin(), h.racks.end(), [&](const auto& e) { return e.first == r; });
-    if (it == h.racks.end()) {
-      h.racks.emplace_back(r, g);
-    } else {
-      it->second += g;
-    }
+    add_gpus(h.racks, r, g);
     const NodeId n = alloc.member_node[m];
-    if (!node_draw_.empty() && view_.node_headroom_w[n] >= 0) {
-      auto nt =
-          std::find_if(h.nodes.begin(), h.nodes.end(), [&](const auto& e) { return e.first == n; });
-      if (nt == h.nodes.end()) {
-        h.nodes.emplace_back(n, g);
-      } else {
-        nt->second += g;
-      }
-    }
+    if (!node_draw_.empty() && view_.node_headroom_w[n] >= 0) add_gpus(h.nodes, n, g);
   }
   h.preferred = preferred_w > 0 ? preferred_w : s.tdp_w;
   h.limit = limit_w > 0 ? limit_w : s.tdp_w;
