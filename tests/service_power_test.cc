@@ -329,3 +329,34 @@ TEST_F(ServicePowerApplied, RefusedWithoutRoot) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST_F(ServiceTest, ABestEffortJobWaitsForACleanerHourWithinItsQueuesCarbonDefer) {
+  // Dirty until t=3600, clean after; team-be's jobs are best-effort and may wait 2 h.
+  const std::string queues = dir_.file("queues.yaml");
+  std::ofstream(queues) << "queues:\n  - name: team-be\n    default_priority_class: best-effort\n"
+                           "    carbon_defer: 2h\n  - name: team-a\n";
+  ServiceOptions o = options(2);
+  o.queues_path = queues;
+  o.carbon = std::make_shared<const CarbonIntensity>(
+      CarbonIntensity::parse("time,g_per_kwh\n0,500\n3600,100\n7200,100\n", "carbon.csv",
+                             CarbonIntensity::TimeBase::kAbsolute));
+  auto b = std::make_unique<FakeBackend>();
+  backend_ = b.get();
+  Service s(o, std::move(b));
+  const int64_t be = submit_and_tick(s, "team-be", "be", 1);
+  const int64_t a = submit_and_tick(s, "team-a", "a", 1);
+  EXPECT_EQ(state(s, a), JobState::kRunning);  // not best-effort: never waits for carbon
+  const JobView v = s.job(Caller{true, ""}, be);
+  ASSERT_EQ(v.row.state, JobState::kPending);
+  EXPECT_EQ(v.reason_code, "CarbonDefer");
+  EXPECT_NE(v.pending_reason.find("cleaner"), std::string::npos) << v.pending_reason;
+  now_ = 3601;
+  s.tick();
+  EXPECT_EQ(state(s, be), JobState::kRunning);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1089,6 +1089,9 @@ void Service::run_cycle() {
   snap.queues = tree.get();
   // Fixed since construction: safe to read unlocked.
   if (power_policies_) snap.power = &power_view_;
+  // Carbon-aware deferral of best-effort jobs in queues with carbon_defer (on Unix time, as
+  // the jobs' submission times and the clock).
+  snap.carbon = opt_.carbon.get();
   // Unlocked: only this thread changes the ledger and allocations, and specs never change.
   const auto t0 = Clock::now();
   Decisions d = schedule_cycle(snap, policy_);
