@@ -1025,10 +1025,7 @@ class Cycle {
       }
       JobSpec& away = thermal_job_;
       away = job;
-      away.eligible_nodes =
-          std::make_shared<const NodeSet>(NodeSet::matching(cluster_.nodes().size(), [&](NodeId n) {
-            return !banned[n] && (job.eligible_nodes == nullptr || job.eligible_nodes->contains(n));
-          }));
+      away.eligible_nodes = eligible_where(job, [&](NodeId n) { return !banned[n]; });
       Allocation again;
       if (!try_place(away, again)) return false;
       if (over_type_limit(current_leaf_, again) != kNoId) {
@@ -1054,11 +1051,9 @@ class Cycle {
   double member_draw_w(const JobSpec& job, NodeId n) const {
     const PowerView& v = *snap_.power;
     const GpuTypeId t = cluster_.node(n).gpu_type;
-    const GpuPowerSpec& s = v.model->spec(t);
-    const PowerCurve& curve = v.model->curve(t, job.model);
-    const double eta = energy_weight(shares_.leaf_of(job.tenant));
-    const double limit = eta > 0 ? energy_optimal_limit(curve, eta, s.tdp_w) : s.tdp_w;
-    return std::max(0.0, curve.power(limit) - s.idle_w) * job.demand.gpus *
+    const double limit =
+        preferred_limit_on(v, t, job.model, energy_weight(shares_.leaf_of(job.tenant)));
+    return gpu_increment(v, t, job.model, limit) * job.demand.gpus *
            static_cast<double>(job.demand.gpu_milli) / kMilliPerGpu;
   }
 
@@ -1087,10 +1082,15 @@ class Cycle {
       }
     }
     if (!any) return nullptr;
+    return eligible_where(job, [&](NodeId n) { return !lacks(n); });
+  }
+
+  // The nodes `job` may use (its own restriction, if any) for which `keep` holds.
+  template <class Keep>
+  std::shared_ptr<const NodeSet> eligible_where(const JobSpec& job, Keep&& keep) const {
     return std::make_shared<const NodeSet>(
         NodeSet::matching(cluster_.nodes().size(), [&](NodeId n) {
-          if (job.eligible_nodes != nullptr && !job.eligible_nodes->contains(n)) return false;
-          return !lacks(n);
+          return (job.eligible_nodes == nullptr || job.eligible_nodes->contains(n)) && keep(n);
         }));
   }
 

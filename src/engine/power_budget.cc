@@ -11,15 +11,18 @@ namespace {
 
 constexpr double kEps = 1e-9;
 
+// The GPU type whose curve an allocation uses: that of its first member's node.
+GpuTypeId type_of(const Cluster& c, const Allocation& a) {
+  return a.member_node.empty() ? 0 : c.node(a.member_node.front()).gpu_type;
+}
+
 const PowerCurve& curve_of(const PowerView& v, const Cluster& c, const JobSpec& job,
                            const Allocation& a) {
-  const GpuTypeId t = a.member_node.empty() ? 0 : c.node(a.member_node.front()).gpu_type;
-  return v.model->curve(t, job.model);
+  return v.model->curve(type_of(c, a), job.model);
 }
 
 const GpuPowerSpec& spec_of(const PowerView& v, const Cluster& c, const Allocation& a) {
-  const GpuTypeId t = a.member_node.empty() ? 0 : c.node(a.member_node.front()).gpu_type;
-  return v.model->spec(t);
+  return v.model->spec(type_of(c, a));
 }
 
 // Adds `g` GPUs to `id`'s entry of a short (id, GPUs) list.
@@ -34,12 +37,22 @@ void add_gpus(std::vector<std::pair<uint32_t, double>>& list, uint32_t id, doubl
 
 }  // namespace
 
+double gpu_increment(const PowerView& v, GpuTypeId t, uint32_t model, double limit_w) {
+  const GpuPowerSpec& s = v.model->spec(t);
+  const double limit = limit_w > 0 ? limit_w : s.tdp_w;
+  return std::max(0.0, v.model->curve(t, model).power(limit) - s.idle_w);
+}
+
+double preferred_limit_on(const PowerView& v, GpuTypeId t, uint32_t model, double eta) {
+  const GpuPowerSpec& s = v.model->spec(t);
+  if (eta <= 0) return s.tdp_w;
+  return energy_optimal_limit(v.model->curve(t, model), eta, s.tdp_w);
+}
+
 double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,
                        const Allocation& alloc, double limit_w) {
-  const GpuPowerSpec& s = spec_of(v, c, alloc);
-  const double limit = limit_w > 0 ? limit_w : s.tdp_w;
-  const double per_gpu = std::max(0.0, curve_of(v, c, job, alloc).power(limit) - s.idle_w);
-  return per_gpu * static_cast<double>(alloc.gpu_milli()) / kMilliPerGpu;
+  return gpu_increment(v, type_of(c, alloc), job.model, limit_w) *
+         static_cast<double>(alloc.gpu_milli()) / kMilliPerGpu;
 }
 
 std::optional<std::string> power_infeasible_reason(const PowerView& v, const Cluster& c,
@@ -91,9 +104,7 @@ std::optional<std::string> power_infeasible_reason(const PowerView& v, const Clu
 
 double preferred_limit(const PowerView& v, const Cluster& c, const JobSpec& job,
                        const Allocation& alloc, double eta) {
-  const GpuPowerSpec& s = spec_of(v, c, alloc);
-  if (eta <= 0) return s.tdp_w;
-  return energy_optimal_limit(curve_of(v, c, job, alloc), eta, s.tdp_w);
+  return preferred_limit_on(v, type_of(c, alloc), job.model, eta);
 }
 
 PowerLedger::PowerLedger(const PowerView& v, const Cluster& c, bool shifting)

@@ -45,6 +45,11 @@ struct PowerView {
   double default_energy_weight = 0;  // for queues that set none
 };
 
+// What one GPU of type `t` draws above idle (W) running a job of `model` at `limit_w` (0: TDP),
+// and the limit the energy knob `eta` prefers there (TDP for eta 0).
+double gpu_increment(const PowerView& v, GpuTypeId t, uint32_t model, double limit_w);
+double preferred_limit_on(const PowerView& v, GpuTypeId t, uint32_t model, double eta);
+
 // The draw above idle (W) of `job` on `alloc` at GPU power limit `limit_w` (0: TDP), and per
 // rack it touches. Its curve is that of the GPU type of its first member's node.
 double power_increment(const PowerView& v, const Cluster& c, const JobSpec& job,

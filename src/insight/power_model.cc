@@ -61,10 +61,10 @@ double interpolate(const std::vector<PowerPoint>& p, double at, X x, Y y) {
 }
 
 // Idle power of a type Zeus did not measure is its TDP times the median, over the measured
-// types, of idle / TDP (docs/energy.md).
-double idle_fraction() {
+// types of `specs` (each once, not its variants), of idle / TDP (docs/energy.md).
+double idle_fraction(const std::vector<GpuPowerSpec>& specs) {
   std::vector<double> f;
-  for (const GpuPowerSpec& s : builtin_power_specs()) {
+  for (const GpuPowerSpec& s : specs) {
     if (s.type == s.measured_as) f.push_back(s.idle_w / s.tdp_w);
   }
   return median(f);
@@ -147,11 +147,7 @@ const std::vector<GpuPowerSpec>& builtin_power_specs() {
     s.push_back(derived_spec("A100-80G", 400, 100, ds + " (SXM4)"));
     s.push_back(derived_spec("H100", 700, 200, ds + " (SXM5)"));
     s.push_back(derived_spec("H200", 700, 200, ds + " (SXM; lowest limit assumed as H100's)"));
-    std::vector<double> f;
-    for (const GpuPowerSpec& g : s) {
-      if (g.type == g.measured_as) f.push_back(g.idle_w / g.tdp_w);
-    }
-    const double frac = median(f);
+    const double frac = idle_fraction(s);
     for (GpuPowerSpec& g : s) {
       if (g.curves_measured()) continue;
       g.idle_w = std::round(g.tdp_w * frac * 10) / 10;
@@ -166,7 +162,7 @@ const GpuPowerSpec& unknown_power_spec() {
   static const GpuPowerSpec s = [] {
     GpuPowerSpec g =
         derived_spec("unknown", 300, 100, "assumed: a GPU type with no power figures (TDP 300 W)");
-    g.idle_w = g.tdp_w * idle_fraction();
+    g.idle_w = g.tdp_w * idle_fraction(builtin_power_specs());
     g.idle_from = "assumed: TDP x the measured types' median idle/TDP";
     return g;
   }();

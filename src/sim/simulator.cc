@@ -321,7 +321,7 @@ class Simulation {
     js.power_speed = curve.speed(limit);
     const double gpus = run_gpus(js);
     js.draw_w = curve.power(limit) * gpus;
-    js.inc_w = power_increment(view_, c_, s, js.alloc, limit);
+    js.inc_w = gpu_increment(view_, t, s.model, limit) * gpus;  // as the engine counts it
   }
 
   // j starts or stops counting in the cluster's draw.
