@@ -72,6 +72,25 @@ TEST(NvidiaSmi, ReadsThePowerDrawAndLimitWhenQueried) {
   EXPECT_TRUE(testing::Contains(e, "smi:1: field power.draw"));
 }
 
+// The full query ends with temperature.gpu; the nine-field query leaves it unknown.
+TEST(NvidiaSmi, ReadsTheTemperatureWhenQueried) {
+  const auto gpus = parse_nvidia_smi_csv(
+      "0, GPU-a, NVIDIA H100 80GB HBM3, 81559, 0, 0, 0, 71.52, 700.00, 33\n"
+      "1, GPU-b, NVIDIA H100 80GB HBM3, 81559, 40779, 97, 41, 512.00, 700.00, [N/A]\n",
+      "nvidia-smi");
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(gpus[0].temperature_c, 33);
+  EXPECT_DOUBLE_EQ(gpus[0].power_draw_w, 71.52);
+  EXPECT_EQ(gpus[1].temperature_c, -1);
+  EXPECT_DOUBLE_EQ(gpus[1].power_draw_w, 512);
+  EXPECT_EQ(
+      parse_nvidia_smi_csv("0, GPU-a, Tesla T4, 15360, 0, 3, 1, 20, 70\n", "smi")[0].temperature_c,
+      -1);
+  const std::string e = testing::error_of(
+      [&] { parse_nvidia_smi_csv("0, GPU-x, Tesla T4, 15360, 0, 3, 1, 20, 70, warm\n", "smi"); });
+  EXPECT_TRUE(testing::Contains(e, "smi:1: field temperature.gpu")) << e;
+}
+
 TEST(NvidiaSmi, MalformedOutputNamesLineAndField) {
   const std::string bad = std::string(kTwoGpus) + "2, GPU-x, Tesla T4, 15360, lots, 3, 1\n";
   const std::string e = testing::error_of([&] { parse_nvidia_smi_csv(bad, "nvidia-smi"); });
@@ -81,7 +100,7 @@ TEST(NvidiaSmi, MalformedOutputNamesLineAndField) {
   const std::string short_line =
       testing::error_of([&] { parse_nvidia_smi_csv("0, GPU-x, Tesla T4\n", "smi"); });
   EXPECT_TRUE(testing::Contains(short_line, "smi:1"));
-  EXPECT_TRUE(testing::Contains(short_line, "expected 7 or 9 fields"));
+  EXPECT_TRUE(testing::Contains(short_line, "expected 7, 9 or 10 fields"));
 }
 
 TEST(NvidiaSmi, ProductNamesMapToGpuTypes) {

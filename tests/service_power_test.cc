@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "api/prometheus.h"
 #include "insight/power_model.h"
@@ -356,6 +357,103 @@ TEST_F(ServiceTest, ABestEffortJobWaitsForACleanerHourWithinItsQueuesCarbonDefer
   now_ = 3601;
   s.tick();
   EXPECT_EQ(state(s, be), JobState::kRunning);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// --thermal-limit on real GPUs (a stand-in nvidia-smi that prints what the test writes): the
+// host's thermal headroom from each reading decides what may start.
+class ServiceThermal : public ServicePower {
+ protected:
+  // Both GPUs at `celsius` drawing `watts` from the next reading on.
+  void set_reading(double celsius, double watts) {
+    std::ofstream out(dir_.file("reading"));
+    for (int i = 0; i < 2; ++i) {
+      out << fmt::format("{}, GPU-{}, Tesla V100-PCIE-16GB, 16160, 0, 0, 0, {:.2f}, 250.00, {}\n",
+                         i, i, watts, celsius);
+    }
+  }
+  std::unique_ptr<Service> make_real(const std::function<void(ServiceOptions&)>& set = {}) {
+    const std::string smi = dir_.file("nvidia-smi");
+    std::ofstream(smi) << "#!/bin/sh\ncat '" << dir_.file("reading") << "'\n";
+    std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+    return make_v100(0, [&](ServiceOptions& o) {
+      o.nvidia_smi = smi;
+      o.thermal_limit_c = 80;
+      o.inlet_temp_c = 25;
+      if (set) set(o);
+    });
+  }
+  static double metric(Service& s, const std::string& name, const std::string& labels = "") {
+    std::istringstream in(render_prometheus(s.metrics()));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.starts_with(name + "{") && !line.starts_with(name + " ")) continue;
+      if (!labels.empty() && line.find(labels) == std::string::npos) continue;
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return -1;
+  }
+};
+
+TEST_F(ServiceThermal, AHotHostHoldsWorkUntilItCoolsAndACoolOneTakesWhatItsHeadroomAllows) {
+  // 70 °C at 50 W over a 25 °C inlet: R = 0.9 °C/W, so each GPU could draw 61.1 W at 80 °C,
+  // 26.4 W above idle; a job at TDP adds 215.25 W.
+  set_reading(70, 50);
+  auto s = make_real();
+  const int64_t a = submit_and_tick(*s, "team-a", "a", 1);
+  JobView v = view(*s, a);
+  ASSERT_EQ(v.row.state, JobState::kPending);
+  EXPECT_EQ(v.reason_code, "PowerCap");
+  EXPECT_NE(v.pending_reason.find("thermal headroom"), std::string::npos) << v.pending_reason;
+  EXPECT_NEAR(metric(*s, "tessera_thermal_headroom_watts"), 2 * (50 * 55.0 / 45 - kIdle), 0.01);
+  EXPECT_EQ(metric(*s, "tessera_gpu_temperature_celsius", "gpu=\"1\""), 70);
+  // Cooler (40 °C at 50 W: R = 0.3, 183.3 W each at the limit): 297 W of headroom, room for one
+  // job at TDP but not two.
+  set_reading(40, 50);
+  now_ += 10;  // the next reading is due
+  s->tick();
+  EXPECT_EQ(state(*s, a), JobState::kRunning);
+  EXPECT_NEAR(metric(*s, "tessera_thermal_headroom_watts"), 2 * (50 * 55.0 / 15 - kIdle), 0.01);
+  const int64_t b = submit_and_tick(*s, "team-b", "b", 1);
+  v = view(*s, b);
+  ASSERT_EQ(v.row.state, JobState::kPending);
+  EXPECT_EQ(v.reason_code, "PowerCap");
+}
+
+TEST_F(ServiceThermal, WithoutALimitTemperaturesAreReportedAndConstrainNothing) {
+  set_reading(85, 50);
+  auto s = make_real([](ServiceOptions& o) { o.thermal_limit_c = 0; });
+  const int64_t a = submit_and_tick(*s, "team-a", "a", 1);
+  EXPECT_EQ(state(*s, a), JobState::kRunning);
+  EXPECT_EQ(metric(*s, "tessera_gpu_temperature_celsius", "gpu=\"0\""), 85);
+  EXPECT_EQ(metric(*s, "tessera_thermal_headroom_watts"), -1);  // not exported
+}
+
+TEST_F(ServiceThermal, StartupRefusesALimitThatCannotWork) {
+  const auto refused = [&](const std::function<void(ServiceOptions&)>& set) {
+    try {
+      make_v100(2, set);  // virtual GPUs
+      return std::string("accepted");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(refused([](ServiceOptions& o) { o.thermal_limit_c = 80; }).find("virtual GPUs"),
+            std::string::npos);
+  set_reading(40, 50);
+  try {
+    make_real([](ServiceOptions& o) { o.inlet_temp_c = 90; });
+    FAIL() << "accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--inlet-temp (90 °C) must be below --thermal-limit"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

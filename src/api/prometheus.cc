@@ -88,6 +88,25 @@ std::string render_prometheus(const ServiceMetrics& m) {
     o += "# HELP tessera_power_watts The cluster's power: GPUs and node base power, times PUE.\n"
          "# TYPE tessera_power_watts gauge\n";
     o += fmt::format("tessera_power_watts {:g}\n", m.power_watts);
+    bool temperatures = false;
+    for (const auto& g : m.gpu_power) {
+      if (g.temperature_c < 0) continue;
+      if (!temperatures) {
+        o += "# HELP tessera_gpu_temperature_celsius A GPU's core temperature (nvidia-smi "
+             "temperature.gpu).\n# TYPE tessera_gpu_temperature_celsius gauge\n";
+        temperatures = true;
+      }
+      o += fmt::format("tessera_gpu_temperature_celsius{{node=\"{}\",gpu=\"{}\"}} {:g}\n",
+                       label(g.node), g.gpu, g.temperature_c);
+    }
+    if (!m.thermal_headroom_w.empty()) {
+      o += "# HELP tessera_thermal_headroom_watts The most a node's GPUs may draw above idle "
+           "without passing --thermal-limit, from their temperatures and draw.\n"
+           "# TYPE tessera_thermal_headroom_watts gauge\n";
+      for (const auto& [node, w] : m.thermal_headroom_w) {
+        o += fmt::format("tessera_thermal_headroom_watts{{node=\"{}\"}} {:g}\n", label(node), w);
+      }
+    }
   }
   return o;
 }

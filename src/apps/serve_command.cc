@@ -67,6 +67,17 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
               "set each job's power limit on its GPUs with nvidia-smi -pl (and the default back "
               "when it ends); needs real GPUs and root. Without it limits are advisory: "
               "recorded, reported and used in the energy estimates");
+  CLI::Option* thermal = s->add_option(
+      "--thermal-limit", a.thermal_limit,
+      "GPU temperature (°C) new work must not push a GPU past: from each reading's temperature "
+      "and draw, a job starts only if the host's GPUs have the thermal headroom for it (reason "
+      "PowerCap); real GPUs only");
+  thermal->check(CLI::Range(1.0, 120.0));
+  s->add_option("--inlet-temp", a.inlet_temp,
+                "the cooling air's temperature at the GPUs' inlet (°C), for --thermal-limit")
+      ->capture_default_str()
+      ->check(CLI::Range(-20.0, 60.0))
+      ->needs(thermal);
   s->add_option("--admin-token", a.admin_token,
                 "the admin's bearer token (default: TESSERA_ADMIN_TOKEN, else the stored one, "
                 "else a new one written to DB.admin-token)");
@@ -198,6 +209,8 @@ int run_serve(const ServeArgs& a) {
   opt.power_shifting = a.power_shifting;
   opt.energy_weight = a.energy_weight;
   opt.apply_power_limits = a.apply_power_limits;
+  opt.thermal_limit_c = a.thermal_limit;
+  opt.inlet_temp_c = a.inlet_temp;
   opt.root = ::geteuid() == 0;
   {
     const std::string data = data_dir_or_default(a.data_dir);

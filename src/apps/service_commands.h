@@ -55,6 +55,8 @@ struct ServeArgs {
   bool power_shifting = false;
   double energy_weight = 0;
   bool apply_power_limits = false;
+  double thermal_limit = 0;
+  double inlet_temp = 25;
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);

@@ -19,16 +19,18 @@ double GpuReading::memory_used_pct() const {
 
 namespace {
 
-constexpr std::array<std::string_view, 9> kFields = {"index",
-                                                     "uuid",
-                                                     "name",
-                                                     "memory.total",
-                                                     "memory.used",
-                                                     "utilization.gpu",
-                                                     "utilization.memory",
-                                                     "power.draw",
-                                                     "power.limit"};
+constexpr std::array<std::string_view, 10> kFields = {"index",
+                                                      "uuid",
+                                                      "name",
+                                                      "memory.total",
+                                                      "memory.used",
+                                                      "utilization.gpu",
+                                                      "utilization.memory",
+                                                      "power.draw",
+                                                      "power.limit",
+                                                      "temperature.gpu"};
 constexpr size_t kFieldsWithoutPower = 7;
+constexpr size_t kFieldsWithoutTemperature = 9;
 
 // A counter: a number, or -1 for what the driver does not report.
 double counter(std::string_view s, const std::string& origin, size_t line, size_t field) {
@@ -56,13 +58,15 @@ std::vector<GpuReading> parse_nvidia_smi_csv(std::string_view text, const std::s
     if (csv::is_blank(line)) continue;
     csv::split(line, f);
     const size_t n = lines.line_number();
-    if (f.size() != kFields.size() && f.size() != kFieldsWithoutPower) {
+    if (f.size() != kFields.size() && f.size() != kFieldsWithoutPower &&
+        f.size() != kFieldsWithoutTemperature) {
       throw InputError(input_error_message(
           origin, n, "",
-          "expected " + std::to_string(kFieldsWithoutPower) + " or " +
-              std::to_string(kFields.size()) + " fields (" + std::string(kNvidiaSmiQuery) +
-              "; the power fields optional), got " + std::to_string(f.size()) + ": '" +
-              std::string(line) + "'"));
+          "expected " + std::to_string(kFieldsWithoutPower) + ", " +
+              std::to_string(kFieldsWithoutTemperature) + " or " + std::to_string(kFields.size()) +
+              " fields (" + std::string(kNvidiaSmiQuery) +
+              "; the power and temperature fields optional), got " + std::to_string(f.size()) +
+              ": '" + std::string(line) + "'"));
     }
     GpuReading r;
     int64_t index = 0;
@@ -77,10 +81,11 @@ std::vector<GpuReading> parse_nvidia_smi_csv(std::string_view text, const std::s
     r.memory_used_mib = counter(f[4], origin, n, 4);
     r.util_gpu_pct = counter(f[5], origin, n, 5);
     r.util_mem_pct = counter(f[6], origin, n, 6);
-    if (f.size() == kFields.size()) {
+    if (f.size() >= kFieldsWithoutTemperature) {
       r.power_draw_w = counter(f[7], origin, n, 7);
       r.power_limit_w = counter(f[8], origin, n, 8);
     }
+    if (f.size() == kFields.size()) r.temperature_c = counter(f[9], origin, n, 9);
     out.push_back(std::move(r));
   }
   return out;

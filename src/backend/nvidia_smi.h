@@ -27,20 +27,22 @@ struct GpuReading {
   // queried (an output of the query without the power fields).
   double power_draw_w = -1;
   double power_limit_w = -1;
+  // The GPU core's temperature (°C; temperature.gpu); -1 when not reported or not queried.
+  double temperature_c = -1;
 
   // memory.used / memory.total in percent, or -1 when either is unknown.
   double memory_used_pct() const;
 };
 
-// The --query-gpu fields query_gpus asks for, in order. The last two (power.draw, power.limit)
-// are optional to the parser: the seven before them are the query of earlier versions.
+// The --query-gpu fields query_gpus asks for, in order. The parser also takes the queries of
+// earlier versions: the first seven (no power fields) and the first nine (no temperature).
 inline constexpr std::string_view kNvidiaSmiQuery =
     "index,uuid,name,memory.total,memory.used,utilization.gpu,utilization.memory,power.draw,"
-    "power.limit";
+    "power.limit,temperature.gpu";
 
-// Parses `nvidia-smi --query-gpu=<kNvidiaSmiQuery> --format=csv,noheader,nounits`, with or
-// without the two power fields (every line alike). Throws InputError naming `origin`, the line
-// and the field on malformed output.
+// Parses `nvidia-smi --query-gpu=<kNvidiaSmiQuery> --format=csv,noheader,nounits`: 10 fields, or
+// the first 7 or 9 of them. Throws InputError naming `origin`, the line and the field on
+// malformed output.
 std::vector<GpuReading> parse_nvidia_smi_csv(std::string_view text, const std::string& origin);
 
 // Runs `binary` (normally "nvidia-smi", found on PATH) once and parses what it prints. Throws

@@ -593,12 +593,12 @@ void Service::run_loop() {
       run = dirty_ || Clock::now() - last_cycle >= cycle_every;
     }
     if (stop_) break;
+    read_gpu_power_if_due();  // first: the cycle schedules under the thermal headroom it gives
     if (run) {
       run_cycle();
       archive_if_due();
       last_cycle = Clock::now();
     }
-    read_gpu_power_if_due();
     record_history_if_due();
   }
 }
@@ -606,9 +606,9 @@ void Service::run_loop() {
 void Service::tick() {
   poll_processes();
   launch_ready();
+  read_gpu_power_if_due();  // first: the cycle schedules under the thermal headroom it gives
   run_cycle();
   archive_if_due();
-  read_gpu_power_if_due();
   record_history_if_due();
 }
 
@@ -1040,6 +1040,9 @@ void Service::run_cycle() {
   std::vector<RunningJob> running;
   std::shared_ptr<const QueueTree> tree;
   std::vector<Amounts> decayed;
+  // The power view is fixed since construction but for the thermal headroom, which each power
+  // reading changes: this cycle's copy is taken under the lock.
+  PowerView power;
   Snapshot snap;
   {
     std::lock_guard lock(mu_);
@@ -1079,6 +1082,12 @@ void Service::run_cycle() {
       running.push_back(r);
     }
     tree = tree_;
+    if (power_policies_) {
+      power = power_view_;
+      if (opt_.thermal_limit_c > 0 && thermal_headroom_w_ >= 0) {
+        power.node_headroom_w.assign(cluster_.nodes().size(), thermal_headroom_w_);
+      }
+    }
     advance_decayed_locked(snap.now);
     decayed.assign(decayed_.view().begin(), decayed_.view().end());
   }
@@ -1087,8 +1096,7 @@ void Service::run_cycle() {
   snap.pending = pending;
   snap.running = running;
   snap.queues = tree.get();
-  // Fixed since construction: safe to read unlocked.
-  if (power_policies_) snap.power = &power_view_;
+  if (power_policies_) snap.power = &power;
   // Carbon-aware deferral of best-effort jobs in queues with carbon_defer (on Unix time, as
   // the jobs' submission times and the clock).
   snap.carbon = opt_.carbon.get();

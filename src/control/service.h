@@ -123,6 +123,11 @@ struct ServiceOptions {
   bool apply_power_limits = false;
   bool root = false;
   CommandRunner run_command;
+  // Thermal headroom (insight/thermal_headroom.h): with a limit (°C, > 0), each power reading
+  // also reads the GPUs' temperatures, and the engine starts a job only if the host's GPUs can
+  // carry its draw without passing the limit, given the inlet air's temperature. Real GPUs only.
+  double thermal_limit_c = 0;
+  double inlet_temp_c = 25;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -426,6 +431,11 @@ class Service {
   mutable EnergyCounters energy_;  // read by metrics(): never goes down
   bool real_gpus_ = false;  // the GPUs came from nvidia-smi (set with cluster_, declared later)
   std::map<int32_t, double> measured_w_;  // power.draw by host GPU index (the last reading)
+  std::map<int32_t, double> measured_c_;  // temperature.gpu by host GPU index (the last reading)
+  // With --thermal-limit: the host's thermal headroom from the last reading (W above idle);
+  // -1 before the first reading (unconstrained until then).
+  double thermal_headroom_w_ = -1;
+  double thermal_headroom_locked() const;  // from measured_w_ and measured_c_
   double last_power_read_ = -1;
   bool power_read_failing_ = false;  // said once per run of failures
   // Power policies (service_power.cc): the engine's view (bound to the cluster's GPU types;

@@ -6,6 +6,7 @@
 #include "backend/nvidia_smi.h"
 #include "control/service.h"
 #include "control/service_job.h"
+#include "insight/thermal_headroom.h"
 
 namespace tessera {
 
@@ -19,10 +20,11 @@ void Service::read_gpu_power_if_due() {
 
 void Service::read_gpu_power() {
   if (!real_gpus_) return;
-  std::map<int32_t, double> draw;
+  std::map<int32_t, double> draw, temperature;
   try {
     for (const GpuReading& g : query_gpus(opt_.nvidia_smi)) {
       if (g.power_draw_w >= 0) draw[g.index] = g.power_draw_w;
+      if (g.temperature_c >= 0) temperature[g.index] = g.temperature_c;
     }
     power_read_failing_ = false;
   } catch (const std::exception& e) {
@@ -35,6 +37,33 @@ void Service::read_gpu_power() {
   }
   std::lock_guard lock(mu_);
   measured_w_ = std::move(draw);
+  measured_c_ = std::move(temperature);
+  if (opt_.thermal_limit_c > 0) {
+    const double was = thermal_headroom_w_;
+    thermal_headroom_w_ = thermal_headroom_locked();
+    // More headroom may start what waits for it (less is only checked at the next start).
+    if (thermal_headroom_w_ > was + 1) {
+      dirty_ = true;
+      wake_.notify_all();
+    }
+  }
+}
+
+double Service::thermal_headroom_locked() const {
+  std::vector<GpuThermalReading> gpus;
+  for (const NodeView& n : nodes_locked()) {
+    const GpuPowerSpec& spec = power_->spec(n.gpu_type);
+    for (const GpuView& g : n.gpus) {
+      GpuThermalReading r;
+      r.idle_w = spec.idle_w;
+      r.tdp_w = spec.tdp_w;
+      if (const auto t = measured_c_.find(g.index); t != measured_c_.end())
+        r.temperature_c = t->second;
+      if (const auto w = measured_w_.find(g.index); w != measured_w_.end()) r.draw_w = w->second;
+      gpus.push_back(r);
+    }
+  }
+  return thermal_headroom_w(gpus, opt_.thermal_limit_c, opt_.inlet_temp_c);
 }
 
 void Service::energy_metrics_locked(ServiceMetrics& m, double t) const {
@@ -50,8 +79,15 @@ void Service::energy_metrics_locked(ServiceMetrics& m, double t) const {
   for (const ServiceMetrics::Tenant& tn : m.tenants) m.energy_joules.try_emplace(tn.name, 0.0);
   double gpus_w = 0;
   for (const NodeView& n : nodes_locked()) {
+    // serve is one host: the headroom is its node's.
+    if (opt_.thermal_limit_c > 0 && thermal_headroom_w_ >= 0) {
+      m.thermal_headroom_w[n.name] = thermal_headroom_w_;
+    }
     for (const GpuView& g : n.gpus) {
       ServiceMetrics::GpuPower p{n.name, g.index, 0, false};
+      if (const auto c = measured_c_.find(g.index); c != measured_c_.end()) {
+        p.temperature_c = c->second;
+      }
       const auto measured = measured_w_.find(g.index);
       if (measured != measured_w_.end()) {
         p.watts = measured->second;

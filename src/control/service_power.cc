@@ -48,7 +48,27 @@ void Service::setup_power() {
           power_view_.cap_w / 1000, power_view_.idle_w / 1000));
     }
   }
-  power_policies_ = cap || opt_.energy_weight > 0;
+  const bool thermal = opt_.thermal_limit_c > 0;
+  if (thermal) {
+    if (!real_gpus_) {
+      throw std::invalid_argument(
+          "--thermal-limit: this server schedules virtual GPUs (nvidia-smi reported none), so "
+          "there are no temperatures to read");
+    }
+    if (!(opt_.thermal_limit_c <= 120)) {
+      throw std::invalid_argument(
+          "--thermal-limit must be a GPU temperature in °C, at most 120 (GPUs slow down near "
+          "85-90 °C)");
+    }
+    if (!(opt_.inlet_temp_c < opt_.thermal_limit_c)) {
+      throw std::invalid_argument(
+          fmt::format("--inlet-temp ({:g} °C) must be below --thermal-limit ({:g} °C)",
+                      opt_.inlet_temp_c, opt_.thermal_limit_c));
+    }
+  } else if (opt_.thermal_limit_c < 0) {
+    throw std::invalid_argument("--thermal-limit must be a temperature above 0 °C");
+  }
+  power_policies_ = cap || thermal || opt_.energy_weight > 0;
   for (QueueId q = 0; q < tree_template_.size(); ++q) {
     power_policies_ = power_policies_ || tree_template_.queue(q).energy_weight > 0;
   }
@@ -57,7 +77,9 @@ void Service::setup_power() {
       const std::string& type = cluster_.gpu_types().at(n.gpu_type).name;
       if (has_power_figures(*power_, type)) continue;
       throw std::invalid_argument(
-          std::string(cap ? "--power-cap" : "--energy-weight (or a queue's energy_weight)") +
+          std::string(cap       ? "--power-cap"
+                      : thermal ? "--thermal-limit"
+                                : "--energy-weight (or a queue's energy_weight)") +
           ": GPU type '" + type +
           "' has no power figures, so no draw or power limit can be estimated for it" +
           (real_gpus_ ? std::string()

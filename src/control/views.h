@@ -113,11 +113,14 @@ struct ServiceMetrics {
     std::string node;
     int32_t gpu = 0;  // its host index
     double watts = 0;
-    bool measured = false;  // nvidia-smi's power.draw; else the estimate
+    bool measured = false;      // nvidia-smi's power.draw; else the estimate
+    double temperature_c = -1;  // nvidia-smi's temperature.gpu; -1: none read
   };
   std::vector<GpuPower> gpu_power;
   std::map<std::string, double> energy_joules;  // by tenant: estimated GPU energy so far
   double power_watts = 0;                       // the cluster: GPUs + node base power, x PUE
+  // By node: the thermal headroom the engine schedules under (W above idle; --thermal-limit).
+  std::map<std::string, double> thermal_headroom_w;
 };
 
 }  // namespace tessera
