@@ -61,8 +61,15 @@ def prepare(jobs, n, args, out):
             f.write(json.dumps(o) + "\n")
     with open(os.path.join(out, "queues.yaml"), "w") as f:
         f.write("# equal weights, no guarantees: every tenant is entitled to 1/N of the cluster\n")
+        pre = []
         if args.reclaim_min_runtime > 0:
-            f.write(f"preemption: {{reclaim_min_runtime: {args.reclaim_min_runtime:g}s}}\n")
+            pre.append(f"reclaim_min_runtime: {args.reclaim_min_runtime:g}s")
+        if args.reclaim_after > 0:
+            pre.append(f"reclaim_after: {args.reclaim_after:g}s")
+        if args.reclaim_tolerance > 0:
+            pre.append(f"reclaim_tolerance: {args.reclaim_tolerance:g}")
+        if pre:
+            f.write("preemption: {" + ", ".join(pre) + "}\n")
         f.write("queues:\n")
         for t in tenants:
             f.write(f"  - name: {t}\n")
@@ -87,6 +94,8 @@ def run(args, out, policy):
     return {"policy": policy, "jain": r["fairness"]["jain"], "sla": r["sla"]["satisfaction"],
             "jct_h": r["jct"]["mean"] / 3600, "wait_h": r["queueing_delay"]["mean"] / 3600,
             "preemptions": r["preemptions"], "lost_gpu_h": r["lost_gpu_hours"],
+            "reclaims": r["preemptions_by_cause"]["reclaim"],
+            "grace_gpu_h": r["preemption_grace_gpu_hours"],
             "alloc": r["gpu_allocation"], "seconds": secs}
 
 
@@ -109,13 +118,19 @@ def main():
                    help="every k-th such job is an inference job")
     p.add_argument("--reclaim-min-runtime", type=float, default=0,
                    help="queue tree preemption.reclaim_min_runtime, seconds (0: none)")
+    p.add_argument("--reclaim-after", type=float, default=0,
+                   help="preemption.reclaim_after (s): reclaim only for jobs that waited this long")
+    p.add_argument("--reclaim-tolerance", type=float, default=0,
+                   help="preemption.reclaim_tolerance: queues within (1 + this) x their share "
+                        "are not reclaimed from")
     p.add_argument("--jobs", type=int, default=2, help="simulations in parallel")
     args = p.parse_args()
     jobs = load(args.trace, args.start, args.days)
     print(f"window {args.start} + {args.days:g} days: {len(jobs)} jobs", file=sys.stderr)
     print("| tenants | jobs | demand GPUs | cluster GPUs | policy | Jain | SLA met | mean JCT h "
-          "| mean wait h | preemptions | lost GPU-h | GPU alloc | sim s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| mean wait h | preemptions | of which reclaim | lost GPU-h | grace GPU-h | GPU alloc "
+          "| sim s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(x) for x in args.tenants.split(",")]:
         out = os.path.join(args.out, f"n{n}")
         info = prepare(jobs, n, args, out)
@@ -126,7 +141,8 @@ def main():
             sla = "n/a" if r["sla"] is None else f"{100 * r['sla']:.1f} %"
             print(f"| {n} | {info['jobs']} | {info['demand_gpus']:.0f} | {info['cluster_gpus']} "
                   f"| {r['policy']} | {jain} | {sla} | {r['jct_h']:.2f} | {r['wait_h']:.2f} "
-                  f"| {r['preemptions']} | {r['lost_gpu_h']:.1f} | {100 * r['alloc']:.1f} % "
+                  f"| {r['preemptions']} | {r['reclaims']} | {r['lost_gpu_h']:.1f} "
+                  f"| {r['grace_gpu_h']:.1f} | {100 * r['alloc']:.1f} % "
                   f"| {r['seconds']:.1f} |", flush=True)
 
 

@@ -144,6 +144,58 @@ TEST(Reclaim, ReclaimMinRuntimeSparesYoungJobsButNotTheGuarantee) {
   }
 }
 
+// reclaim_after: a deficit above the guarantee is acted on only once the job has waited that
+// long; the guarantee comes back at once. Every preemption here is a reclaim.
+TEST(Reclaim, ReclaimAfterWaitsOutMomentaryDeficitsButNotTheGuarantee) {
+  for (const double now : {200.0, 800.0}) {
+    World w(make_uniform_cluster(1, 1, 4, 4));
+    QueueTree t;
+    t.add(kRootQueue, testing::queue_spec("a"));
+    t.add(kRootQueue, testing::queue_spec("b", 1, 4));
+    t.finish();
+    t.settings().reclaim_after_seconds = 600;
+    bind(t, {"a", "b"});
+    w.queues = &t;
+    fill_with_tenant_a(w);
+    for (int i = 0; i < 16; ++i) w.add_pending(gang("b" + std::to_string(i), 1, 1, 100, 1));
+    w.now = now;
+    const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+    // b's guarantee (4) at once; its fair share (4 + half of the other 12) after 600 s.
+    EXPECT_EQ(gpus_by_tenant_after(w, d, 1), now < 700 ? 4 : 10) << now;
+    for (const Preemption& p : d.preemptions) EXPECT_EQ(p.cause, PreemptionCause::kReclaim);
+  }
+}
+
+// reclaim_tolerance: a queue keeps up to (1 + tolerance) x its fair share against reclaim
+// above guarantees; a guarantee is still taken back exactly.
+TEST(Reclaim, ReclaimToleranceLeavesABorrowerWithinTheBand) {
+  for (const int64_t b_guarantee : {0, 8}) {
+    for (const double tolerance : {0.0, 0.25, 1.0}) {
+      World w(make_uniform_cluster(1, 1, 4, 4));
+      QueueTree t;
+      t.add(kRootQueue, testing::queue_spec("a"));
+      t.add(kRootQueue, testing::queue_spec("b", 1, b_guarantee));
+      t.finish();
+      t.settings().reclaim_tolerance = tolerance;
+      bind(t, {"a", "b"});
+      w.queues = &t;
+      fill_with_tenant_a(w);
+      for (int i = 0; i < 16; ++i) w.add_pending(gang("b" + std::to_string(i), 1, 1, 100, 1));
+      w.now = 200;
+      const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
+      const int64_t b = gpus_by_tenant_after(w, d, 1);
+      if (b_guarantee == 0) {
+        // Shares 8 / 8: a keeps what is within 8 x (1 + tolerance).
+        EXPECT_EQ(b, tolerance == 0 ? 8 : tolerance == 0.25 ? 6 : 0) << tolerance;
+      } else {
+        // b is entitled to its 8 plus half of the other 8 (a: 4); the guarantee comes back
+        // whatever the band, the rest only past a's 4 x (1 + tolerance).
+        EXPECT_EQ(b, tolerance == 0 ? 12 : tolerance == 0.25 ? 11 : 8) << tolerance;
+      }
+    }
+  }
+}
+
 TEST(Reclaim, TwoGangsLargerThanHalfTheClusterDoNotDeadlock) {
   // Two 8-GPU gangs on 12 GPUs with equal weights (the 100-GPU gangs on 150 GPUs, scaled):
   // the running one keeps running; the other waits whole, with a reason naming fair share.
@@ -203,6 +255,7 @@ TEST(Reclaim, InferenceCriticalPreemptsLowerClassesInOtherQueues) {
   const JobId ic = w.add_pending(gang("ic", 1, 2, 10, 1, PriorityClass::kInferenceCritical));
   const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
   EXPECT_EQ(d.preemptions.size(), 2u);
+  for (const Preemption& p : d.preemptions) EXPECT_EQ(p.cause, PreemptionCause::kPriority);
   ASSERT_EQ(d.starts.size(), 1u);
   EXPECT_EQ(d.starts[0].job, ic);
 }

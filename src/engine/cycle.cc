@@ -998,8 +998,14 @@ class Cycle {
   // victims are taken, so a queue gives back only what it borrowed, give or take one gang).
   bool gave_back(Kind kind, size_t i) const {
     if (kind == Kind::kReclaim) {
+      if (starving_) return false;
       const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
-      return !starving_ && all_le(live_[side], shares_.entitled[side]);
+      if (all_le(live_[side], shares_.entitled[side])) return true;
+      // Within the tolerance band (above guarantees only: a guarantee is taken back exactly).
+      const double tol = tree_.settings().reclaim_tolerance;
+      return tol > 0 && !within_guarantee_ &&
+             static_cast<double>(live_[side][kGpuDim]) <=
+                 (1 + tol) * static_cast<double>(shares_.entitled[side][kGpuDim]);
     }
     if (kind == Kind::kTypeReclaim) {
       return !over_type_guarantee(victim_side(guarantor_, running_leaf_[i]),
@@ -1383,12 +1389,14 @@ class Cycle {
     starving_ = fs.starving_after_seconds > 0 && need[kGpuDim] > share &&
                 snap_.now - pj.queued_since >= fs.starving_after_seconds &&
                 live_[current_leaf_][kGpuDim] < share;
-    const bool may_reclaim =
-        policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
-        (starving_ || all_le(live_[current_leaf_] + need, shares_.entitled[current_leaf_]));
-    // Taking back a guarantee is never delayed by reclaim_min_runtime.
+    // Taking back a guarantee is never delayed by reclaim_min_runtime or reclaim_after.
     within_guarantee_ = live_[current_leaf_][kGpuDim] + need[kGpuDim] <=
                         tree_.queue(current_leaf_).guarantee[kGpuDim];
+    const bool persistent = within_guarantee_ || fs.reclaim_after_seconds <= 0 ||
+                            snap_.now - pj.queued_since >= fs.reclaim_after_seconds;
+    const bool may_reclaim = policy_.reclaim && job.priority != PriorityClass::kBestEffort &&
+                             (starving_ || (persistent && all_le(live_[current_leaf_] + need,
+                                                                 shares_.entitled[current_leaf_])));
     type_room_ = 0;
     guarantor_ = kNoId;
     if (policy_.reclaim && job.priority != PriorityClass::kBestEffort && !may_reclaim) {
@@ -1448,6 +1456,7 @@ class Cycle {
     // Elastic victims shrink towards their minimum before anyone is preempted whole.
     if (policy_.elastic && try_shrink(pj, idx, cands, *place_as)) return true;
     std::vector<size_t> victims;
+    std::vector<Kind> kinds;  // by running index, for the victims
     Allocation alloc;
     bool placed = false;
     auto evict = [&](size_t v, int sign) {
@@ -1463,6 +1472,8 @@ class Cycle {
       if (gave_back(c.kind, c.index)) continue;
       evict(c.index, -1);
       victims.push_back(c.index);
+      if (kinds.size() <= c.index) kinds.resize(c.index + 1, Kind::kNo);
+      kinds[c.index] = c.kind;
       if (try_place(*place_as, alloc)) {
         if (over_type_limit(current_leaf_, alloc) == kNoId) {
           placed = true;
@@ -1518,7 +1529,10 @@ class Cycle {
     }
     for (size_t v : needed) {
       evicted_[v] = true;
-      out_.preemptions.push_back(Preemption{snap_.running[v].id, pj.id});
+      const PreemptionCause cause = kinds[v] == Kind::kReclaim       ? PreemptionCause::kReclaim
+                                    : kinds[v] == Kind::kTypeReclaim ? PreemptionCause::kTypeReclaim
+                                                                     : PreemptionCause::kPriority;
+      out_.preemptions.push_back(Preemption{snap_.running[v].id, pj.id, cause});
     }
     failed_.clear();  // capacity was freed: earlier failures may now fit
     shrink_failed_.clear();

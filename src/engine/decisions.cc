@@ -29,6 +29,18 @@ const char* reason_code(PendingCode c) {
   return "Resources";
 }
 
+const char* to_string(PreemptionCause c) {
+  switch (c) {
+    case PreemptionCause::kPriority:
+      return "priority";
+    case PreemptionCause::kReclaim:
+      return "reclaim";
+    case PreemptionCause::kTypeReclaim:
+      return "type_reclaim";
+  }
+  return "?";
+}
+
 const char* to_string(PendingCode c) {
   switch (c) {
     case PendingCode::kInsufficientGpus:

@@ -83,9 +83,17 @@ struct PowerLimit {
   double limit_w = 0;
 };
 
+// Why a running job gives way: a higher rank (within its queue; inference-critical jobs across
+// queues; best-effort jobs to anyone), a queue under its fair share or guarantee taking back
+// what another borrowed, or a per-GPU-type guarantee taken back.
+enum class PreemptionCause : uint8_t { kPriority, kReclaim, kTypeReclaim };
+inline constexpr int kPreemptionCauses = 3;
+const char* to_string(PreemptionCause c);  // "priority", "reclaim", "type_reclaim"
+
 struct Preemption {
   JobId job = 0;  // the victim
   JobId for_job = 0;
+  PreemptionCause cause = PreemptionCause::kPriority;
 };
 
 // A running elastic gang (min_members < max_members) changes size: shrunk towards its minimum

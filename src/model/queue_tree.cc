@@ -403,7 +403,8 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
   }
   if (const YAML::Node pre = root["preemption"]) {
     check_keys(origin_, pre, "preemption",
-               {"checkpoint_grace", "starving_after", "min_runtime", "reclaim_min_runtime"});
+               {"checkpoint_grace", "starving_after", "min_runtime", "reclaim_min_runtime",
+                "reclaim_after", "reclaim_tolerance"});
     if (pre["starving_after"]) {
       f.starving_after_seconds = duration(pre["starving_after"], "preemption.starving_after");
     }
@@ -413,6 +414,16 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
     if (pre["reclaim_min_runtime"]) {
       f.reclaim_min_runtime_seconds =
           duration(pre["reclaim_min_runtime"], "preemption.reclaim_min_runtime");
+    }
+    if (const YAML::Node tol = pre["reclaim_tolerance"]) {
+      f.reclaim_tolerance = yaml_number(origin_, tol, "preemption.reclaim_tolerance", false);
+      if (f.reclaim_tolerance > 1) {
+        yaml_fail(origin_, tol, "preemption.reclaim_tolerance",
+                  "expected a number in [0, 1], got " + tol.Scalar());
+      }
+    }
+    if (pre["reclaim_after"]) {
+      f.reclaim_after_seconds = duration(pre["reclaim_after"], "preemption.reclaim_after");
     }
     if (pre["checkpoint_grace"]) {
       f.checkpoint_grace_seconds = duration(pre["checkpoint_grace"], "preemption.checkpoint_grace");

@@ -149,6 +149,14 @@ struct FairnessSettings {
   // that shares shifting with demand do not stop jobs again and again (churn). Reclaim up to a
   // queue's guarantee (and for per-type guarantees) is never delayed. 0: no delay.
   double reclaim_min_runtime_seconds = 0;
+  // Reclaim for a fair share above guarantees only for a job that has waited this long: a
+  // deficit that lasts less (a borrower's jobs end, or the burst that caused it does) is not
+  // worth stopping anyone for. Reclaim up to a guarantee is never delayed. 0: at once.
+  double reclaim_after_seconds = 0;
+  // Reclaim above guarantees takes only from queues holding more than (1 + this) x their fair
+  // share of GPUs: a band that absorbs shares moving with demand, so that a queue a little
+  // over its share (often only until its next job ends) is not stopped. 0: none.
+  double reclaim_tolerance = 0;
 };
 
 class QueueTree {

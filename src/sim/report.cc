@@ -222,6 +222,12 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
                                    ? nlohmann::ordered_json(static_cast<double>(sla_met) / sla_jobs)
                                    : nlohmann::ordered_json()}};
   j["preemptions"] = r.preemptions;
+  nlohmann::ordered_json causes;
+  for (int k = 0; k < kPreemptionCauses; ++k) {
+    causes[to_string(static_cast<PreemptionCause>(k))] = r.preemptions_by_cause[k];
+  }
+  j["preemptions_by_cause"] = causes;
+  j["preemption_grace_gpu_hours"] = r.preemption_grace_gpu_seconds / 3600.0;
   j["resizes"] = r.resizes;
   if (r.failure.failures > 0) {
     const FailureStats& fs = r.failure;

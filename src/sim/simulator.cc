@@ -605,7 +605,7 @@ class Simulation {
   // that preempted it at once on the ledger (so no other job takes them), but the victim holds
   // them for the checkpoint grace in the metrics (allocation, fair shares), and the other job
   // begins only then.
-  void preempt(JobId j, JobId for_job) {
+  void preempt(JobId j, JobId for_job, PreemptionCause cause) {
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
     const double done = account_run(j);
@@ -623,6 +623,8 @@ class Simulation {
     result_.preemption_times.push_back(now_);
     const bool was_begun = js.begun;
     js.grace_gpus = was_begun ? run_gpus(js) : 0.0;
+    ++result_.preemptions_by_cause[static_cast<size_t>(cause)];
+    result_.preemption_grace_gpu_seconds += js.grace_gpus * opt_.checkpoint_grace;
     js.grace_amounts = was_begun ? fair_.held(w_.jobs[j], js.alloc) : kZeroAmounts;
     js.grace_alloc = was_begun ? js.alloc : Allocation{};
     ++result_.tenants[w_.jobs[for_job].tenant].preemptor;
@@ -1025,7 +1027,7 @@ class Simulation {
     }
     preemptors_.clear();
     for (const Preemption& p : d.preemptions) {
-      preempt(p.job, p.for_job);
+      preempt(p.job, p.for_job, p.cause);
       preemptors_.push_back(p.for_job);
     }
     for (Resize& r : d.resizes) {

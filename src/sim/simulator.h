@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -34,8 +35,8 @@ struct EnergySettings {
   // By NodeId: the most a node may draw above idle (thermal headroom); < 0 where unconstrained
   // (empty: none).
   std::vector<double> node_headroom_w;
-  double energy_weight = 0;        // Zeus's eta for queues that set none (0: full power)
-  double price_per_kwh = 0;        // for the result's cost (facility energy x price)
+  double energy_weight = 0;  // Zeus's eta for queues that set none (0: full power)
+  double price_per_kwh = 0;  // for the result's cost (facility energy x price)
   // Node sleep (consolidation): a node with nothing on it for `sleep_after_s` powers down
   // (draws nothing) and a job placed on it begins `wake_s` later, once it has booted. < 0: off.
   // Placement is what consolidates: bin-packing scorers (bestfit, topology) fill busy nodes
@@ -189,6 +190,10 @@ struct SimResult {
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;
+  std::array<uint64_t, kPreemptionCauses> preemptions_by_cause{};  // by PreemptionCause
+  // GPU time victims held while checkpointing (each preemption: its GPUs x the grace), the
+  // cost of a preemption even when no work is lost.
+  double preemption_grace_gpu_seconds = 0;
   std::vector<double> preemption_times;  // one per preemption, in order (the report's timeline)
   EnergyStats energy;
 };
