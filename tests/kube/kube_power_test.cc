@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
@@ -243,6 +245,45 @@ TEST_F(KubePowerTest, ANodeWithoutThermalHeadroomGetsNoJobUntilItsAnnotationChan
   annotate_node("gpu-node-0000", "hot");
   create_pod("team-a", "after", 1);
   EXPECT_TRUE(wait_for([&] { return bound("after"); }, 20));
+}
+
+TEST_F(KubePowerTest, ABestEffortGangWaitsForACleanerHourAndSaysSoInItsCondition) {
+  start_v100_emulator(1);
+  create_namespace("team-a");
+  // Dirty now, clean from half an hour on (Unix time, as --carbon).
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  const int64_t clean = now + 1800;
+  const std::string csv = (dir_ / "carbon.csv").string();
+  std::ofstream(csv) << "time,g_per_kwh\n"
+                     << now - 3600 << ",500\n"
+                     << clean << ",100\n"
+                     << clean + 3600 << ",100\n";
+  SchedulerOptions opt = scheduler_options(
+      "queues:\n  - name: team-a\n    default_priority_class: best-effort\n"
+      "    carbon_defer: 6h\n");
+  opt.power.model = model_;
+  opt.power.carbon = std::make_shared<const CarbonIntensity>(
+      CarbonIntensity::load(csv, CarbonIntensity::TimeBase::kAbsolute));
+  start_scheduler(opt);
+  create_pod("team-a", "batch", 1);
+  std::string message;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        message = unschedulable("batch");
+        return !message.empty();
+      },
+      20));
+  EXPECT_NE(message.find("carbon: waiting for cleaner electricity"), std::string::npos) << message;
+  EXPECT_NE(message.find(format_time(static_cast<double>(clean))), std::string::npos)
+      << message;  // as UTC
+  EXPECT_TRUE(wait_for([&] { return events("FailedScheduling", "batch") >= 1; }, 20));
+  EXPECT_FALSE(bound("batch"));
+  bool said = false;
+  for (const JobView& v : sched_->jobs(JobFilter{})) {
+    EXPECT_EQ(v.reason_code, "CarbonDefer") << v.pending_reason;
+    said = true;
+  }
+  EXPECT_TRUE(said);
 }
 
 // check_power_options refuses what serve refuses, in its words; the command refuses the same
