@@ -286,6 +286,68 @@ TEST_F(KubePowerTest, ABestEffortGangWaitsForACleanerHourAndSaysSoInItsCondition
   EXPECT_TRUE(said);
 }
 
+// The view follows the nodes: idle draw, peak and a percentage cap are recomputed when the
+// Cluster is rebuilt, headroom annotations count from the next call, and a GPU type without
+// power figures gets no power limit written.
+TEST(KubePowerView, FollowsNodesHeadroomAndTypesWithoutFigures) {
+  const auto model = std::make_shared<const PowerModel>(load_power_model(TESSERA_SHARED_DATA));
+  auto node = [](const std::string& name, const std::string& product) {
+    NodeInfo n;
+    n.name = name;
+    n.labels = {{kGpuProductLabel, product}};
+    n.gpu_product = product;
+    n.ready = true;
+    n.gpus = 8;
+    n.cpu_milli = 96000;
+    n.mem_mib = 1 << 20;
+    return n;
+  };
+  ClusterModel m(ModelOptions{});
+  m.upsert_node(node("v0", kV100));
+  m.refresh();
+  PowerOptions o;
+  o.model = model;
+  o.node_power_w = 500;
+  KubePower p(o);
+  EXPECT_EQ(p.view(m), nullptr);  // no cap, no energy weight, no headroom: power is off
+
+  o.cap = "50%";
+  KubePower capped(o);
+  const GpuPowerSpec& v100 = model->spec("V100");
+  const PowerView* v = capped.view(m);
+  ASSERT_NE(v, nullptr);
+  EXPECT_DOUBLE_EQ(v->idle_w, 500 + 8 * v100.idle_w);
+  EXPECT_DOUBLE_EQ(v->cap_w, 0.5 * (500 + 8 * v100.tdp_w));
+  EXPECT_TRUE(v->node_headroom_w.empty());
+  // A second node joins: the percentage is of the new peak.
+  m.upsert_node(node("v1", kV100));
+  m.refresh();
+  v = capped.view(m);
+  EXPECT_DOUBLE_EQ(v->idle_w, 2 * (500 + 8 * v100.idle_w));
+  EXPECT_DOUBLE_EQ(v->cap_w, (500 + 8 * v100.tdp_w));
+  // Headroom on v1 (an annotation changes no Cluster): seen by the next call.
+  NodeInfo hot = node("v1", kV100);
+  hot.thermal_headroom_w = 0;
+  m.upsert_node(hot);
+  m.refresh();
+  v = capped.view(m);
+  ASSERT_EQ(v->node_headroom_w.size(), 2u);
+  EXPECT_EQ(v->node_headroom_w[*m.node_id("v0")], -1);
+  EXPECT_EQ(v->node_headroom_w[*m.node_id("v1")], 0);
+  // The headroom alone turns power on.
+  EXPECT_NE(p.view(m), nullptr);
+  // Limits are written below TDP only, rounded, and never for a type without figures.
+  const NodeId v0 = *m.node_id("v0");
+  EXPECT_EQ(capped.annotated_limit(m.cluster(), v0, 0), 0);
+  EXPECT_EQ(capped.annotated_limit(m.cluster(), v0, v100.tdp_w), 0);
+  EXPECT_EQ(capped.annotated_limit(m.cluster(), v0, 187.4), 187);
+  m.upsert_node(node("x0", "NVIDIA-Mystery-GPU"));
+  m.refresh();
+  ASSERT_NE(capped.view(m), nullptr);
+  EXPECT_EQ(capped.annotated_limit(m.cluster(), *m.node_id("x0"), 187), 0);
+  EXPECT_EQ(capped.annotated_limit(m.cluster(), *m.node_id("v0"), 187), 187);
+}
+
 // check_power_options refuses what serve refuses, in its words; the command refuses the same
 // before it connects to anything.
 TEST(KubePowerFlags, InvalidPowerFlagsAreRefused) {
