@@ -33,6 +33,9 @@ std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetr
   o += "# HELP tessera_gang_rollbacks_total Gangs whose bound members were evicted because the "
        "rest could not be bound.\n# TYPE tessera_gang_rollbacks_total counter\n";
   o += fmt::format("tessera_gang_rollbacks_total {}\n", k.gang_rollbacks);
+  o += "# HELP tessera_power_limit_patches_total Running pods whose power-limit annotation was "
+       "changed (--power-shifting).\n# TYPE tessera_power_limit_patches_total counter\n";
+  o += fmt::format("tessera_power_limit_patches_total {}\n", k.power_limit_patches);
   o += "# HELP tessera_kube_api_errors_total Failed writes to the Kubernetes API.\n";
   o += "# TYPE tessera_kube_api_errors_total counter\n";
   o += fmt::format("tessera_kube_api_errors_total {}\n", k.api_errors);

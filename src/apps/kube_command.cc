@@ -9,9 +9,12 @@
 #include <thread>
 
 #include "api/kube_api.h"
+#include "apps/data_dir.h"
 #include "apps/listen.h"
 #include "backend/kubernetes/kube_config.h"
 #include "control/kube/kube_scheduler.h"
+#include "insight/zeus_curves.h"
+#include "model/carbon_intensity.h"
 
 namespace tessera {
 
@@ -68,6 +71,36 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
   k->add_option("--history-hours", a.history_hours, "hours of samples kept")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 24.0 * 90));
+  // Power policies: serve's flags, for a cluster of nodes (docs/kubernetes.md, "Power and
+  // energy").
+  k->add_option("--data-dir", a.data_dir,
+                "measured data (the power model reads energy/zeus; default: TESSERA_DATA, else "
+                "../shared/data)");
+  k->add_option("--node-power", a.node_power,
+                "each node's base power in watts (CPU, memory, fans; 0: not counted), added to "
+                "the GPUs' in the cluster's estimated draw")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  CLI::Option* cap = k->add_option(
+      "--power-cap", a.power_cap,
+      "cap on the cluster's estimated IT draw: kW, or a percentage of its peak draw (every "
+      "schedulable node's --node-power plus its GPUs at their TDP, e.g. 70%); a gang that would "
+      "pass it waits (reason PowerCap)");
+  k->add_flag("--power-shifting", a.power_shifting,
+              "under --power-cap, lower gangs' GPU power limits (least speed lost per watt "
+              "first) before holding gangs; raised again as power frees. Limits are advisory: "
+              "written on the pods as annotation tessera.io/power-limit-watts for a node agent")
+      ->needs(cap);
+  k->add_option("--energy-weight", a.energy_weight,
+                "Zeus's energy knob for queues that set no energy_weight: 0 runs jobs at full "
+                "power, 1 at the power limit that spends least energy per unit of work")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  k->add_option("--carbon", a.carbon,
+                "hourly carbon intensity (CSV: time,g_per_kwh; time in Unix seconds or "
+                "ISO-8601 UTC): best-effort gangs of queues with carbon_defer wait for a "
+                "cleaner hour (reason CarbonDefer)")
+      ->check(CLI::ExistingFile);
   return k;
 }
 
@@ -76,6 +109,26 @@ int run_kube(const KubeArgs& a) {
   int port = 0;
   split_listen(a.listen, host, port);
   const sigset_t stop_signals = block_stop_signals();
+
+  // The power flags are checked before anything connects: a mistake is said at once.
+  kube::PowerOptions power;
+  power.node_power_w = a.node_power;
+  power.cap = a.power_cap;
+  power.shifting = a.power_shifting;
+  power.energy_weight = a.energy_weight;
+  kube::check_power_options(power, /*elastic=*/false);  // kube never resizes (pod groups)
+  {
+    const std::string data = data_dir_or_default(a.data_dir);
+    power.model = std::make_shared<const PowerModel>(load_power_model(data));
+    if (!power.model->measured()) {
+      std::cerr << "tessera kube: no Zeus power data in " << data
+                << "/energy/zeus: GPU power is estimated at each type's TDP\n";
+    }
+  }
+  if (!a.carbon.empty()) {
+    power.carbon = std::make_shared<const CarbonIntensity>(
+        CarbonIntensity::load(a.carbon, CarbonIntensity::TimeBase::kAbsolute));
+  }
 
   std::string kubeconfig = a.kubeconfig;
   if (kubeconfig.empty()) {
@@ -95,6 +148,7 @@ int run_kube(const KubeArgs& a) {
   opt.history_interval = a.history_interval;
   opt.history_window = a.history_hours * 3600;
   opt.usage_save_interval = a.usage_save_interval;
+  opt.power = std::move(power);
   opt.leader_elect = a.leader_elect;
   opt.lease.ns = a.lease_namespace;
   opt.lease.name = a.lease_name;

@@ -27,6 +27,13 @@ struct KubeArgs {
   double history_interval = 10;  // --history-interval
   double history_hours = 24;     // --history-hours
   double usage_save_interval = 60;
+  // Power policies, as serve's flags (docs/kubernetes.md, "Power and energy").
+  std::string data_dir;  // --data-dir
+  double node_power = 0;
+  std::string power_cap;
+  bool power_shifting = false;
+  double energy_weight = 0;
+  std::string carbon;
 };
 CLI::App* add_kube_command(CLI::App& app, KubeArgs& args);
 int run_kube(const KubeArgs& args);

@@ -107,7 +107,8 @@ struct ServiceMetrics {
   uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget
   uint64_t store_write_failures = 0;  // database writes that failed (a full disk)
   bool store_writable = true;
-  // Energy (serve; control/energy.h). `energy` false: none of it is shown (tessera kube).
+  // Energy (serve; control/energy.h; tessera kube fills power_watts only). `energy` false:
+  // none of it is shown.
   bool energy = false;
   struct GpuPower {
     std::string node;

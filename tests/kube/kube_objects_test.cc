@@ -156,6 +156,7 @@ std::string describe(const PodInfo& p) {
                   (p.priority ? std::to_string(static_cast<int>(*p.priority)) : "-") + "|" +
                   std::to_string(p.min_member) + "|" + std::to_string(p.checkpoint_grace) + "|";
   for (int32_t i : p.gpu_index) s += std::to_string(i) + ",";
+  s += "|" + std::to_string(p.power_limit_w);
   return s + "|" + p.constraints_key + "|" + p.unschedulable_message + "|" + p.invalid;
 }
 std::string describe(const NodeInfo& n) {
@@ -165,7 +166,7 @@ std::string describe(const NodeInfo& n) {
                   n.gpu_product + "|";
   for (const auto& [k, v] : n.labels) s += k + "=" + v + ",";
   for (const Taint& t : n.taints) s += t.key + "=" + t.value + ":" + t.effect + ",";
-  return s;
+  return s + "|" + std::to_string(n.thermal_headroom_w) + "|" + n.thermal_headroom_invalid;
 }
 
 // The reflectors parse only pod_fields() / node_fields(): on full objects as the API server
@@ -173,10 +174,12 @@ std::string describe(const NodeInfo& n) {
 TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
   const json managed = json::parse(R"([{"manager":"kubectl","operation":"Update",
       "fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:containers":{}}}}])");
-  json bound =
-      pod({{kPodGroupLabel, "g"}, {kQueueLabel, "research"}, {kClassLabel, "production"}},
-          {{kGpuIndexAnnotation, "0,3"}, {kGraceAnnotation, "90"}, {kMinMemberAnnotation, "4"}},
-          json::parse(R"({
+  json bound = pod({{kPodGroupLabel, "g"}, {kQueueLabel, "research"}, {kClassLabel, "production"}},
+                   {{kGpuIndexAnnotation, "0,3"},
+                    {kGraceAnnotation, "90"},
+                    {kMinMemberAnnotation, "4"},
+                    {kPowerLimitAnnotation, "215"}},
+                   json::parse(R"({
       "nodeName": "n1", "priorityClassName": "ignored", "terminationGracePeriodSeconds": 45,
       "initContainers": [{"name": "init", "image": "busybox", "command": ["sh"],
                           "resources": {"requests": {"cpu": "4", "memory": "8Gi"}}}],
@@ -210,7 +213,7 @@ TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
   }
   // Not a trivial comparison: the full pod's every field was read.
   const std::string b = describe(parse_pod(bound));
-  for (const char* part : {"|n1|Running|10|", "|45|2/1000/4250/8320|g|research|", "|0,3,|",
+  for (const char* part : {"|n1|Running|10|", "|45|2/1000/4250/8320|g|research|", "|0,3,|215.",
                            "NVIDIA-H100-80GB-HBM3", "zone"}) {
     EXPECT_NE(b.find(part), std::string::npos) << part << " in " << b;
   }
@@ -218,7 +221,8 @@ TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
   const json node = json::parse(R"({
     "metadata": {"name": "n1", "resourceVersion": "9", "managedFields": [{"manager": "kubelet"}],
                  "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"},
-                 "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+                 "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                 "tessera.io/thermal-headroom-watts": "1200"}},
     "spec": {"unschedulable": true, "podCIDR": "10.1.0.0/24",
              "taints": [{"key": "gpu", "value": "x", "effect": "NoSchedule"}]},
     "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"},
@@ -229,6 +233,34 @@ TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
                "nodeInfo": {"kubeletVersion": "v1.31.0"}}})");
   EXPECT_EQ(describe(parse_node(parse_masked(node.dump(), node_fields()))),
             describe(parse_node(node)));
+  EXPECT_EQ(parse_node(node).thermal_headroom_w, 1200);
+  // Of the node's annotations only Tessera's is kept (agents write large ones that change).
+  const json masked = parse_masked(node.dump(), node_fields());
+  EXPECT_EQ(masked["metadata"]["annotations"].size(), 1u) << masked.dump();
+}
+
+// Power annotations (docs/kubernetes.md, "Power and energy"): a malformed value is ignored
+// and kept for one log line, never an error that would drop the node.
+TEST(KubeObjects, PowerAnnotationsParseAndMalformedValuesAreIgnored) {
+  auto node = [](const std::string& headroom) {
+    json n = {{"metadata", {{"name", "n1"}, {"annotations", json::object()}}},
+              {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+    if (!headroom.empty()) n["metadata"]["annotations"][kThermalHeadroomAnnotation] = headroom;
+    return parse_node(n);
+  };
+  EXPECT_EQ(node("").thermal_headroom_w, -1);  // none: unconstrained
+  EXPECT_EQ(node("0").thermal_headroom_w, 0);
+  EXPECT_EQ(node("450.5").thermal_headroom_w, 450.5);
+  for (const std::string bad : {"hot", "-5", "12W", "nan", "1e999"}) {
+    const NodeInfo n = node(bad);
+    EXPECT_EQ(n.thermal_headroom_w, -1) << bad;
+    EXPECT_EQ(n.thermal_headroom_invalid, bad);
+    EXPECT_EQ(n.gpus, 8) << bad;  // the node itself is read as ever
+  }
+  EXPECT_EQ(parse_pod(pod({}, {{kPowerLimitAnnotation, "187"}})).power_limit_w, 187);
+  EXPECT_EQ(parse_pod(pod({}, {{kPowerLimitAnnotation, "low"}})).power_limit_w, 0);
+  EXPECT_EQ(parse_pod(pod()).power_limit_w, 0);
+  EXPECT_TRUE(parse_pod(pod({}, {{kPowerLimitAnnotation, "low"}})).invalid.empty());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "control/kube/cluster_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "engine/admission.h"
@@ -87,6 +88,7 @@ void ClusterModel::upsert_node(NodeInfo n) {
     ++cluster_generation_;  // node sets (and what was decided with them) are stale
     dirty_ = true;
   }
+  if (it->second.thermal_headroom_w != n.thermal_headroom_w) dirty_ = true;  // decide again
   it->second = std::move(n);
 }
 
@@ -232,6 +234,21 @@ void ClusterModel::forget(const std::string& uid) {
   dirty_ = true;
 }
 
+double ClusterModel::power_limit(const Gang& g) const {
+  double limit = -1;
+  for (const std::string& uid : g.bound_pods) {
+    auto it = pods_.find(uid);
+    if (it == pods_.end()) continue;
+    const double l = it->second.power_limit_w();
+    limit = limit < 0 ? l : (l <= 0 || limit <= 0 ? 0.0 : std::max(limit, l));
+  }
+  return std::max(0.0, limit);
+}
+
+void ClusterModel::note_power_limit(const std::string& uid, double limit_w) {
+  if (PodRecord* r = pod(uid)) r->limit_sent = limit_w;
+}
+
 void ClusterModel::mark_evicting(const std::string& uid) {
   if (PodRecord* r = pod(uid)) r->evicting = true;
   dirty_ = true;
@@ -293,6 +310,9 @@ void ClusterModel::upsert_pod(PodInfo p, double now) {
     detach(tmp);
   }
   r.info = std::move(p);
+  if (r.limit_sent >= 0 && std::abs(r.info.power_limit_w - r.limit_sent) < 0.5) {
+    r.limit_sent = -1;  // the API shows the limit written: it is the truth again
+  }
   if (!r.assumed_node.empty() && !r.info.node_name.empty()) {
     // The bind landed (or someone else bound it elsewhere): the API is the truth now.
     if (r.info.node_name != r.assumed_node) release_slot(r);
@@ -486,6 +506,7 @@ CycleInput ClusterModel::prepare(double now) {
         rj.attained_gpu_seconds =
             (now - since) * static_cast<double>(g.running_alloc.gpu_milli()) / 1000.0;
         rj.last_checkpoint = since;
+        rj.power_limit_w = power_limit(g);
         in.running.push_back(rj);
       }
     }

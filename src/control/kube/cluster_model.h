@@ -54,6 +54,11 @@ struct PodRecord {
   std::string assumed_node;     // bind in flight (decided, not yet seen bound)
   std::optional<PodSlot> slot;  // held in the ledger
   double first_seen = 0;        // when the scheduler first saw it (create -> bind latency)
+  // A GPU power limit written (on the Binding, or by a PATCH) that the watch has not shown on
+  // the pod yet; -1: none. Counted meanwhile, as an assumed node is.
+  double limit_sent = -1;
+  // Its GPUs' power limit as the scheduler counts it (W; 0: their default, the TDP).
+  double power_limit_w() const { return limit_sent >= 0 ? limit_sent : info.power_limit_w; }
 };
 
 // A pod group (or a lone pod) of ours.
@@ -123,6 +128,12 @@ class ClusterModel {
   void assume(const std::string& uid, NodeId node, std::vector<GpuShare> shares);
   // A bind failed: forget the assumption and release its shares.
   void forget(const std::string& uid);
+  // A gang's GPU power limit (W; 0: the default) from its bound pods: alike unless a change
+  // is on its way, and then the highest, so that its draw is not under-counted (0, the
+  // default, counts as the highest). Call after prepare().
+  double power_limit(const Gang& g) const;
+  // A power limit was written for the pod (0: the default): counted until the watch shows it.
+  void note_power_limit(const std::string& uid, double limit_w);
   // An eviction was asked for: the pod no longer counts as a running member (it is not
   // offered for preemption again), though it holds its node until it is gone.
   void mark_evicting(const std::string& uid);

@@ -221,6 +221,20 @@ std::vector<int32_t> parse_index_list(const std::string& text) {
 
 }  // namespace
 
+bool parse_watts(const std::string& text, double& w) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  while (used < text.size() && std::isspace(static_cast<unsigned char>(text[used]))) ++used;
+  if (used != text.size() || !std::isfinite(v) || v < 0) return false;
+  w = v;
+  return true;
+}
+
 std::string NodeConstraints::key() const {
   json j = json::object();
   if (!selector.empty()) j["s"] = selector;
@@ -307,6 +321,15 @@ NodeInfo parse_node(const json& node) {
   n.cpu_milli = milli_of(alloc, "cpu", where.c_str());
   n.mem_mib = mib_of(alloc, "memory", where.c_str());
   if (const std::string* p = find(n.labels, kGpuProductLabel)) n.gpu_product = *p;
+  const Labels notes = string_map(field(meta, "annotations"));
+  if (const std::string* h = find(notes, kThermalHeadroomAnnotation)) {
+    double w = -1;
+    if (parse_watts(*h, w)) {
+      n.thermal_headroom_w = w;
+    } else {
+      n.thermal_headroom_invalid = *h;
+    }
+  }
   return n;
 }
 
@@ -384,6 +407,10 @@ PodInfo parse_pod(const json& pod) {
   }
   if (const std::string* idx = find(notes, kGpuIndexAnnotation))
     p.gpu_index = parse_index_list(*idx);
+  // Tessera wrote it; one it cannot read counts as the default (the draw is not under-counted).
+  if (const std::string* w = find(notes, kPowerLimitAnnotation)) {
+    if (!parse_watts(*w, p.power_limit_w)) p.power_limit_w = 0;
+  }
 
   try {
     const ContainerDemand d = pod_demand(spec);
@@ -424,15 +451,21 @@ PodInfo parse_pod(const json& pod) {
 }
 
 const FieldMask& node_fields() {
-  static const FieldMask m = FieldMask::of({
-      "metadata.name",
-      "metadata.resourceVersion",
-      "metadata.labels",
-      "spec.unschedulable",
-      "spec.taints",
-      "status.conditions",
-      "status.allocatable",
-  });
+  static const FieldMask m = [] {
+    FieldMask f = FieldMask::of({
+        "metadata.name",
+        "metadata.resourceVersion",
+        "metadata.labels",
+        "spec.unschedulable",
+        "spec.taints",
+        "status.conditions",
+        "status.allocatable",
+    });
+    // One annotation, not all: nodes carry large ones (agents' state) that change often. Set
+    // by hand because the key has dots of its own.
+    f.keys["metadata"].keys["annotations"].keys[kThermalHeadroomAnnotation].all = true;
+    return f;
+  }();
   return m;
 }
 

@@ -37,6 +37,11 @@ inline constexpr const char* kKaiFractionAnnotation = "gpu-fraction";
 inline constexpr const char* kGpuIndexAnnotation = "tessera.io/gpu-index";
 inline constexpr const char* kGraceAnnotation = "tessera.io/checkpoint-grace-seconds";
 inline constexpr const char* kMinMemberAnnotation = "tessera.io/min-member";
+// Power (docs/kubernetes.md, "Power and energy"): the watts a node may draw above idle (its
+// thermal headroom; written by an operator or a node agent), and the GPU power limit Tessera
+// chose for a pod (written on the Binding, then patched; advisory: a node agent applies it).
+inline constexpr const char* kThermalHeadroomAnnotation = "tessera.io/thermal-headroom-watts";
+inline constexpr const char* kPowerLimitAnnotation = "tessera.io/power-limit-watts";
 
 using Labels = std::map<std::string, std::string>;
 
@@ -83,6 +88,11 @@ struct NodeInfo {
   int64_t cpu_milli = 0;
   int64_t mem_mib = 0;
   std::string gpu_product;  // label nvidia.com/gpu.product ("" without GPUs)
+  // Annotation tessera.io/thermal-headroom-watts: the most the node may draw above idle (W);
+  // -1 when absent or malformed. A malformed value is kept in `thermal_headroom_invalid` (the
+  // text, for one log line) and otherwise ignored: a typo must not stop the node's scheduling.
+  double thermal_headroom_w = -1;
+  std::string thermal_headroom_invalid;
 
   // Whether the node takes new pods at all (Ready, not cordoned).
   bool usable() const { return ready && !unschedulable; }
@@ -105,6 +115,7 @@ struct PodInfo {
   int32_t min_member = 0;                 // from tessera.io/min-member (a group without a PodGroup)
   double checkpoint_grace = -1;           // tessera.io/checkpoint-grace-seconds, or -1
   std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
+  double power_limit_w = 0;  // tessera.io/power-limit-watts; 0 when absent (the GPUs' default)
   NodeConstraints constraints;
   std::string constraints_key;  // constraints.key(), computed once when parsed
   // PodScheduled=False's message as last written (so the scheduler writes only changes).
@@ -143,6 +154,10 @@ double parse_time(const std::string& text);
 // RFC 3339 with microseconds ("2026-01-01T00:00:00.000000Z"), as MicroTime.
 std::string format_micro_time(double unix_seconds);
 std::string format_time(double unix_seconds);  // seconds precision, as metav1.Time
+
+// A non-negative number of watts ("250", "187.5"), as the power annotations hold; false for
+// anything else (w is then unchanged).
+bool parse_watts(const std::string& text, double& w);
 
 // Whether a pod with these constraints may run on the node (labels, affinity, taints).
 bool node_matches(const NodeConstraints& c, const NodeInfo& node);

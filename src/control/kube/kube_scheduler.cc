@@ -1,7 +1,10 @@
 #include "control/kube/kube_scheduler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <variant>
 
@@ -153,9 +156,12 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
       policy_(make_policy(opt_.policy, opt_.seed)),
       inbox_(std::make_unique<Inbox>()),
       model_(opt_.model),
+      power_(opt_.power),
       history_(opt_.history_window),
       history_sampler_(wall_now()) {
   policy_.elastic = false;  // a pod group's size is its controller's, not the scheduler's
+  check_power_options(opt_.power, policy_.elastic);
+  policy_.power_shifting = opt_.power.shifting;
   counters_.cycle_bucket_bounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
   counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
   kube_counters_.bind_bucket_bounds = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
@@ -421,9 +427,17 @@ void KubeScheduler::run_cycle() {
   snap.running = in.running;
   snap.queues = &model_.tree();
   snap.decayed_usage = decayed_.view();
+  snap.power = power_.view(model_);
+  // On Unix time, as the pods' creation times and the clock.
+  snap.carbon = power_.carbon();
+  // With nothing pending a cycle decides nothing, except raising limits the power cap lowered
+  // once power frees (shifting).
+  const bool lowered = snap.power != nullptr && policy_.power_shifting &&
+                       std::any_of(in.running.begin(), in.running.end(),
+                                   [](const RunningJob& r) { return r.power_limit_w > 0; });
   const auto t0 = Clock::now();
   Decisions d;
-  if (!in.pending.empty()) d = schedule_cycle(snap, policy_);
+  if (!in.pending.empty() || lowered) d = schedule_cycle(snap, policy_);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   ++counters_.cycles;
   counters_.cycle_seconds_sum += secs;
@@ -477,6 +491,44 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
     }
     bind_gang(g, s);
   }
+  // Running gangs' limits lowered to make room under the power cap, or raised as power freed.
+  for (const PowerLimit& p : d.power_limits) {
+    if (p.job >= in.by_job.size() || in.by_job[p.job]->running_id != p.job) continue;
+    write_power_limit(*in.by_job[p.job], p.limit_w);
+  }
+}
+
+void KubeScheduler::write_power_limit(const Gang& g, double limit_w) {
+  for (const std::string& uid : g.bound_pods) {
+    PodRecord* r = model_.pod(uid);
+    if (!r || r->evicting || !r->slot) continue;
+    const double want = power_.annotated_limit(model_.cluster(), r->slot->node, limit_w);
+    const double was = r->power_limit_w();
+    if (std::abs(want - was) < 0.5) continue;
+    model_.note_power_limit(uid, want);
+    ++kube_counters_.power_limit_patches;
+    const PodInfo p = r->info;
+    // A merge patch of one annotation (null removes it: back to the default). Advisory: a node
+    // agent applies it to the pod's GPUs (tessera.io/gpu-index) with nvidia-smi -pl.
+    const json value = want > 0 ? json(fmt::format("{:.0f}", want)) : json(nullptr);
+    const json body = {{"metadata", {{"annotations", {{kPowerLimitAnnotation, value}}}}}};
+    actions_->push([this, p, body] {
+      Response res = client_->patch(object_path(kPods, p.ns, p.name), body, PatchType::kMerge);
+      if (!res.ok() && res.status != 404) {
+        ++api_errors_;
+        std::fprintf(stderr, "tessera kube: setting %s on %s/%s: %s\n", kPowerLimitAnnotation,
+                     p.ns.c_str(), p.name.c_str(), res.describe().c_str());
+      }
+    });
+    const std::string from = was > 0 ? fmt::format("{:.0f} W", was) : "the default (TDP)";
+    const std::string to = want > 0 ? fmt::format("{:.0f} W", want) : "the default (TDP)";
+    const bool lower = want > 0 && (was <= 0 || want < was);
+    post_event(p, "Normal", "PowerLimit", "PowerLimit",
+               "GPU power limit " + from + " -> " + to +
+                   (lower ? " to fit under the power cap" : ": power freed under the cap") +
+                   " (annotation " + kPowerLimitAnnotation +
+                   "; advisory, for a node agent to apply)");
+  }
 }
 
 void KubeScheduler::bind_gang(Gang& g, const Start& s) {
@@ -499,12 +551,20 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
       index += std::to_string(model_.gpu_index(sh.gpu));
     }
     model_.assume(uid, a.member_node[m], shares);
+    // Its GPUs' power limit (power policies): on the Binding, which the API server copies
+    // onto the pod with the GPU index, so that a node agent finds both on the pod.
+    const double limit =
+        power_.annotated_limit(model_.cluster(), a.member_node[m], s.power_limit_w);
+    if (limit > 0) model_.note_power_limit(uid, limit);
     json binding = {
         {"apiVersion", "v1"},
         {"kind", "Binding"},
         {"metadata", {{"name", r->info.name}, {"namespace", r->info.ns}, {"uid", uid}}},
         {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", r->assumed_node}}}};
     if (!index.empty()) binding["metadata"]["annotations"] = {{kGpuIndexAnnotation, index}};
+    if (limit > 0) {
+      binding["metadata"]["annotations"][kPowerLimitAnnotation] = fmt::format("{:.0f}", limit);
+    }
     const size_t member = att.uids.size();
     att.uids.push_back(uid);
     att.status.push_back(0);
@@ -660,7 +720,7 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
     const std::string queue =
         r.queue < model_.tree().size() ? model_.tree().queue(r.queue).path : "";
     why[g] = {std::string(to_string(r.code)) + " " + queue + " " + blocker,
-              describe(r, blocker, queue)};
+              reason_words(r, model_.cluster(), describe(r, blocker, queue))};
   }
   for (const auto& [key, g] : model_.gangs()) {
     if (!g.waiting.empty()) why[&g] = {g.waiting, g.waiting};
@@ -788,6 +848,7 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   row.spec.max_members = members;
   row.submitted_at = submitted;
   row.started_at = started;
+  row.power_limit_w = model_.power_limit(g);  // 0: the default (TDP)
   row.state =
       g.pending_pods.empty() && !g.bound_pods.empty() ? JobState::kRunning : JobState::kPending;
   if (row.state == JobState::kPending) {
@@ -797,8 +858,10 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
     } else if (r != reasons_.end()) {
       const PendingReason& pr = r->second;
       v.reason_code = reason_code(pr.code);
-      v.pending_reason = describe(
-          pr, "", pr.queue < model_.tree().size() ? model_.tree().queue(pr.queue).path : "");
+      v.pending_reason = reason_words(
+          pr, model_.cluster(),
+          describe(pr, "",
+                   pr.queue < model_.tree().size() ? model_.tree().queue(pr.queue).path : ""));
     }
   }
   return v;
@@ -925,6 +988,9 @@ ServiceMetrics KubeScheduler::metrics() const {
   for (auto& [name, tn] : by) m.tenants.push_back(tn);
   m.gpus_total = model_.cluster().num_gpus();
   m.gpus_allocated = static_cast<double>(model_.ledger().allocated_milli()) / 1000.0;
+  // tessera_power_watts, as serve estimates it (no PUE; no per-GPU or per-tenant energy here).
+  m.energy = true;
+  m.power_watts = power_.draw_w(model_);
   return m;
 }
 

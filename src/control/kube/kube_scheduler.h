@@ -35,6 +35,7 @@
 #include "control/history.h"
 #include "control/kube/cluster_model.h"
 #include "control/kube/leader_elector.h"
+#include "control/kube/power.h"
 #include "control/kube/usage_store.h"
 #include "control/kube/work_queue.h"
 #include "control/service.h"
@@ -68,13 +69,16 @@ struct SchedulerOptions {
   // long, in memory (a restart starts it again).
   double history_interval = 10;
   double history_window = 86400;
+  // Power policies (control/kube/power.h; docs/kubernetes.md, "Power and energy").
+  PowerOptions power;
 };
 
 // Counters for /metrics beyond the service's.
 struct KubeMetrics {
   uint64_t binds_ok = 0, binds_failed = 0, binds_conflict = 0;
   uint64_t evictions = 0, status_writes = 0, events = 0, api_errors = 0;
-  uint64_t gang_rollbacks = 0;  // gangs whose bound members were evicted after a failed bind
+  uint64_t gang_rollbacks = 0;       // gangs whose bound members were evicted after a failed bind
+  uint64_t power_limit_patches = 0;  // running pods' power-limit annotations changed
   std::vector<double> bind_bucket_bounds;    // create -> bind latency, seconds
   std::vector<uint64_t> bind_bucket_counts;  // cumulative
   double bind_latency_sum = 0;
@@ -126,6 +130,9 @@ class KubeScheduler {
   void save_usage(bool synchronously);
   void apply(const Decisions& d, const CycleInput& in, double now);
   void bind_gang(Gang& g, const Start& s);
+  // A running gang's new GPU power limit (Decisions::power_limits): each bound pod's
+  // annotation patched, with an Event.
+  void write_power_limit(const Gang& g, double limit_w);
   // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.
   void evict_pods(const std::vector<std::string>& uids, const std::string& why, double grace);
   void roll_back_partial_gangs(double now);
@@ -150,6 +157,7 @@ class KubeScheduler {
 
   mutable std::mutex mu_;  // the model and everything below
   ClusterModel model_;
+  KubePower power_;
   uint64_t cycle_no_ = 0;
   double last_cycle_ = 0;
   std::map<uint64_t, BindAttempt> attempts_;
