@@ -68,6 +68,8 @@ def prepare(jobs, n, args, out):
             pre.append(f"reclaim_after: {args.reclaim_after:g}s")
         if args.reclaim_tolerance > 0:
             pre.append(f"reclaim_tolerance: {args.reclaim_tolerance:g}")
+        if args.borrow_max_runtime > 0:
+            pre.append(f"borrow_max_runtime: {args.borrow_max_runtime:g}s")
         if pre:
             f.write("preemption: {" + ", ".join(pre) + "}\n")
         f.write("queues:\n")
@@ -123,6 +125,9 @@ def main():
     p.add_argument("--reclaim-tolerance", type=float, default=0,
                    help="preemption.reclaim_tolerance: queues within (1 + this) x their share "
                         "are not reclaimed from")
+    p.add_argument("--borrow-max-runtime", type=float, default=0,
+                   help="preemption.borrow_max_runtime (s): past its share a queue starts only "
+                        "jobs expected to end within this")
     p.add_argument("--jobs", type=int, default=2, help="simulations in parallel")
     args = p.parse_args()
     jobs = load(args.trace, args.start, args.days)

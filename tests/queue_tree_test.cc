@@ -42,7 +42,7 @@ constexpr int64_t kGiB = 1024;  // in MiB
 const char* const kTwoLevel = R"(fairness:
   half_life: 24h
 preemption:
-  {checkpoint_grace: 30s, reclaim_min_runtime: 10m, reclaim_after: 30m, reclaim_tolerance: 0.1}
+  {checkpoint_grace: 30s, reclaim_min_runtime: 10m, reclaim_after: 30m, reclaim_tolerance: 0.1, borrow_max_runtime: 1h}
 queues:
   - name: research
     weight: 2
@@ -130,6 +130,7 @@ TEST(QueueTreeTest, ParsesTwoLevelTree) {
   EXPECT_DOUBLE_EQ(t.settings().reclaim_min_runtime_seconds, 600);
   EXPECT_DOUBLE_EQ(t.settings().reclaim_after_seconds, 1800);
   EXPECT_DOUBLE_EQ(t.settings().reclaim_tolerance, 0.1);
+  EXPECT_DOUBLE_EQ(t.settings().borrow_max_runtime_seconds, 3600);
   EXPECT_EQ(t.bound_tenants(), 0u);
 }
 

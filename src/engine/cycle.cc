@@ -406,6 +406,23 @@ class Cycle {
       quota_reason(reason, q);
       return;
     }
+    // Lending bounded in time: a job that would take its queue past its fair share starts only
+    // if it is expected to end soon (no reservation: it is its queue's share it lacks).
+    if (policy_.reclaim && tree_.settings().borrow_max_runtime_seconds > 0 &&
+        !(job.duration_estimate > 0 &&
+          job.duration_estimate <= tree_.settings().borrow_max_runtime_seconds)) {
+      const QueueId q =
+          over_share_below(current_leaf_, kRootQueue, amounts_of(job, job.min_members));
+      if (q != kNoId) {
+        reason.code = PendingCode::kOverFairShare;
+        reason.queue = q;
+        reason.queue_holds_milli = live_[q][kGpuDim];
+        reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
+        reason.borrow_max_runtime = tree_.settings().borrow_max_runtime_seconds;
+        report(reason);
+        return;
+      }
+    }
     // Carbon-aware deferral: a best-effort job waits (without a reservation) for a cleaner hour.
     if (snap_.carbon != nullptr && job.priority == PriorityClass::kBestEffort &&
         carbon_defers(job, current_leaf_, reason)) {

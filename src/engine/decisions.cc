@@ -100,6 +100,15 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           queue_path, static_cast<double>(r.queue_holds_milli) / 1000.0,
           static_cast<double>(r.queue_bound_milli) / 1000.0, need);
     case PendingCode::kOverFairShare:
+      if (r.borrow_max_runtime > 0) {
+        return fmt::format(
+            "fair share: queue {} holds {:g} GPUs and this job would take it past its fair "
+            "share of {:g}; past its share a queue starts only jobs expected to end within {:g} "
+            "s (preemption.borrow_max_runtime), so that what it borrows comes back without a "
+            "reclaim",
+            queue_path, static_cast<double>(r.queue_holds_milli) / 1000.0,
+            static_cast<double>(r.queue_bound_milli) / 1000.0, r.borrow_max_runtime);
+      }
       return fmt::format(
           "fair share: {:g} GPUs free, needs {:g}; queue {} holds {:g} GPUs and this job would "
           "take it past its fair share of {:g}, so it may not reclaim GPUs from other queues",

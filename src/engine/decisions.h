@@ -41,6 +41,10 @@ struct PendingReason {
   uint32_t queue = kNoId;
   int64_t queue_holds_milli = 0;
   int64_t queue_bound_milli = 0;
+  // For kOverFairShare: > 0 when the job is held by preemption.borrow_max_runtime (it would
+  // borrow past its queue's share and is not expected to end within this many seconds), not
+  // for lack of GPUs.
+  double borrow_max_runtime = 0;
   // For kPowerCapped: the estimated draw (W) the cap would have to allow, and the cap, of the
   // cluster or of the rack `rack` (kNoId: the cluster's).
   double power_need_w = 0;

@@ -404,7 +404,7 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
   if (const YAML::Node pre = root["preemption"]) {
     check_keys(origin_, pre, "preemption",
                {"checkpoint_grace", "starving_after", "min_runtime", "reclaim_min_runtime",
-                "reclaim_after", "reclaim_tolerance"});
+                "reclaim_after", "reclaim_tolerance", "borrow_max_runtime"});
     if (pre["starving_after"]) {
       f.starving_after_seconds = duration(pre["starving_after"], "preemption.starving_after");
     }
@@ -421,6 +421,10 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
         yaml_fail(origin_, tol, "preemption.reclaim_tolerance",
                   "expected a number in [0, 1], got " + tol.Scalar());
       }
+    }
+    if (pre["borrow_max_runtime"]) {
+      f.borrow_max_runtime_seconds =
+          duration(pre["borrow_max_runtime"], "preemption.borrow_max_runtime");
     }
     if (pre["reclaim_after"]) {
       f.reclaim_after_seconds = duration(pre["reclaim_after"], "preemption.reclaim_after");

@@ -157,6 +157,11 @@ struct FairnessSettings {
   // share of GPUs: a band that absorbs shares moving with demand, so that a queue a little
   // over its share (often only until its next job ends) is not stopped. 0: none.
   double reclaim_tolerance = 0;
+  // A job that would take its queue past its fair share (borrowing what other queues are
+  // entitled to) starts only if it is expected to end within this long (its duration
+  // estimate; a job without one is not lent to): what is lent comes back by itself, so the
+  // owner rarely has to reclaim it. 0: no bound.
+  double borrow_max_runtime_seconds = 0;
 };
 
 class QueueTree {
