@@ -88,6 +88,8 @@ def run(args, out, policy):
            "--cluster", os.path.join(out, "cluster.yaml"), "--queues",
            os.path.join(out, "queues.yaml"), "--policy", policy, "--json", res, "--quiet",
            "--series-interval", "0"]
+    if args.predictor != "none":
+        cmd += ["--predictor", args.predictor]
     t = time.time()
     subprocess.run(cmd, check=True)
     secs = time.time() - t
@@ -128,6 +130,9 @@ def main():
     p.add_argument("--borrow-max-runtime", type=float, default=0,
                    help="preemption.borrow_max_runtime (s): past its share a queue starts only "
                         "jobs expected to end within this")
+    p.add_argument("--predictor", default="none",
+                   help="simulate --predictor: duration estimates learnt online (mean, quantile, "
+                        "gbt) instead of the trace's exact run times")
     p.add_argument("--jobs", type=int, default=2, help="simulations in parallel")
     args = p.parse_args()
     jobs = load(args.trace, args.start, args.days)

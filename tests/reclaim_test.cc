@@ -222,14 +222,19 @@ TEST(Reclaim, BorrowMaxRuntimeLendsOnlyToShortJobsPastTheShare) {
   JobSpec short_job = gang("a-short", 1, 1, 11, 0);
   short_job.duration_estimate = 600;
   JobSpec unknown = gang("a-unknown", 1, 1, 12, 0);
+  // Inference-critical jobs are not held: they preempt across queues anyway.
+  JobSpec serving = gang("a-serving", 1, 1, 13, 0, PriorityClass::kInferenceCritical);
+  serving.duration_estimate = 4 * 3600;
   const JobId l = w.add_pending(long_job);
   const JobId sh = w.add_pending(short_job);
   const JobId u = w.add_pending(unknown);
+  const JobId sv = w.add_pending(serving);
   w.now = 20;
   const Decisions d = schedule_cycle(w.snapshot(), make_policy("fair", 1));
   std::set<JobId> started;
   for (const Start& st : d.starts) started.insert(st.job);
   EXPECT_TRUE(started.contains(sh));
+  EXPECT_TRUE(started.contains(sv));
   EXPECT_FALSE(started.contains(l));
   EXPECT_FALSE(started.contains(u));  // no estimate: not lent to
   const PendingReason* r = reason_of(d, l);

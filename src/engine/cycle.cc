@@ -407,8 +407,12 @@ class Cycle {
       return;
     }
     // Lending bounded in time: a job that would take its queue past its fair share starts only
-    // if it is expected to end soon (no reservation: it is its queue's share it lacks).
+    // if it is expected to end soon (no reservation: it is its queue's share it lacks). Not for
+    // inference-critical jobs (they preempt across queues anyway, and have an SLA) nor for
+    // best-effort ones (anyone may preempt them: what they borrow is never withheld).
     if (policy_.reclaim && tree_.settings().borrow_max_runtime_seconds > 0 &&
+        job.priority != PriorityClass::kInferenceCritical &&
+        job.priority != PriorityClass::kBestEffort &&
         !(job.duration_estimate > 0 &&
           job.duration_estimate <= tree_.settings().borrow_max_runtime_seconds)) {
       const QueueId q =
