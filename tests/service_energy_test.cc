@@ -196,6 +196,26 @@ TEST_F(ServiceEnergy, UsageCarriesTheCarbonOfTheEnergyUnderTheSeries) {
   EXPECT_TRUE(usage_row_json<nlohmann::json>(rows[0]).contains("carbon_kg"));
 }
 
+// A job whose processes did not outlive a restart is requeued; its run is recorded up to the
+// restart (its GPUs were held for it until then), so usage and energy keep it.
+TEST_F(ServiceEnergy, ARunWhoseProcessesVanishedAcrossARestartIsKeptInUsage) {
+  auto s = make_v100(2);
+  const int64_t id = submit_and_tick(*s, "team-a", "train", 1);
+  ASSERT_EQ(state(*s, id), JobState::kRunning);
+  const double started = now_;
+  s.reset();  // the server goes away, and the job's processes with it
+  now_ += 3600;
+  auto again = make_v100(2);
+  EXPECT_EQ(state(*again, id), JobState::kPending);
+  const auto rows = again->usage(Caller{true, ""}, started - 1, now_ + 1);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(rows[0].gpu_hours.at("V100"), 1.0, 1e-9);
+  EXPECT_NEAR(rows[0].energy_kwh, kV100Tdp / 1000, 1e-9);
+  EXPECT_NEAR(sample(render_prometheus(again->metrics()), "tessera_energy_joules_total",
+                     "tenant=\"team-a\""),
+              kV100Tdp * 3600, 1.0);
+}
+
 // A stand-in nvidia-smi with the power fields: GPU 0 draws 312.5 W, GPU 1 does not say.
 TEST_F(ServiceEnergy, RealGpusReportTheirMeasuredDraw) {
   const std::string smi = dir_.file("nvidia-smi");

@@ -485,6 +485,17 @@ void Service::recover() {
     }
     const bool has_processes = !j->members.empty();
     auto requeue = [&](const std::string& why) {
+      if (row.state == JobState::kRunning && row.started_at >= 0) {
+        // Its run ends here, as far as the ledger knows: its GPUs were held for it from its
+        // start until now (when its processes vanished during the downtime is not known), so
+        // usage and energy count that, with the run's own record.
+        Job& job = *j;
+        job.alloc = alloc;
+        job.run = run_record_locked(job);
+        job.power_since = row.started_at;
+        end_run_locked(job, std::max(t, row.started_at), "requeued");
+        job.alloc = Allocation{};
+      }
       row.state = JobState::kPending;
       row.allocation.clear();
       row.processes.clear();
