@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config python3
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-      libsqlite3-dev libssl-dev libcpp-httplib-dev libsimdjson-dev
+      libsqlite3-dev libssl-dev libcpp-httplib-dev libsimdjson-dev libglpk-dev
       clang libclang-rt-14-dev openssl
       nodejs chromium)
 missing=()
