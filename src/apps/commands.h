@@ -25,6 +25,7 @@ struct SimulateArgs {
   bool no_preemption = false;
   bool elastic = false;              // resize elastic gangs (Policy::elastic)
   bool hetero = false;               // heterogeneity-aware placement (Policy::heterogeneity)
+  double rounds = 0;                 // round-based scheduling, round length (s); 0: off
   bool reserve_inference = false;    // SimOptions::reserve_inference
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures

@@ -87,6 +87,12 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_flag("--hetero", a.hetero,
               "heterogeneity-aware placement: jobs that gain most from fast GPU types get them "
               "first (Gavel's measured per-type throughputs)");
+  s->add_option("--rounds", a.rounds,
+                "round-based scheduling as Gavel's (docs/heterogeneity.md): every this many "
+                "seconds a max-min fairness LP gives jobs time shares of each GPU type (with "
+                "--hetero weighed by their throughput there) and a round plan decides who runs "
+                "where, suspending or moving running jobs; jobs start at round boundaries only")
+      ->check(CLI::Range(1.0, 86400.0));
   s->add_flag("--elastic", a.elastic,
               "elastic gangs (min_members < max_members) shrink before anyone is preempted and "
               "grow into idle GPUs");
@@ -341,6 +347,24 @@ int run_simulate(const SimulateArgs& a) {
          "(e.g. --policy " +
          policy.name().substr(0, policy.name().find('+')) + "+bestfit)");
   }
+  if (a.rounds > 0) {
+    // Rounds replace the cycle's starts and preemptions; what rounds do not model is refused.
+    const auto refuse = [](const std::string& what) {
+      throw CLI::ValidationError("--rounds", "round-based scheduling cannot be combined with " +
+                                                 what + " (the rounds do not model it)");
+    };
+    if (policy.elastic) refuse("--elastic");
+    if (opt.energy.policies() || knob) refuse("power policies");
+    if (!opt.failures.empty()) refuse("node failures");
+    if (opt.reserve_inference) refuse("--reserve-inference");
+    if (opt.carbon != nullptr) refuse("--carbon");
+    if (any_job([](const JobSpec& j) { return j.demand.gpu_milli < kMilliPerGpu; })) {
+      refuse("fractional-GPU jobs");
+    }
+    opt.round_seconds = a.rounds;
+  }
+  run["policy"]["round_seconds"] =
+      a.rounds > 0 ? nlohmann::ordered_json(a.rounds) : nlohmann::ordered_json();
   run["policy"]["power_shifting"] = policy.power_shifting;
   run["energy"] = energy_run_json(a.energy, opt.energy, power);
   run["data_dir"] = data_dir(a);

@@ -37,6 +37,8 @@ const char* to_string(PreemptionCause c) {
       return "reclaim";
     case PreemptionCause::kTypeReclaim:
       return "type_reclaim";
+    case PreemptionCause::kRound:
+      return "round";
   }
   return "?";
 }

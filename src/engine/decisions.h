@@ -89,10 +89,11 @@ struct PowerLimit {
 
 // Why a running job gives way: a higher rank (within its queue; inference-critical jobs across
 // queues; best-effort jobs to anyone), a queue under its fair share or guarantee taking back
-// what another borrowed, or a per-GPU-type guarantee taken back.
-enum class PreemptionCause : uint8_t { kPriority, kReclaim, kTypeReclaim };
-inline constexpr int kPreemptionCauses = 3;
-const char* to_string(PreemptionCause c);  // "priority", "reclaim", "type_reclaim"
+// what another borrowed, a per-GPU-type guarantee taken back, or (round-based scheduling in
+// the simulator) a round's plan suspending the job or moving it to another GPU type.
+enum class PreemptionCause : uint8_t { kPriority, kReclaim, kTypeReclaim, kRound };
+inline constexpr int kPreemptionCauses = 4;
+const char* to_string(PreemptionCause c);  // "priority", "reclaim", "type_reclaim", "round"
 
 struct Preemption {
   JobId job = 0;  // the victim

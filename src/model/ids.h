@@ -16,5 +16,6 @@ using TenantId = uint32_t;  // index into the tenant interner
 using GpuTypeId = uint8_t;  // index into GpuTypeTable
 
 inline constexpr uint32_t kNoId = std::numeric_limits<uint32_t>::max();
+inline constexpr GpuTypeId kNoGpuType = std::numeric_limits<GpuTypeId>::max();  // none
 
 }  // namespace tessera

@@ -20,7 +20,8 @@ enum class EventKind : uint8_t {
   kBegin,
   kNodeFail,
   kNodeRecover,
-  kNodeSleep
+  kNodeSleep,
+  kRound  // a round boundary of round-based scheduling (SimOptions::round_seconds)
 };
 
 struct Event {

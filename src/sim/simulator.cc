@@ -14,8 +14,10 @@
 #include "engine/cycle.h"
 #include "engine/fair_share.h"
 #include "engine/pending_queue.h"
+#include "engine/rng.h"
 #include "insight/runtime_predictor.h"
 #include "sim/event_queue.h"
+#include "sim/gavel_rounds.h"
 #include "sim/inference_reserve.h"
 
 namespace tessera {
@@ -74,6 +76,11 @@ struct JobState {
   PendingCode reason = PendingCode::kInsufficientGpus;
   uint32_t reason_queue = kNoId;
   JobId reason_blocker = kNoId;
+  // Round-based scheduling: rounds it has wanted to run in, rounds it ran on each GPU type, and
+  // the type this round's plan gives it (kNoGpuType: none).
+  double rounds = 0;
+  std::vector<double> rounds_on;
+  GpuTypeId planned = kNoGpuType;
 };
 
 class Simulation {
@@ -139,6 +146,9 @@ class Simulation {
       }
     }
     size_t next_submit = 0;
+    if (opt_.round_seconds > 0 && !w_.jobs.empty()) {
+      events_.push(w_.jobs.front().submit_time + opt_.round_seconds, EventKind::kRound);
+    }
     // Until every job is done: later events (a tick, a node failure) change nothing measured.
     uint64_t steps = 0;
     while ((next_submit < w_.jobs.size() || !events_.empty()) && done_ < w_.jobs.size()) {
@@ -174,6 +184,9 @@ class Simulation {
           changed = true;
         } else if (e.kind == EventKind::kNodeSleep) {
           node_sleep(e.job, e.generation);
+        } else if (e.kind == EventKind::kRound) {
+          play_round();
+          if (done_ < w_.jobs.size()) events_.push(now_ + opt_.round_seconds, EventKind::kRound);
         } else {
           tick_pending_ = false;
           changed = true;
@@ -187,7 +200,11 @@ class Simulation {
       // Elastic gangs below their maximum may grow into idle GPUs, even with nothing pending.
       const bool growable = policy_.elastic && any_growable();
       // Jobs running below their preferred power limit may be raised once power frees.
-      if (changed && (!pending_.empty() || growable || throttled_gpus_ > 1e-9)) cycle();
+      // Round-based scheduling starts jobs at round boundaries only.
+      if (changed && opt_.round_seconds <= 0 &&
+          (!pending_.empty() || growable || throttled_gpus_ > 1e-9)) {
+        cycle();
+      }
       if (policy_.order->time_dependent() && !pending_.empty() && !running_.empty() &&
           !tick_pending_) {
         events_.push(now_ + opt_.tick_seconds, EventKind::kTick);
@@ -627,16 +644,22 @@ class Simulation {
     result_.preemption_grace_gpu_seconds += js.grace_gpus * opt_.checkpoint_grace;
     js.grace_amounts = was_begun ? fair_.held(w_.jobs[j], js.alloc) : kZeroAmounts;
     js.grace_alloc = was_begun ? js.alloc : Allocation{};
-    ++result_.tenants[w_.jobs[for_job].tenant].preemptor;
+    if (for_job != j) ++result_.tenants[w_.jobs[for_job].tenant].preemptor;
     stop_run(j, /*keep_usage=*/true);
     fair_.add_demand(s, amounts_of(s, s.min_members), +1);  // it wants to run again
     // The event log shows the GPUs released now, when the ledger releases them, so that no
     // reader sees them over-committed whatever happens during the grace.
     if (was_begun) write_event("preempt", j);
-    note(j, "preempted for {} (queue {}): checkpointing for {:g} s, {:g} GPU-hours of work lost",
-         w_.jobs[for_job].name, tree_.queue(tree_.leaf_of(w_.jobs[for_job].tenant)).path,
-         opt_.checkpoint_grace,
-         (js.speed > 0 ? (done - kept) / js.speed * js.grace_gpus : 0.0) / 3600.0);
+    const double lost_h = (js.speed > 0 ? (done - kept) / js.speed * js.grace_gpus : 0.0) / 3600.0;
+    if (cause == PreemptionCause::kRound) {
+      note(j, "{} by the round's plan: checkpointing for {:g} s, {:g} GPU-hours of work lost",
+           js.planned == kNoGpuType ? "suspended" : "moved to another GPU type", opt_.checkpoint_grace,
+           lost_h);
+    } else {
+      note(j, "preempted for {} (queue {}): checkpointing for {:g} s, {:g} GPU-hours of work lost",
+           w_.jobs[for_job].name, tree_.queue(tree_.leaf_of(w_.jobs[for_job].tenant)).path,
+           opt_.checkpoint_grace, lost_h);
+    }
     js.phase = Phase::kCheckpointing;
     if (opt_.checkpoint_grace > 0) {
       events_.push(now_ + opt_.checkpoint_grace, EventKind::kRequeue, j, js.generation);
@@ -865,6 +888,84 @@ class Simulation {
   }
 
   // The victim's checkpoint is written: it lets go of its GPUs and waits again.
+  // ---- round-based scheduling (SimOptions::round_seconds; sim/gavel_rounds.h) ----
+
+  // A round boundary: the plan for the jobs that want to run, running jobs it moves preempted,
+  // waiting jobs it brings in started on their type (after the grace of this round's victims).
+  void play_round() {
+    std::vector<GavelCandidate> cands;
+    const size_t types = c_.gpu_types().size();
+    const auto candidate = [&](JobId j, GpuTypeId on) {
+      JobState& js = jobs_[j];
+      if (js.rounds_on.size() < types) js.rounds_on.resize(types, 0.0);
+      GavelCandidate g;
+      g.id = j;
+      g.spec = &w_.jobs[j];
+      g.running_on = on;
+      g.attained = js.attained + run_gpus(js) * std::max(0.0, now_ - js.run_start);
+      g.rounds_on = js.rounds_on;
+      g.rounds = js.rounds;
+      if (!policy_.heterogeneity) {
+        // Heterogeneity-agnostic: every allowed type counts the same for every job.
+        JobSpec blind = w_.jobs[j];
+        blind.type_speed.assign(types, 1.0f);
+        blind_specs_.push_back(std::move(blind));
+      }
+      cands.push_back(std::move(g));
+    };
+    // Last round's plan no longer holds (a job still checkpointing restarts where it can).
+    for (JobId j : planned_jobs_) jobs_[j].planned = kNoGpuType;
+    planned_jobs_.clear();
+    blind_specs_.clear();
+    blind_specs_.reserve(running_.size() + pending_.size());
+    for (JobId j : running_) candidate(j, c_.node(jobs_[j].alloc.member_node.front()).gpu_type);
+    for (const PendingJob& p : pending_.jobs()) candidate(p.id, kNoGpuType);
+    if (!policy_.heterogeneity) {
+      for (size_t k = 0; k < cands.size(); ++k) cands[k].spec = &blind_specs_[k];
+    }
+    const std::vector<GpuTypeId> plan = plan_gavel_round(c_, cands);
+    ++result_.rounds;
+    // Who moves: running jobs the plan suspends or sends elsewhere give way first.
+    bool preempted = false;
+    for (size_t k = 0; k < cands.size(); ++k) {
+      const JobId j = cands[k].id;
+      jobs_[j].planned = plan[k];
+      jobs_[j].rounds += 1;
+      if (plan[k] != kNoGpuType) planned_jobs_.push_back(j);
+      if (cands[k].running_on != kNoGpuType && plan[k] != cands[k].running_on) {
+        preempt(j, j, PreemptionCause::kRound);
+        preempted = true;
+      }
+    }
+    // Who comes in: waiting jobs the plan gives a type, placed on it.
+    Rng rng(mix_seed(policy_.seed, result_.rounds));
+    for (size_t k = 0; k < cands.size(); ++k) {
+      const JobId j = cands[k].id;
+      if (cands[k].running_on != kNoGpuType || plan[k] == kNoGpuType) continue;
+      if (start_on_planned_type(j, rng, preempted ? opt_.checkpoint_grace : 0.0)) {
+        pending_.remove(j);
+      }
+    }
+    // The rounds each job ran on each type (counted for this round, as planned).
+    for (size_t k = 0; k < cands.size(); ++k) {
+      if (plan[k] != kNoGpuType) jobs_[cands[k].id].rounds_on[plan[k]] += 1;
+    }
+  }
+
+  // Places j on its planned type and starts it after `delay`; false when it does not fit.
+  bool start_on_planned_type(JobId j, Rng& rng, double delay) {
+    JobSpec on_type = w_.jobs[j];
+    on_type.allowed_types = GpuTypeMask{1} << jobs_[j].planned;
+    Allocation alloc;
+    if (!policy_.scorer->place(state_, on_type, on_type.min_members, rng, alloc)) return false;
+    state_.release(alloc);  // start() allocates it
+    if (jobs_[j].history >= 0) {
+      note(j, "placed on {} for this round (round-based scheduling)", describe_placement(alloc));
+    }
+    start(j, std::move(alloc), delay, 0.0);
+    return true;
+  }
+
   void requeue(JobId j) {
     JobState& js = jobs_[j];
     if (js.phase != Phase::kCheckpointing) return;
@@ -879,9 +980,14 @@ class Simulation {
     js.begun = false;
     js.phase = Phase::kPending;
     js.queued_since = now_;
-    add_pending(j);
     js.has_reason = false;
     note(j, "checkpoint written; waiting again");
+    // Round-based: a job this round's plan moved to another type restarts there now.
+    if (opt_.round_seconds > 0 && js.planned != kNoGpuType) {
+      Rng rng(mix_seed(policy_.seed, result_.rounds * 65599 + j));
+      if (start_on_planned_type(j, rng, 0.0)) return;
+    }
+    add_pending(j);
   }
 
   // Puts j on the ledger now. It begins (holds the GPUs in the metrics and the event log, and
@@ -1069,6 +1175,10 @@ class Simulation {
   std::vector<JobId> running_;
   std::vector<RunningJob> snap_running_;
   std::vector<JobId> preemptors_;  // jobs that preempted others in this cycle
+  // Round-based scheduling: jobs the current round's plan gives a type, and the copies of
+  // specs a heterogeneity-agnostic round hands the LP (every type the same speed).
+  std::vector<JobId> planned_jobs_;
+  std::vector<JobSpec> blind_specs_;
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure
   // that hit jobs, when it happened and how many of them have not run again yet.
   struct FailureRecord {

@@ -97,6 +97,13 @@ struct SimOptions {
   // carbon per job, tenant and the cluster (with `power`), and deferral of best-effort jobs in
   // queues that set carbon_defer. Null: none.
   const CarbonIntensity* carbon = nullptr;
+  // Round-based scheduling (Gavel's mechanism; sim/gavel_rounds.h): > 0: every this many
+  // seconds the jobs that want to run get time shares of each GPU type from a max-min
+  // fairness LP, and the round's plan decides who runs where until the next round (running jobs
+  // it moves are preempted: checkpoint grace, then restarted where it puts them). Jobs start
+  // only at round boundaries. With Policy::heterogeneity the LP weighs each job's throughput on
+  // each type; without, every type counts the same (Gavel's heterogeneity-agnostic baseline).
+  double round_seconds = 0;
 };
 
 struct HistoryEntry {
@@ -190,6 +197,7 @@ struct SimResult {
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;
+  uint64_t rounds = 0;  // round boundaries played (SimOptions::round_seconds)
   std::array<uint64_t, kPreemptionCauses> preemptions_by_cause{};  // by PreemptionCause
   // GPU time victims held while checkpointing (each preemption: its GPUs x the grace), the
   // cost of a preemption even when no work is lost.

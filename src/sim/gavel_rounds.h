@@ -1,0 +1,33 @@
+// Gavel's round-based heterogeneity-aware scheduling in the simulator (issue 18 part 2;
+// docs/heterogeneity.md): at each round boundary the jobs that want to run (waiting and
+// running) get time shares of every GPU type from the LP (engine/type_shares.h, max-min
+// fairness), and the round's plan (engine/round_plan.h) says which job runs on which type until
+// the next boundary. The simulator then suspends or migrates the running jobs the plan moves
+// (a preemption: checkpoint grace, then a restart) and starts the ones it brings in.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/cluster.h"
+#include "model/ids.h"
+#include "model/job.h"
+
+namespace tessera {
+
+struct GavelCandidate {
+  JobId id = 0;
+  const JobSpec* spec = nullptr;
+  GpuTypeId running_on = kNoGpuType;   // the type it runs on now (its first member's), or kNoGpuType
+  double attained = 0;            // GPU-seconds so far (ties: least first, as LAS)
+  std::vector<double> rounds_on;  // [GpuTypeId]: rounds it spent running on each type
+  double rounds = 0;              // rounds it has wanted to run in (waiting or running)
+};
+
+// The type each candidate runs on in the next round (kNoGpuType: it waits, or is suspended), by
+// index into `jobs`. Only GPU types present in `c` count; a job's throughput on a type is its
+// type_speed there (the type table's relative speed when it has none), 0 where its
+// allowed_types exclude the type.
+std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs);
+
+}  // namespace tessera
