@@ -54,6 +54,9 @@ def main():
     p.add_argument("--max-gpus", type=int, default=4, help="largest job kept (one server)")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--orders", default="fifo,las")
+    p.add_argument("--rounds", type=float, default=0,
+                   help="also run round-based scheduling (simulate --rounds S), type-blind "
+                        "and heterogeneity-aware (Gavel's LP), and print them beside")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     models = gavel_models(args.gavel)
@@ -73,8 +76,13 @@ def main():
                         f"gpu_type: {t}}}\n")
     print(f"{len(jobs)} jobs, average demand {demand:.0f} GPUs, cluster {per_type} servers x 4 "
           f"GPUs of each of V100, P100, K80 ({len(names)} Gavel models)", file=sys.stderr)
-    print("| order | seed | type-blind mean JCT h | hetero mean JCT h | ratio |")
-    print("|---|---|---|---|---|")
+    if args.rounds > 0:
+        print("| order | seed | type-blind mean JCT h | hetero mean JCT h | ratio | rounds, "
+              "type-blind | rounds, Gavel LP | ratio | Gavel LP vs type-blind event-driven |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| order | seed | type-blind mean JCT h | hetero mean JCT h | ratio |")
+        print("|---|---|---|---|---|")
     for order in args.orders.split(","):
         ratios = []
         for seed in range(1, args.seeds + 1):
@@ -85,17 +93,24 @@ def main():
                     f.write(json.dumps({"name": f"philly-{line}", "submit": s, "members": g,
                                         "work": w, "model": rng.choice(names)}) + "\n")
             res = []
-            for hetero in (False, True):
-                out = os.path.join(args.out, f"{order}-{seed}-{int(hetero)}.json")
-                cmd = [args.tessera, "simulate", "--workload", wl, "--cluster",
-                       os.path.join(args.out, "cluster.yaml"), "--policy", order, "--json",
-                       out, "--quiet", "--series-interval", "0"]
-                if hetero:
-                    cmd.append("--hetero")
-                subprocess.run(cmd, check=True)
-                res.append(json.load(open(out))["jct"]["mean"] / 3600)
+            for rounds in ((0, args.rounds) if args.rounds > 0 else (0,)):
+                for hetero in (False, True):
+                    out = os.path.join(args.out, f"{order}-{seed}-{int(hetero)}-{rounds:g}.json")
+                    cmd = [args.tessera, "simulate", "--workload", wl, "--cluster",
+                           os.path.join(args.out, "cluster.yaml"), "--policy", order, "--json",
+                           out, "--quiet", "--series-interval", "0"]
+                    if hetero:
+                        cmd.append("--hetero")
+                    if rounds > 0:
+                        cmd += ["--rounds", f"{rounds:g}", "--no-preemption"]
+                    subprocess.run(cmd, check=True)
+                    res.append(json.load(open(out))["jct"]["mean"] / 3600)
             ratios.append(res[0] / res[1])
-            print(f"| {order} | {seed} | {res[0]:.2f} | {res[1]:.2f} | {res[0] / res[1]:.2f}x |")
+            line = f"| {order} | {seed} | {res[0]:.2f} | {res[1]:.2f} | {res[0] / res[1]:.2f}x |"
+            if args.rounds > 0:
+                line += (f" {res[2]:.2f} | {res[3]:.2f} | {res[2] / res[3]:.2f}x | "
+                         f"{res[0] / res[3]:.2f}x |")
+            print(line, flush=True)
         print(f"| {order} | mean | | | {sum(ratios) / len(ratios):.2f}x |")
 
 
