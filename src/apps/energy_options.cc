@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
+#include "apps/data_dir.h"
 #include "insight/power_cap.h"
+#include "insight/zeus_curves.h"
 #include "sim/simulator.h"
 
 namespace tessera {
@@ -97,6 +101,17 @@ nlohmann::ordered_json energy_run_json(const EnergyArgs& a, const EnergySettings
   j["node_wake_seconds"] = a.wake_s;
   j["carbon"] = a.carbon.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.carbon);
   return j;
+}
+
+std::shared_ptr<const PowerModel> load_service_power_model(const std::string& given,
+                                                           const std::string& command) {
+  const std::string data = data_dir_or_default(given);
+  auto model = std::make_shared<const PowerModel>(load_power_model(data));
+  if (!model->measured()) {
+    std::cerr << "tessera " << command << ": no Zeus power data in " << data
+              << "/energy/zeus: GPU power is estimated at each type's TDP\n";
+  }
+  return model;
 }
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -27,6 +28,12 @@ struct EnergyArgs {
 };
 
 void add_energy_options(CLI::App& cmd, EnergyArgs& a);
+
+// serve and kube: the power model from the data dir (`given`, else TESSERA_DATA, else
+// ../shared/data), saying on stderr ("tessera COMMAND: no Zeus power data in ...") when it has
+// no measurements.
+std::shared_ptr<const PowerModel> load_service_power_model(const std::string& given,
+                                                           const std::string& command);
 
 // The settings for the simulator; throws CLI::ValidationError for a cap it cannot read (naming
 // the option) or one below the cluster's idle draw.

@@ -9,11 +9,10 @@
 #include <thread>
 
 #include "api/kube_api.h"
-#include "apps/data_dir.h"
+#include "apps/energy_options.h"
 #include "apps/listen.h"
 #include "backend/kubernetes/kube_config.h"
 #include "control/kube/kube_scheduler.h"
-#include "insight/zeus_curves.h"
 #include "model/carbon_intensity.h"
 
 namespace tessera {
@@ -117,14 +116,7 @@ int run_kube(const KubeArgs& a) {
   power.shifting = a.power_shifting;
   power.energy_weight = a.energy_weight;
   kube::check_power_options(power, /*elastic=*/false);  // kube never resizes (pod groups)
-  {
-    const std::string data = data_dir_or_default(a.data_dir);
-    power.model = std::make_shared<const PowerModel>(load_power_model(data));
-    if (!power.model->measured()) {
-      std::cerr << "tessera kube: no Zeus power data in " << data
-                << "/energy/zeus: GPU power is estimated at each type's TDP\n";
-    }
-  }
+  power.model = load_service_power_model(a.data_dir, "kube");
   if (!a.carbon.empty()) {
     power.carbon = std::make_shared<const CarbonIntensity>(
         CarbonIntensity::load(a.carbon, CarbonIntensity::TimeBase::kAbsolute));

@@ -11,12 +11,11 @@
 #include <thread>
 
 #include "api/http_server.h"
-#include "apps/data_dir.h"
+#include "apps/energy_options.h"
 #include "apps/listen.h"
 #include "apps/service_commands.h"
 #include "control/service.h"
 #include "control/token.h"
-#include "insight/zeus_curves.h"
 #include "model/carbon_intensity.h"
 
 namespace tessera {
@@ -212,14 +211,7 @@ int run_serve(const ServeArgs& a) {
   opt.thermal_limit_c = a.thermal_limit;
   opt.inlet_temp_c = a.inlet_temp;
   opt.root = ::geteuid() == 0;
-  {
-    const std::string data = data_dir_or_default(a.data_dir);
-    opt.power_model = std::make_shared<const PowerModel>(load_power_model(data));
-    if (!opt.power_model->measured()) {
-      std::cerr << "tessera serve: no Zeus power data in " << data
-                << "/energy/zeus: GPU power is estimated at each type's TDP\n";
-    }
-  }
+  opt.power_model = load_service_power_model(a.data_dir, "serve");
   if (!a.carbon.empty()) {
     opt.carbon = std::make_shared<const CarbonIntensity>(
         CarbonIntensity::load(a.carbon, CarbonIntensity::TimeBase::kAbsolute));

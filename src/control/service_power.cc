@@ -16,19 +16,7 @@ namespace tessera {
 
 void Service::setup_power() {
   const bool cap = !opt_.power_cap.empty();
-  if (opt_.power_shifting && !cap) {
-    throw std::invalid_argument(
-        "--power-shifting needs --power-cap: it lowers jobs' power limits to fit them under the "
-        "cap");
-  }
-  if (!(opt_.energy_weight >= 0 && opt_.energy_weight <= 1)) {
-    throw std::invalid_argument("--energy-weight must be between 0 and 1");
-  }
-  if (opt_.power_shifting && policy_.elastic) {
-    throw std::invalid_argument(
-        "--power-shifting cannot be combined with elastic resizing: resizes do not account for "
-        "power");
-  }
+  check_power_policy_flags(cap, opt_.power_shifting, opt_.energy_weight, policy_.elastic);
   policy_.power_shifting = opt_.power_shifting;
   bound_power_.emplace(*power_, cluster_.gpu_types(), std::vector<std::string>{});
   power_view_.model = &*bound_power_;

@@ -373,6 +373,14 @@ class Cycle {
     return kRootQueue;
   }
 
+  // A FairShare reason: queue q (on the job's path) holds what it holds against its share.
+  void fair_share_reason(PendingReason& reason, QueueId q) const {
+    reason.code = PendingCode::kOverFairShare;
+    reason.queue = q;
+    reason.queue_holds_milli = live_[q][kGpuDim];
+    reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
+  }
+
   void quota_reason(PendingReason& reason, QueueId q) {
     reason.code = PendingCode::kQuotaExceeded;
     reason.queue = q;
@@ -418,10 +426,7 @@ class Cycle {
       const QueueId q =
           over_share_below(current_leaf_, kRootQueue, amounts_of(job, job.min_members));
       if (q != kNoId) {
-        reason.code = PendingCode::kOverFairShare;
-        reason.queue = q;
-        reason.queue_holds_milli = live_[q][kGpuDim];
-        reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
+        fair_share_reason(reason, q);
         reason.borrow_max_runtime = tree_.settings().borrow_max_runtime_seconds;
         report(reason);
         return;
@@ -537,12 +542,7 @@ class Cycle {
     if (policy_.reclaim && job.priority != PriorityClass::kBestEffort) {
       const QueueId q =
           over_share_below(current_leaf_, kRootQueue, amounts_of(job, job.min_members));
-      if (q != kNoId) {
-        reason.code = PendingCode::kOverFairShare;
-        reason.queue = q;
-        reason.queue_holds_milli = live_[q][kGpuDim];
-        reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
-      }
+      if (q != kNoId) fair_share_reason(reason, q);
     }
     report(reason);
     if (head_ == kNoId && policy_.backfill != Backfill::kGreedy) {

@@ -40,4 +40,20 @@ double cluster_idle_draw_w(const Cluster& c, const PowerModel& m, double base_w)
   return draw_w(c, m, base_w, false);
 }
 
+void check_power_policy_flags(bool cap, bool shifting, double energy_weight, bool elastic) {
+  if (shifting && !cap) {
+    throw std::invalid_argument(
+        "--power-shifting needs --power-cap: it lowers jobs' power limits to fit them under the "
+        "cap");
+  }
+  if (!(energy_weight >= 0 && energy_weight <= 1)) {
+    throw std::invalid_argument("--energy-weight must be between 0 and 1");
+  }
+  if (shifting && elastic) {
+    throw std::invalid_argument(
+        "--power-shifting cannot be combined with elastic resizing: resizes do not account for "
+        "power");
+  }
+}
+
 }  // namespace tessera

@@ -21,4 +21,9 @@ double parse_power_cap(std::string_view text, double peak_w);
 double cluster_peak_draw_w(const Cluster& c, const PowerModel& m, double base_w);
 double cluster_idle_draw_w(const Cluster& c, const PowerModel& m, double base_w);
 
+// What serve and kube refuse of the power flags, in the same words (std::invalid_argument naming
+// the flag): --power-shifting without --power-cap, an --energy-weight outside 0..1, shifting
+// with elastic resizing.
+void check_power_policy_flags(bool cap, bool shifting, double energy_weight, bool elastic);
+
 }  // namespace tessera

@@ -14,19 +14,7 @@ namespace tessera::kube {
 
 void check_power_options(const PowerOptions& o, bool elastic) {
   const bool cap = !o.cap.empty();
-  if (o.shifting && !cap) {
-    throw std::invalid_argument(
-        "--power-shifting needs --power-cap: it lowers jobs' power limits to fit them under the "
-        "cap");
-  }
-  if (!(o.energy_weight >= 0 && o.energy_weight <= 1)) {
-    throw std::invalid_argument("--energy-weight must be between 0 and 1");
-  }
-  if (o.shifting && elastic) {
-    throw std::invalid_argument(
-        "--power-shifting cannot be combined with elastic resizing: resizes do not account for "
-        "power");
-  }
+  check_power_policy_flags(cap, o.shifting, o.energy_weight, elastic);
   if (!(o.node_power_w >= 0)) throw std::invalid_argument("--node-power must be 0 or more");
   if (cap) {
     // The form only: a percentage's watts depend on the nodes, known once listed.
