@@ -81,5 +81,16 @@ TEST(RoundPlan, GangsFitWholeAndTiesKeepAJobWhereItRuns) {
   EXPECT_EQ(plan_round(two, {1, 1}), (std::vector<int32_t>{1, 0}));
 }
 
+// A stay factor keeps a running job in place against a claim that is not clearly stronger.
+TEST(RoundPlan, AStayFactorKeepsARunningJobAgainstAWeakerClaim) {
+  std::vector<RoundJob> jobs(2);
+  for (RoundJob& j : jobs) j.share = {0.5};
+  jobs[0].running_on = 0;
+  jobs[0].received = {0.6};  // priority 0.83, x 2 staying = 1.67
+  jobs[1].received = {0.4};  // priority 1.25
+  EXPECT_EQ(plan_round(jobs, {1}, 1.0), (std::vector<int32_t>{-1, 0}));
+  EXPECT_EQ(plan_round(jobs, {1}, 2.0), (std::vector<int32_t>{0, -1}));
+}
+
 }  // namespace
 }  // namespace tessera

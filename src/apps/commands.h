@@ -26,6 +26,7 @@ struct SimulateArgs {
   bool elastic = false;              // resize elastic gangs (Policy::elastic)
   bool hetero = false;               // heterogeneity-aware placement (Policy::heterogeneity)
   double rounds = 0;                 // round-based scheduling, round length (s); 0: off
+  double round_stay = 4;             // SimOptions::round_stay_factor
   bool reserve_inference = false;    // SimOptions::reserve_inference
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures

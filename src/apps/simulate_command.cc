@@ -93,6 +93,11 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "--hetero weighed by their throughput there) and a round plan decides who runs "
                 "where, suspending or moving running jobs; jobs start at round boundaries only")
       ->check(CLI::Range(1.0, 86400.0));
+  s->add_option("--round-stay", a.round_stay,
+                "with --rounds: a running job's claim on its GPU type counts this many times "
+                "before a round moves or suspends it (1: Gavel's rule)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
   s->add_flag("--elastic", a.elastic,
               "elastic gangs (min_members < max_members) shrink before anyone is preempted and "
               "grow into idle GPUs");
@@ -362,9 +367,13 @@ int run_simulate(const SimulateArgs& a) {
       refuse("fractional-GPU jobs");
     }
     opt.round_seconds = a.rounds;
+    opt.round_stay_factor = a.round_stay;
+  } else if (a.round_stay != 4) {
+    warnings.push_back("--round-stay has no effect without --rounds");
   }
   run["policy"]["round_seconds"] =
       a.rounds > 0 ? nlohmann::ordered_json(a.rounds) : nlohmann::ordered_json();
+  if (a.rounds > 0) run["policy"]["round_stay_factor"] = a.round_stay;
   run["policy"]["power_shifting"] = policy.power_shifting;
   run["energy"] = energy_run_json(a.energy, opt.energy, power);
   run["data_dir"] = data_dir(a);

@@ -12,7 +12,7 @@ constexpr double kMinReceived = 1e-3;
 }  // namespace
 
 std::vector<int32_t> plan_round(const std::vector<RoundJob>& jobs,
-                                const std::vector<double>& capacity) {
+                                const std::vector<double>& capacity, double stay_factor) {
   struct Pair {
     double priority;
     bool stays;  // the type it runs on now
@@ -26,7 +26,8 @@ std::vector<int32_t> plan_round(const std::vector<RoundJob>& jobs,
       const double x = r.share[t];
       if (x <= 0) continue;
       const double got = t < static_cast<int32_t>(r.received.size()) ? r.received[t] : 0.0;
-      pairs.push_back({x / std::max(got, kMinReceived), r.running_on == t, j, t});
+      const double stay = r.running_on == t ? stay_factor : 1.0;
+      pairs.push_back({stay * x / std::max(got, kMinReceived), r.running_on == t, j, t});
     }
   }
   std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {

@@ -28,7 +28,10 @@ struct RoundJob {
 
 // For each job, the type it runs on in the next round, or -1 (it waits, or is suspended).
 // `capacity`: GPUs of each type available to these jobs.
+// `stay_factor` (>= 1) multiplies a running job's priority on the type it runs on: moving or
+// suspending it costs a checkpoint and a restart, so it gives way only to a clearly stronger
+// claim (1: Gavel's rule as published).
 std::vector<int32_t> plan_round(const std::vector<RoundJob>& jobs,
-                                const std::vector<double>& capacity);
+                                const std::vector<double>& capacity, double stay_factor = 1);
 
 }  // namespace tessera

@@ -8,7 +8,8 @@
 
 namespace tessera {
 
-std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs) {
+std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs,
+                                        double stay_factor) {
   std::vector<GpuTypeId> out(jobs.size(), kNoGpuType);
   if (jobs.empty()) return out;
   // The LP's types: those the cluster has.
@@ -50,7 +51,7 @@ std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<Gave
       if (g.running_on == t) r.running_on = static_cast<int32_t>(k);
     }
   }
-  const std::vector<int32_t> plan = plan_round(round, in.capacity);
+  const std::vector<int32_t> plan = plan_round(round, in.capacity, stay_factor);
   for (size_t i = 0; i < order.size(); ++i) {
     if (plan[i] >= 0) out[order[i]] = types[static_cast<size_t>(plan[i])];
   }

@@ -18,16 +18,17 @@ namespace tessera {
 struct GavelCandidate {
   JobId id = 0;
   const JobSpec* spec = nullptr;
-  GpuTypeId running_on = kNoGpuType;   // the type it runs on now (its first member's), or kNoGpuType
-  double attained = 0;            // GPU-seconds so far (ties: least first, as LAS)
-  std::vector<double> rounds_on;  // [GpuTypeId]: rounds it spent running on each type
-  double rounds = 0;              // rounds it has wanted to run in (waiting or running)
+  GpuTypeId running_on = kNoGpuType;  // the type it runs on now (its first member's), or kNoGpuType
+  double attained = 0;                // GPU-seconds so far (ties: least first, as LAS)
+  std::vector<double> rounds_on;      // [GpuTypeId]: rounds it spent running on each type
+  double rounds = 0;                  // rounds it has wanted to run in (waiting or running)
 };
 
 // The type each candidate runs on in the next round (kNoGpuType: it waits, or is suspended), by
 // index into `jobs`. Only GPU types present in `c` count; a job's throughput on a type is its
 // type_speed there (the type table's relative speed when it has none), 0 where its
-// allowed_types exclude the type.
-std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs);
+// allowed_types exclude the type. `stay_factor`: plan_round's (engine/round_plan.h).
+std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs,
+                                        double stay_factor);
 
 }  // namespace tessera

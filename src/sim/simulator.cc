@@ -653,8 +653,8 @@ class Simulation {
     const double lost_h = (js.speed > 0 ? (done - kept) / js.speed * js.grace_gpus : 0.0) / 3600.0;
     if (cause == PreemptionCause::kRound) {
       note(j, "{} by the round's plan: checkpointing for {:g} s, {:g} GPU-hours of work lost",
-           js.planned == kNoGpuType ? "suspended" : "moved to another GPU type", opt_.checkpoint_grace,
-           lost_h);
+           js.planned == kNoGpuType ? "suspended" : "moved to another GPU type",
+           opt_.checkpoint_grace, lost_h);
     } else {
       note(j, "preempted for {} (queue {}): checkpointing for {:g} s, {:g} GPU-hours of work lost",
            w_.jobs[for_job].name, tree_.queue(tree_.leaf_of(w_.jobs[for_job].tenant)).path,
@@ -923,7 +923,7 @@ class Simulation {
     if (!policy_.heterogeneity) {
       for (size_t k = 0; k < cands.size(); ++k) cands[k].spec = &blind_specs_[k];
     }
-    const std::vector<GpuTypeId> plan = plan_gavel_round(c_, cands);
+    const std::vector<GpuTypeId> plan = plan_gavel_round(c_, cands, opt_.round_stay_factor);
     ++result_.rounds;
     // Who moves: running jobs the plan suspends or sends elsewhere give way first.
     bool preempted = false;

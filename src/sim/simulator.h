@@ -104,6 +104,11 @@ struct SimOptions {
   // only at round boundaries. With Policy::heterogeneity the LP weighs each job's throughput on
   // each type; without, every type counts the same (Gavel's heterogeneity-agnostic baseline).
   double round_seconds = 0;
+  // How much a running job's claim on its type is multiplied by before the plan moves it
+  // (engine/round_plan.h; 1: Gavel's rule as published). A move costs the checkpoint grace and
+  // a restart: 4 halves the mean JCT lost to moves on the Philly/Gavel setup
+  // (docs/heterogeneity.md).
+  double round_stay_factor = 4;
 };
 
 struct HistoryEntry {
