@@ -8,42 +8,63 @@
 
 namespace tessera {
 
-std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs,
-                                        double stay_factor) {
+std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<GavelCandidate>& jobs,
+                                          double stay_factor) {
   std::vector<GpuTypeId> out(jobs.size(), kNoGpuType);
   if (jobs.empty()) return out;
   // The LP's types: those the cluster has.
   std::vector<GpuTypeId> types;
+  std::vector<double> capacity;
   for (GpuTypeId t = 0; t < c.gpu_types().size(); ++t) {
-    if (c.num_gpus_of_type(t) > 0) types.push_back(t);
+    if (c.num_gpus_of_type(t) == 0) continue;
+    types.push_back(t);
+    capacity.push_back(c.num_gpus_of_type(t));
   }
-  // Least attained service first: the plan's tie-break order.
+  const auto gpus_of = [](const JobSpec& s) {
+    return static_cast<double>(s.gpu_milli_per_gang(s.min_members)) / kMilliPerGpu;
+  };
+  // The LP over the jobs by id (so that its answer is a function of the job set), solved only
+  // when the set changed.
+  std::vector<size_t> by_id(jobs.size());
+  std::iota(by_id.begin(), by_id.end(), 0);
+  std::sort(by_id.begin(), by_id.end(),
+            [&](size_t a, size_t b) { return jobs[a].id < jobs[b].id; });
+  bool same = ids_.size() == jobs.size();
+  for (size_t i = 0; same && i < by_id.size(); ++i) same = ids_[i] == jobs[by_id[i]].id;
+  if (!same) {
+    TypeShareInput in;
+    in.capacity = capacity;
+    ids_.clear();
+    for (size_t k : by_id) {
+      const JobSpec& s = *jobs[k].spec;
+      std::vector<double> row;
+      for (GpuTypeId t : types) {
+        double speed = 0;
+        if (type_allowed(s.allowed_types, t)) {
+          speed = t < s.type_speed.size() ? s.type_speed[t] : c.gpu_types().at(t).relative_speed;
+        }
+        row.push_back(speed);
+      }
+      in.throughput.push_back(std::move(row));
+      in.gpus.push_back(gpus_of(s));
+      ids_.push_back(jobs[k].id);
+    }
+    share_ = solve_type_shares(in, TypeShareObjective::kMaxMinFairness).x;
+    ++solves_;
+  }
+  // The plan, least attained service first (its tie-break order).
+  std::vector<size_t> position(jobs.size());  // index into jobs -> position in ids_
+  for (size_t i = 0; i < by_id.size(); ++i) position[by_id[i]] = i;
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].attained < jobs[b].attained; });
-  TypeShareInput in;
-  for (GpuTypeId t : types) in.capacity.push_back(c.num_gpus_of_type(t));
-  for (size_t k : order) {
-    const JobSpec& s = *jobs[k].spec;
-    std::vector<double> row;
-    for (GpuTypeId t : types) {
-      double speed = 0;
-      if (type_allowed(s.allowed_types, t)) {
-        speed = t < s.type_speed.size() ? s.type_speed[t] : c.gpu_types().at(t).relative_speed;
-      }
-      row.push_back(speed);
-    }
-    in.throughput.push_back(std::move(row));
-    in.gpus.push_back(static_cast<double>(s.gpu_milli_per_gang(s.min_members)) / kMilliPerGpu);
-  }
-  const TypeShares shares = solve_type_shares(in, TypeShareObjective::kMaxMinFairness);
   std::vector<RoundJob> round(jobs.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const GavelCandidate& g = jobs[order[i]];
     RoundJob& r = round[i];
-    r.gpus = in.gpus[i];
-    r.share = shares.x[i];
+    r.gpus = gpus_of(*g.spec);
+    r.share = share_[position[order[i]]];
     for (size_t k = 0; k < types.size(); ++k) {
       const GpuTypeId t = types[k];
       r.received.push_back(g.rounds > 0 && t < g.rounds_on.size() ? g.rounds_on[t] / g.rounds
@@ -51,7 +72,7 @@ std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<Gave
       if (g.running_on == t) r.running_on = static_cast<int32_t>(k);
     }
   }
-  const std::vector<int32_t> plan = plan_round(round, in.capacity, stay_factor);
+  const std::vector<int32_t> plan = plan_round(round, capacity, stay_factor);
   for (size_t i = 0; i < order.size(); ++i) {
     if (plan[i] >= 0) out[order[i]] = types[static_cast<size_t>(plan[i])];
   }

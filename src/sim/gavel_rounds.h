@@ -24,11 +24,23 @@ struct GavelCandidate {
   double rounds = 0;                  // rounds it has wanted to run in (waiting or running)
 };
 
-// The type each candidate runs on in the next round (kNoGpuType: it waits, or is suspended), by
-// index into `jobs`. Only GPU types present in `c` count; a job's throughput on a type is its
-// type_speed there (the type table's relative speed when it has none), 0 where its
-// allowed_types exclude the type. `stay_factor`: plan_round's (engine/round_plan.h).
-std::vector<GpuTypeId> plan_gavel_round(const Cluster& c, const std::vector<GavelCandidate>& jobs,
-                                        double stay_factor);
+// Plans rounds, remembering the last LP: its shares depend only on which jobs want to run (a
+// job's throughputs and gang are fixed), so while no job arrives, finishes or leaves for a
+// checkpoint they are reused rather than solved again.
+class GavelPlanner {
+ public:
+  // The type each candidate runs on in the next round (kNoGpuType: it waits, or is suspended),
+  // by index into `jobs`. Only GPU types present in `c` count; a job's throughput on a type is
+  // its type_speed there (the type table's relative speed when it has none), 0 where its
+  // allowed_types exclude the type. `stay_factor`: plan_round's (engine/round_plan.h).
+  std::vector<GpuTypeId> plan(const Cluster& c, const std::vector<GavelCandidate>& jobs,
+                              double stay_factor);
+  uint64_t lp_solves() const { return solves_; }
+
+ private:
+  std::vector<JobId> ids_;                  // the jobs of the last LP, ascending
+  std::vector<std::vector<double>> share_;  // their shares, by position in ids_, per LP type
+  uint64_t solves_ = 0;
+};
 
 }  // namespace tessera

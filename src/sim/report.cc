@@ -228,7 +228,10 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   }
   j["preemptions_by_cause"] = causes;
   j["preemption_grace_gpu_hours"] = r.preemption_grace_gpu_seconds / 3600.0;
-  if (r.rounds > 0) j["rounds"] = r.rounds;
+  if (r.rounds > 0) {
+    j["rounds"] = r.rounds;
+    j["round_lp_solves"] = r.round_lp_solves;
+  }
   j["resizes"] = r.resizes;
   if (r.failure.failures > 0) {
     const FailureStats& fs = r.failure;

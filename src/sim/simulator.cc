@@ -923,7 +923,8 @@ class Simulation {
     if (!policy_.heterogeneity) {
       for (size_t k = 0; k < cands.size(); ++k) cands[k].spec = &blind_specs_[k];
     }
-    const std::vector<GpuTypeId> plan = plan_gavel_round(c_, cands, opt_.round_stay_factor);
+    const std::vector<GpuTypeId> plan = planner_.plan(c_, cands, opt_.round_stay_factor);
+    result_.round_lp_solves = planner_.lp_solves();
     ++result_.rounds;
     // Who moves: running jobs the plan suspends or sends elsewhere give way first.
     bool preempted = false;
@@ -1178,6 +1179,7 @@ class Simulation {
   // Round-based scheduling: jobs the current round's plan gives a type, and the copies of
   // specs a heterogeneity-agnostic round hands the LP (every type the same speed).
   std::vector<JobId> planned_jobs_;
+  GavelPlanner planner_;
   std::vector<JobSpec> blind_specs_;
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure
   // that hit jobs, when it happened and how many of them have not run again yet.

@@ -202,7 +202,8 @@ struct SimResult {
   uint64_t cycles = 0;
   uint64_t events = 0;
   uint64_t preemptions = 0;
-  uint64_t rounds = 0;  // round boundaries played (SimOptions::round_seconds)
+  uint64_t rounds = 0;           // round boundaries played (SimOptions::round_seconds)
+  uint64_t round_lp_solves = 0;  // of which the job set changed, so the LP was solved
   std::array<uint64_t, kPreemptionCauses> preemptions_by_cause{};  // by PreemptionCause
   // GPU time victims held while checkpointing (each preemption: its GPUs x the grace), the
   // cost of a preemption even when no work is lost.
