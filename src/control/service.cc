@@ -1051,9 +1051,10 @@ void Service::run_cycle() {
   std::vector<RunningJob> running;
   std::shared_ptr<const QueueTree> tree;
   std::vector<Amounts> decayed;
-  // The power view is fixed since construction but for the thermal headroom, which each power
-  // reading changes: this cycle's copy is taken under the lock.
-  PowerView power;
+  // The power view is fixed since construction (safe to read unlocked) but for the thermal
+  // headroom, which each power reading changes: with one, this cycle's copy is taken under the
+  // lock.
+  std::optional<PowerView> thermal_view;
   Snapshot snap;
   {
     std::lock_guard lock(mu_);
@@ -1093,11 +1094,9 @@ void Service::run_cycle() {
       running.push_back(r);
     }
     tree = tree_;
-    if (power_policies_) {
-      power = power_view_;
-      if (opt_.thermal_limit_c > 0 && thermal_headroom_w_ >= 0) {
-        power.node_headroom_w.assign(cluster_.nodes().size(), thermal_headroom_w_);
-      }
+    if (opt_.thermal_limit_c > 0 && thermal_headroom_w_ >= 0) {
+      thermal_view = power_view_;
+      thermal_view->node_headroom_w.assign(cluster_.nodes().size(), thermal_headroom_w_);
     }
     advance_decayed_locked(snap.now);
     decayed.assign(decayed_.view().begin(), decayed_.view().end());
@@ -1107,7 +1106,7 @@ void Service::run_cycle() {
   snap.pending = pending;
   snap.running = running;
   snap.queues = tree.get();
-  if (power_policies_) snap.power = &power;
+  if (power_policies_) snap.power = thermal_view ? &*thermal_view : &power_view_;
   // Carbon-aware deferral of best-effort jobs in queues with carbon_defer (on Unix time, as
   // the jobs' submission times and the clock).
   snap.carbon = opt_.carbon.get();

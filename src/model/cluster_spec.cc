@@ -189,24 +189,18 @@ ClusterPower read_power(const std::string& origin, const YAML::Node& p, const Cl
     }
     return v;
   };
-  out.rack_cap_w = by_name(
-      "rack_caps_kw",
-      [&](const std::string& name) {
-        for (size_t r = 0; r < c.racks().size(); ++r) {
-          if (c.racks()[r].name == name) return r;
-        }
-        return c.racks().size();
-      },
-      c.racks().size(), 1000.0);
-  out.node_headroom_w = by_name(
-      "thermal_headroom_watts",
-      [&](const std::string& name) {
-        for (size_t n = 0; n < c.nodes().size(); ++n) {
-          if (c.nodes()[n].name == name) return n;
-        }
-        return c.nodes().size();
-      },
-      c.nodes().size(), 1.0);
+  // The position of the item named `name` in `items` (racks or nodes), or items.size().
+  const auto index_in = [](const auto& items) {
+    return [&items](const std::string& name) {
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].name == name) return i;
+      }
+      return items.size();
+    };
+  };
+  out.rack_cap_w = by_name("rack_caps_kw", index_in(c.racks()), c.racks().size(), 1000.0);
+  out.node_headroom_w =
+      by_name("thermal_headroom_watts", index_in(c.nodes()), c.nodes().size(), 1.0);
   return out;
 }
 

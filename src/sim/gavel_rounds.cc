@@ -9,7 +9,7 @@
 namespace tessera {
 
 std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<GavelCandidate>& jobs,
-                                          double stay_factor) {
+                                          bool aware, double stay_factor) {
   std::vector<GpuTypeId> out(jobs.size(), kNoGpuType);
   if (jobs.empty()) return out;
   // The LP's types: those the cluster has.
@@ -41,7 +41,9 @@ std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<Ga
       for (GpuTypeId t : types) {
         double speed = 0;
         if (type_allowed(s.allowed_types, t)) {
-          speed = t < s.type_speed.size() ? s.type_speed[t] : c.gpu_types().at(t).relative_speed;
+          speed = !aware                    ? 1.0
+                  : t < s.type_speed.size() ? s.type_speed[t]
+                                            : c.gpu_types().at(t).relative_speed;
         }
         row.push_back(speed);
       }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/cluster.h"
@@ -20,7 +21,7 @@ struct GavelCandidate {
   const JobSpec* spec = nullptr;
   GpuTypeId running_on = kNoGpuType;  // the type it runs on now (its first member's), or kNoGpuType
   double attained = 0;                // GPU-seconds so far (ties: least first, as LAS)
-  std::vector<double> rounds_on;      // [GpuTypeId]: rounds it spent running on each type
+  std::span<const double> rounds_on;  // [GpuTypeId]: rounds it spent running on each type
   double rounds = 0;                  // rounds it has wanted to run in (waiting or running)
 };
 
@@ -31,9 +32,10 @@ class GavelPlanner {
  public:
   // The type each candidate runs on in the next round (kNoGpuType: it waits, or is suspended),
   // by index into `jobs`. Only GPU types present in `c` count; a job's throughput on a type is
-  // its type_speed there (the type table's relative speed when it has none), 0 where its
-  // allowed_types exclude the type. `stay_factor`: plan_round's (engine/round_plan.h).
-  std::vector<GpuTypeId> plan(const Cluster& c, const std::vector<GavelCandidate>& jobs,
+  // its type_speed there (the type table's relative speed when it has none; 1 on every type
+  // when not `aware`: Gavel's heterogeneity-agnostic baseline), 0 where its allowed_types
+  // exclude the type. `stay_factor`: plan_round's (engine/round_plan.h).
+  std::vector<GpuTypeId> plan(const Cluster& c, const std::vector<GavelCandidate>& jobs, bool aware,
                               double stay_factor);
   uint64_t lp_solves() const { return solves_; }
 

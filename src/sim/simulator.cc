@@ -905,25 +905,15 @@ class Simulation {
       g.attained = js.attained + run_gpus(js) * std::max(0.0, now_ - js.run_start);
       g.rounds_on = js.rounds_on;
       g.rounds = js.rounds;
-      if (!policy_.heterogeneity) {
-        // Heterogeneity-agnostic: every allowed type counts the same for every job.
-        JobSpec blind = w_.jobs[j];
-        blind.type_speed.assign(types, 1.0f);
-        blind_specs_.push_back(std::move(blind));
-      }
-      cands.push_back(std::move(g));
+      cands.push_back(g);
     };
     // Last round's plan no longer holds (a job still checkpointing restarts where it can).
     for (JobId j : planned_jobs_) jobs_[j].planned = kNoGpuType;
     planned_jobs_.clear();
-    blind_specs_.clear();
-    blind_specs_.reserve(running_.size() + pending_.size());
     for (JobId j : running_) candidate(j, c_.node(jobs_[j].alloc.member_node.front()).gpu_type);
     for (const PendingJob& p : pending_.jobs()) candidate(p.id, kNoGpuType);
-    if (!policy_.heterogeneity) {
-      for (size_t k = 0; k < cands.size(); ++k) cands[k].spec = &blind_specs_[k];
-    }
-    const std::vector<GpuTypeId> plan = planner_.plan(c_, cands, opt_.round_stay_factor);
+    const std::vector<GpuTypeId> plan =
+        planner_.plan(c_, cands, policy_.heterogeneity, opt_.round_stay_factor);
     result_.round_lp_solves = planner_.lp_solves();
     ++result_.rounds;
     // Who moves: running jobs the plan suspends or sends elsewhere give way first.
@@ -1176,11 +1166,9 @@ class Simulation {
   std::vector<JobId> running_;
   std::vector<RunningJob> snap_running_;
   std::vector<JobId> preemptors_;  // jobs that preempted others in this cycle
-  // Round-based scheduling: jobs the current round's plan gives a type, and the copies of
-  // specs a heterogeneity-agnostic round hands the LP (every type the same speed).
+  // Round-based scheduling: jobs the current round's plan gives a type.
   std::vector<JobId> planned_jobs_;
   GavelPlanner planner_;
-  std::vector<JobSpec> blind_specs_;
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure
   // that hit jobs, when it happened and how many of them have not run again yet.
   struct FailureRecord {
