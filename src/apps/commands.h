@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/energy_options.h"
+#include "engine/goodput_allocation.h"
 
 namespace tessera {
 
@@ -27,6 +28,7 @@ struct SimulateArgs {
   bool hetero = false;               // heterogeneity-aware placement (Policy::heterogeneity)
   double rounds = 0;                 // round-based scheduling, round length (s); 0: off
   double round_stay = 4;             // SimOptions::round_stay_factor
+  GoodputAllocationOptions goodput;  // --policy goodput: how GPUs are shared out
   bool reserve_inference = false;    // SimOptions::reserve_inference
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures

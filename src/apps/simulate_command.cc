@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "apps/command_line.h"
 #include "apps/commands.h"
@@ -28,6 +30,7 @@
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
 #include "sim/generator.h"
+#include "sim/pollux_profile.h"
 #include "sim/recovery_policy.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
@@ -93,6 +96,21 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "--hetero weighed by their throughput there) and a round plan decides who runs "
                 "where, suspending or moving running jobs; jobs start at round boundaries only")
       ->check(CLI::Range(1.0, 86400.0));
+  s->add_option("--goodput-service-scale", a.goodput.service_scale,
+                "--policy goodput: a job's weight halves once it has had this many GPU-seconds "
+                "(docs/goodput.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9));
+  s->add_option("--goodput-exponent", a.goodput.service_exponent,
+                "--policy goodput: weight = 1 / (1 + attained / scale)^exponent (0: no "
+                "preference for the least served)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  s->add_option("--goodput-restart-penalty", a.goodput.restart_penalty,
+                "--policy goodput: the fraction of a job's speedup a restart costs it when the "
+                "round weighs a change of its GPU count (or a start)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
   s->add_option("--round-stay", a.round_stay,
                 "with --rounds: a running job's claim on its GPU type counts this many times "
                 "before a round moves or suspends it (1: Gavel's rule)")
@@ -371,8 +389,42 @@ int run_simulate(const SimulateArgs& a) {
   } else if (a.round_stay != 4) {
     warnings.push_back("--round-stay has no effect without --rounds");
   }
+  std::optional<PolluxProfiles> profiles;
+  const GoodputAllocationOptions goodput_defaults;
+  if (policy.goodput) {
+    // Goodput rounds replace the cycle as rounds do; what they do not model is refused.
+    const auto refuse = [](const std::string& what) {
+      throw CLI::ValidationError("--policy", "goodput cannot be combined with " + what +
+                                                 " (its rounds do not model it)");
+    };
+    if (policy.elastic) refuse("--elastic (goodput resizes jobs itself)");
+    if (policy.heterogeneity) refuse("--hetero");
+    if (opt.energy.policies() || knob) refuse("power policies");
+    if (!opt.failures.empty()) refuse("node failures");
+    if (opt.reserve_inference) refuse("--reserve-inference");
+    if (opt.carbon != nullptr) refuse("--carbon");
+    if (any_job([](const JobSpec& j) { return j.demand.gpu_milli < kMilliPerGpu; })) {
+      refuse("fractional-GPU jobs");
+    }
+    profiles = PolluxProfiles::load(
+        (std::filesystem::path(data_dir(a)) / "philly" / "pollux" / "applications").string());
+    if (profiles->empty()) {
+      warnings.push_back("--policy goodput: no application profiles under " + data_dir(a) +
+                         "/philly/pollux/applications: every job runs as a rigid gang");
+    }
+    opt.adaptive_profiles = &*profiles;
+    opt.goodput = a.goodput;
+    if (a.rounds <= 0) opt.round_seconds = 60;  // Pollux's scheduling interval
+    run["policy"]["goodput"] = {{"service_scale", a.goodput.service_scale},
+                                {"service_exponent", a.goodput.service_exponent},
+                                {"restart_penalty", a.goodput.restart_penalty}};
+  } else if (a.goodput.service_scale != goodput_defaults.service_scale ||
+             a.goodput.service_exponent != goodput_defaults.service_exponent ||
+             a.goodput.restart_penalty != goodput_defaults.restart_penalty) {
+    warnings.push_back("--goodput-* options have no effect without --policy goodput");
+  }
   run["policy"]["round_seconds"] =
-      a.rounds > 0 ? nlohmann::ordered_json(a.rounds) : nlohmann::ordered_json();
+      opt.round_seconds > 0 ? nlohmann::ordered_json(opt.round_seconds) : nlohmann::ordered_json();
   if (a.rounds > 0) run["policy"]["round_stay_factor"] = a.round_stay;
   run["policy"]["power_shifting"] = policy.power_shifting;
   run["energy"] = energy_run_json(a.energy, opt.energy, power);

@@ -44,6 +44,12 @@ struct Policy {
   // (engine/power_budget.h). Elastic resizing does not account for power: callers must not
   // combine the two.
   bool power_shifting = false;
+  // Goodput-aware elastic scheduling (docs/goodput.md; Pollux's idea): each round every
+  // training job that reports its step times and gradient statistics gets the GPU count and
+  // batch size that maximise the cluster's goodput, weighted towards the jobs that have had the
+  // least GPU time (engine/goodput_allocation.h); jobs that do not adapt run as rigid gangs.
+  // The queue order still ranks what the rounds do not decide.
+  bool goodput = false;
   double resize_interval = 300;
   uint64_t seed = 0;
 
@@ -52,7 +58,7 @@ struct Policy {
 
 // Parses "ORDER" or "ORDER+SCORER" (e.g. "las+topology"). A bare order gets its default
 // placement and backfill: fifo/drf/sjf -> bestfit + EASY; las -> spread + greedy (as Tiresias);
-// fair -> bestfit + EASY + reclaim.
+// fair -> bestfit + EASY + reclaim; goodput -> las order, bestfit, goodput rounds.
 // Throws std::invalid_argument naming the unknown part and listing the known names.
 Policy make_policy(std::string_view spec, uint64_t seed);
 

@@ -52,14 +52,14 @@ PlacementShape shape_of(const Cluster& cluster, const Allocation& a) {
   return s;
 }
 
-namespace {
-
 // Speed of a GPU type relative to V100 from the relative-speed table (model/gpu_type.cc).
 double relative_to_v100(const GpuTypeTable& types, GpuTypeId t) {
   const auto v100 = types.find("V100");
   const double base = v100 ? types.at(*v100).relative_speed : 1.0;
   return types.at(t).relative_speed / base;
 }
+
+namespace {
 
 // The composite measured model (docs/execution-model.md): per job, by its model name,
 // Pollux's application profile, else Gavel's throughputs, else the relative-speed table.

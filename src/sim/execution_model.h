@@ -34,6 +34,9 @@ struct PlacementShape {
 
 PlacementShape shape_of(const Cluster& cluster, const Allocation& a);
 
+// Relative speed of type `t` over the reference type V100 (1 where the table has no V100).
+double relative_to_v100(const GpuTypeTable& types, GpuTypeId t);
+
 class ExecutionModel {
  public:
   virtual ~ExecutionModel() = default;

@@ -345,16 +345,19 @@ std::pair<double, double> PolluxApplication::grad_stats(double batch_size, int e
           lerp(batch_size, a.batch_size, b.batch_size, a.grad_var[e], b.grad_var[e])};
 }
 
+double PolluxApplication::gain(double batch_size, int epoch) const {
+  const double scale = batch_size / init_batch_size_;
+  const auto [sqr, var] = grad_stats(batch_size, epoch);
+  return (var + sqr) / (var / scale + sqr);
+}
+
 double PolluxApplication::total_iterations(const PolluxBatchConfig& cfg) const {
   const double batch = static_cast<double>(cfg.effective_batch());
-  const double scale = batch / init_batch_size_;
   double iterations = 0;
   for (int e = 0; e < max_epochs_; ++e) {
-    const auto [sqr, var] = grad_stats(batch, e);
     // Statistical efficiency (Pollux's gain): progress per iteration relative to training
     // with the initial batch size.
-    const double gain = (var + sqr) / (var / scale + sqr);
-    iterations += (progress_at_epoch(e + 1) - progress_at_epoch(e)) / gain;
+    iterations += (progress_at_epoch(e + 1) - progress_at_epoch(e)) / gain(batch, e);
   }
   return iterations;
 }

@@ -70,6 +70,16 @@ class PolluxApplication {
   // (the batch of the job; the replica count is the placement's).
   double work_seconds(const std::vector<int>& replicas_per_node, int batch_size) const;
 
+  // Training progress (Pollux's units: iterations at the initial batch size) reached at the end
+  // of epoch `epoch` (0 at epoch 0); the job is done at progress_at_epoch(max_epochs()).
+  double progress_at_epoch(int epoch) const;
+  // Gradient statistics during epoch `epoch` (0-based) when training with global `batch_size`
+  // (linear between the validated batches, clamped at the ends): (grad_sqr, grad_var).
+  std::pair<double, double> grad_stats(double batch_size, int epoch) const;
+  // Progress per iteration with global `batch_size` during epoch `epoch`, relative to an
+  // iteration at the initial batch size (Pollux's gain).
+  double gain(double batch_size, int epoch) const;
+
  private:
   struct Curve {  // step/sync time against local_bsz, sorted by local_bsz
     std::vector<double> bsz, step, sync;
@@ -81,8 +91,6 @@ class PolluxApplication {
   };
 
   PolluxStepTime at_node_count(int num_nodes, int num_replicas, double local_bsz) const;
-  double progress_at_epoch(int epoch) const;
-  std::pair<double, double> grad_stats(double batch_size, int epoch) const;  // (sqr, var)
 
   std::string name_;
   int init_batch_size_ = 0, max_batch_size_ = 0, min_local_bsz_ = 0, max_local_bsz_ = 0;

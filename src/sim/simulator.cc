@@ -18,6 +18,7 @@
 #include "insight/runtime_predictor.h"
 #include "sim/event_queue.h"
 #include "sim/gavel_rounds.h"
+#include "sim/goodput_rounds.h"
 #include "sim/inference_reserve.h"
 
 namespace tessera {
@@ -125,6 +126,13 @@ class Simulation {
       events_.push(o.failures[i].time, EventKind::kNodeFail, i);
     }
     if (o.reserve_inference) reserve_ = std::make_unique<InferenceReserve>();
+    if (p.goodput) {
+      if (o.adaptive_profiles == nullptr || o.round_seconds <= 0) {
+        throw std::invalid_argument(
+            "simulate: the goodput policy needs rounds and the Pollux application profiles");
+      }
+      goodput_ = std::make_unique<GoodputPlanner>(*o.adaptive_profiles, w, c, o.goodput);
+    }
     if (o.power != nullptr) setup_power();
     down_.assign(c.nodes().size(), false);
     blockers_.resize(c.nodes().size());
@@ -185,7 +193,11 @@ class Simulation {
         } else if (e.kind == EventKind::kNodeSleep) {
           node_sleep(e.job, e.generation);
         } else if (e.kind == EventKind::kRound) {
-          play_round();
+          if (goodput_) {
+            play_goodput_round();
+          } else {
+            play_round();
+          }
           if (done_ < w_.jobs.size()) events_.push(now_ + opt_.round_seconds, EventKind::kRound);
         } else {
           tick_pending_ = false;
@@ -552,6 +564,9 @@ class Simulation {
         opt_.carbon != nullptr ? opt_.carbon->grams(js.draw_w, now_ - elapsed, now_) : 0.0);
     js.attained += gpus * elapsed;
     js.ran += productive;
+    // An adaptive job's training moves on by what it did on this run (its remaining seconds are
+    // recomputed from its progress whenever it restarts).
+    if (goodput_ && goodput_->adaptive(j)) goodput_->trained(j, shape_of(c_, js.alloc), productive);
     return productive * js.speed;
   }
 
@@ -855,7 +870,9 @@ class Simulation {
   // An elastic gang changes size: it checkpoints on request (nothing is lost), its old members
   // stop and the new set restarts, paying the restart cost, at the speed of its new shape.
   // The event log shows the old GPUs released ("evict") and the new ones held ("start").
-  void resize(Resize& r) {
+  // `released`: its old GPUs are already off the ledger (a goodput round released them to
+  // place it anew).
+  void resize(Resize& r, bool released = false) {
     const JobId j = r.job;
     JobState& js = jobs_[j];
     const JobSpec& s = w_.jobs[j];
@@ -864,7 +881,7 @@ class Simulation {
     set_drawing(j, false);
     if (js.begun) fair_.add_usage(s.tenant, fair_.held(s, js.alloc), -1);
     fair_.add_demand(s, fair_.held(s, js.alloc), -1);
-    state_.release(js.alloc);
+    if (!released) state_.release(js.alloc);
     write_event("evict", j);
     state_.allocate(r.alloc);
     wake_nodes(r.alloc);  // grown members on a sleeping node: woken, without a boot delay
@@ -875,7 +892,7 @@ class Simulation {
     js.run_start = now_;
     js.restart_cost = s.restart_cost;
     price_power(j);
-    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_) * js.power_speed;
+    js.speed = run_speed(j) * js.power_speed;
     if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
     events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                  js.generation);
@@ -943,6 +960,109 @@ class Simulation {
     }
   }
 
+  // The speed of j's run on its allocation. An adaptive job (goodput rounds) runs at 1: its
+  // remaining seconds are recomputed here from its training progress on this placement.
+  double run_speed(JobId j) {
+    JobState& js = jobs_[j];
+    const PlacementShape shape = shape_of(c_, js.alloc);
+    if (goodput_ && goodput_->adaptive(j)) {
+      js.remaining = goodput_->seconds_left(j, shape);
+      return 1.0;
+    }
+    return model_.speed(w_.jobs[j], w_, shape, c_);
+  }
+
+  // ---- goodput rounds (Policy::goodput; sim/goodput_rounds.h) ----
+
+  // A round boundary: running jobs report, the planner gives every job that wants to run a GPU
+  // count, and the jobs whose count changed are suspended (checkpoint grace), resized (a
+  // restart) or started. Shrinks and suspensions go first so that their GPUs are free for the
+  // rest; then larger jobs are placed before smaller ones (less fragmentation).
+  void play_goodput_round() {
+    ++result_.rounds;
+    std::vector<GoodputCandidate> cands;
+    for (JobId j : running_) {
+      const JobState& js = jobs_[j];
+      const double elapsed = std::max(0.0, now_ - js.run_start);
+      if (goodput_->adaptive(j)) {
+        goodput_->report(j, shape_of(c_, js.alloc), std::max(0.0, elapsed - js.restart_cost));
+      }
+      cands.push_back(GoodputCandidate{j, static_cast<int>(std::lround(run_gpus(js))),
+                                       js.attained + run_gpus(js) * elapsed});
+    }
+    for (const PendingJob& p : pending_.jobs()) {
+      cands.push_back(GoodputCandidate{p.id, 0, jobs_[p.id].attained});
+    }
+    int gpus = 0, per_node = 1;
+    for (NodeId n = 0; n < c_.nodes().size(); ++n) {
+      if (down_[n]) continue;
+      gpus += c_.node(n).num_gpus;
+      per_node = std::max<int>(per_node, c_.node(n).num_gpus);
+    }
+    const std::vector<int> want = goodput_->plan(cands, gpus, per_node);
+    std::vector<size_t> order(cands.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    // Shrinks first, then by size descending; ties by index (deterministic).
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const bool sa = want[a] < cands[a].current, sb = want[b] < cands[b].current;
+      if (sa != sb) return sa;
+      return want[a] > want[b];
+    });
+    bool suspended = false;
+    for (size_t k : order) {
+      if (cands[k].current > 0 && want[k] == 0) {
+        preempt(cands[k].id, cands[k].id, PreemptionCause::kRound);
+        suspended = true;
+      }
+    }
+    Rng rng(mix_seed(policy_.seed, result_.rounds));
+    for (size_t k : order) {
+      const JobId j = cands[k].id;
+      if (want[k] == 0 || want[k] == cands[k].current) continue;
+      const JobSpec& s = w_.jobs[j];
+      const int per_member = std::max(1, s.demand.gpus);
+      if (cands[k].current > 0) {
+        // Resized: placed anew with its old GPUs counted free; where no size from the planned
+        // one down fits, it keeps what it has.
+        JobState& js = jobs_[j];
+        state_.release(js.alloc);
+        Resize r;
+        r.job = j;
+        r.grow = want[k] > cands[k].current;
+        if (place_up_to(j, want[k] / per_member, rng, r.alloc) &&
+            r.alloc.members() * per_member != cands[k].current) {
+          state_.release(r.alloc);  // resize() allocates it
+          resize(r, /*released=*/true);
+        } else {
+          if (r.alloc.members() > 0) state_.release(r.alloc);
+          state_.allocate(js.alloc);
+        }
+        continue;
+      }
+      Allocation alloc;
+      if (place_up_to(j, want[k] / per_member, rng, alloc)) {
+        state_.release(alloc);  // start() allocates it
+        pending_.remove(j);
+        if (jobs_[j].history >= 0) {
+          note(j, "started on {} by the goodput round", describe_placement(alloc));
+        }
+        start(j, std::move(alloc), suspended ? opt_.checkpoint_grace : 0.0, 0.0);
+      }
+    }
+  }
+
+  // Places up to `members` members of j (an adaptive job: as many as fit, down to one; a rigid
+  // gang: exactly its size) and allocates them; false when nothing fits.
+  bool place_up_to(JobId j, int members, Rng& rng, Allocation& out) {
+    const JobSpec& s = w_.jobs[j];
+    const int lowest = goodput_->adaptive(j) ? 1 : members;
+    for (int m = members; m >= std::max(1, lowest); --m) {
+      if (policy_.scorer->place(state_, s, m, rng, out)) return true;
+    }
+    out = Allocation{};
+    return false;
+  }
+
   // Places j on its planned type and starts it after `delay`; false when it does not fit.
   bool start_on_planned_type(JobId j, Rng& rng, double delay) {
     JobSpec on_type = w_.jobs[j];
@@ -1000,7 +1120,7 @@ class Simulation {
     js.restart_cost = s.restart_cost;
     js.limit_w = limit_w;
     price_power(j);
-    js.speed = model_.speed(s, w_, shape_of(c_, js.alloc), c_) * js.power_speed;
+    js.speed = run_speed(j) * js.power_speed;
     if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
     js.slot = static_cast<uint32_t>(running_.size());
     running_.push_back(j);
@@ -1169,6 +1289,7 @@ class Simulation {
   // Round-based scheduling: jobs the current round's plan gives a type.
   std::vector<JobId> planned_jobs_;
   GavelPlanner planner_;
+  std::unique_ptr<GoodputPlanner> goodput_;  // with Policy::goodput
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure
   // that hit jobs, when it happened and how many of them have not run again yet.
   struct FailureRecord {

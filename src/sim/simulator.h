@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/decisions.h"
+#include "engine/goodput_allocation.h"
 #include "engine/policy.h"
 #include "engine/power_budget.h"
 #include "insight/power_model.h"
@@ -19,6 +20,7 @@
 #include "model/queue_tree.h"
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
+#include "sim/pollux_profile.h"
 #include "sim/fairness_tracker.h"
 #include "sim/recovery_policy.h"
 
@@ -109,6 +111,11 @@ struct SimOptions {
   // a restart: 4 halves the mean JCT lost to moves on the Philly/Gavel setup
   // (docs/heterogeneity.md).
   double round_stay_factor = 4;
+  // Goodput-aware elastic scheduling (Policy::goodput; sim/goodput_rounds.h), at every round:
+  // the application profiles that are the truth of how adaptive jobs train (not owned; jobs
+  // whose application has no profile are rigid gangs), and how GPUs are shared out.
+  const PolluxProfiles* adaptive_profiles = nullptr;
+  GoodputAllocationOptions goodput;
 };
 
 struct HistoryEntry {

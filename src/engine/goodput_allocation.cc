@@ -1,0 +1,74 @@
+#include "engine/goodput_allocation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tessera {
+
+namespace {
+
+struct Step {
+  int to = 0;          // GPUs after the step
+  double ratio = 0;    // weighted value gained per GPU added
+};
+
+}  // namespace
+
+std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
+                                  const GoodputAllocationOptions& o) {
+  if (!(o.service_scale > 0) || o.service_exponent < 0 || !(o.restart_penalty >= 0) ||
+      !(o.restart_penalty < 1)) {
+    throw std::invalid_argument("goodput allocation: service_scale must be > 0, "
+                                "service_exponent >= 0 and restart_penalty in [0, 1)");
+  }
+  std::vector<int> n(jobs.size(), 0);
+  std::vector<double> weight(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    // Levels, as Tiresias's queues: a job's weight changes only when its attained service
+    // doubles, so that two jobs with nearly the same service do not swap GPUs every round.
+    const double level =
+        std::floor(std::log2(1.0 + std::max(0.0, jobs[j].attained_gpu_seconds) / o.service_scale));
+    weight[j] = std::pow(2.0, -level * o.service_exponent);
+  }
+  // value(j, k): what k GPUs are worth to job j. Any count but the one it holds means a
+  // restart, which costs the fraction restart_penalty of its speedup.
+  const auto value = [&](size_t j, int k) {
+    const GoodputDemand& d = jobs[j];
+    if (k <= 0) return 0.0;
+    const double s = d.speedup[static_cast<size_t>(k)];
+    return weight[j] * s * (k == d.current ? 1.0 : 1.0 - o.restart_penalty);
+  };
+  // The best next step of job j with `free` GPUs left: to any larger size (looking past sizes
+  // worth less, such as a curve that dips when a job first spans two nodes), by value per GPU.
+  const auto best_step = [&](size_t j, int free) {
+    const GoodputDemand& d = jobs[j];
+    const int max = static_cast<int>(d.speedup.size()) - 1;
+    Step best;
+    const double here = value(j, n[j]);
+    const int lo = d.rigid ? (n[j] == 0 ? max : max + 1) : n[j] + 1;
+    for (int k = lo; k <= max && k - n[j] <= free; ++k) {
+      const double r = (value(j, k) - here) / (k - n[j]);
+      if (r > best.ratio + 1e-12) best = Step{k, r};
+    }
+    return best;
+  };
+  int free = gpus;
+  std::vector<Step> next(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) next[j] = best_step(j, free);
+  while (free > 0) {
+    size_t pick = jobs.size();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (next[j].to > n[j] && next[j].to - n[j] > free) next[j] = best_step(j, free);
+      if (next[j].to <= n[j]) continue;
+      if (pick == jobs.size() || next[j].ratio > next[pick].ratio + 1e-12) pick = j;
+    }
+    if (pick == jobs.size()) break;
+    free -= next[pick].to - n[pick];
+    n[pick] = next[pick].to;
+    next[pick] = best_step(pick, free);
+  }
+  return n;
+}
+
+}  // namespace tessera

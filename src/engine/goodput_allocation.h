@@ -1,0 +1,41 @@
+// How many GPUs each training job gets in the next round of goodput-aware scheduling
+// (docs/goodput.md): the allocation that maximises the sum of the jobs' weighted speedups,
+// found greedily, GPU by GPU, over each job's speedup curve.
+//
+// A job's weight falls with the GPU time it has attained (least-attained-service, as Tiresias
+// and Tessera's las: new and short jobs first, without knowing any job's length), so a GPU goes
+// to the job whose next GPUs add the most speedup per GPU, weighted by how little it has had.
+// A long job therefore takes every GPU its speedup curve makes worth taking while the cluster
+// is quiet and gives them back, down to none, when new jobs arrive. Keeping what a job holds is
+// preferred by `restart_penalty` (a resize or a start costs a checkpoint and a restart).
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace tessera {
+
+struct GoodputDemand {
+  // speedup[n]: the job's speedup on n GPUs relative to one (speedup[0] = 0), for n up to the
+  // most it may get (speedup.size() - 1). A rigid gang has 0 below its size.
+  std::vector<double> speedup;
+  // Only the largest size or nothing (a gang that cannot resize).
+  bool rigid = false;
+  int current = 0;                   // GPUs it holds now
+  double attained_gpu_seconds = 0;   // GPU time it has had so far
+};
+
+struct GoodputAllocationOptions {
+  // A job's weight is 1 / (1 + attained / service_scale)^service_exponent.
+  double service_scale = 3600;  // GPU-seconds
+  double service_exponent = 1;
+  // A job given any GPU count but the one it holds restarts (and a waiting job starts): that
+  // costs this fraction of its speedup, so a change must gain more than the restart loses.
+  double restart_penalty = 0.1;
+};
+
+// GPUs per job (by index), summing to at most `gpus`. Deterministic: ties go to the lower index.
+std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
+                                  const GoodputAllocationOptions& o = {});
+
+}  // namespace tessera
