@@ -106,9 +106,14 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "preference for the least served)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10.0));
-  s->add_option("--goodput-restart-penalty", a.goodput.restart_penalty,
-                "--policy goodput: the fraction of a job's speedup a restart costs it when the "
-                "round weighs a change of its GPU count (or a start)")
+  s->add_option("--goodput-restart-penalty", a.goodput.max_restart_penalty,
+                "--policy goodput: the most a restart may cost a job, as a fraction of its "
+                "speedup, when a round weighs a change of its GPU count (30 s / time it has run, "
+                "up to this)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
+  s->add_option("--goodput-min-restart-penalty", a.goodput.min_restart_penalty,
+                "--policy goodput: the least a restart costs a job, however long it has run")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
   s->add_option("--round-stay", a.round_stay,
@@ -417,10 +422,13 @@ int run_simulate(const SimulateArgs& a) {
     if (a.rounds <= 0) opt.round_seconds = 60;  // Pollux's scheduling interval
     run["policy"]["goodput"] = {{"service_scale", a.goodput.service_scale},
                                 {"service_exponent", a.goodput.service_exponent},
-                                {"restart_penalty", a.goodput.restart_penalty}};
+                                {"max_restart_penalty", a.goodput.max_restart_penalty},
+                                {"min_restart_penalty", a.goodput.min_restart_penalty},
+                                {"restart_seconds", a.goodput.restart_seconds}};
   } else if (a.goodput.service_scale != goodput_defaults.service_scale ||
              a.goodput.service_exponent != goodput_defaults.service_exponent ||
-             a.goodput.restart_penalty != goodput_defaults.restart_penalty) {
+             a.goodput.max_restart_penalty != goodput_defaults.max_restart_penalty ||
+             a.goodput.min_restart_penalty != goodput_defaults.min_restart_penalty) {
     warnings.push_back("--goodput-* options have no effect without --policy goodput");
   }
   run["policy"]["round_seconds"] =

@@ -17,14 +17,20 @@ struct Step {
 
 std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
                                   const GoodputAllocationOptions& o) {
-  if (!(o.service_scale > 0) || o.service_exponent < 0 || !(o.restart_penalty >= 0) ||
-      !(o.restart_penalty < 1)) {
+  if (!(o.service_scale > 0) || o.service_exponent < 0 || o.restart_seconds < 0 ||
+      !(o.max_restart_penalty >= 0) || !(o.max_restart_penalty < 1) ||
+      !(o.min_restart_penalty >= 0)) {
     throw std::invalid_argument("goodput allocation: service_scale must be > 0, "
-                                "service_exponent >= 0 and restart_penalty in [0, 1)");
+                                "service_exponent and restart_seconds >= 0 and "
+                                "max_restart_penalty in [0, 1)");
   }
   std::vector<int> n(jobs.size(), 0);
-  std::vector<double> weight(jobs.size());
+  std::vector<double> weight(jobs.size()), penalty(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
+    penalty[j] = jobs[j].run_seconds > 0
+                     ? std::min(o.max_restart_penalty, o.restart_seconds / jobs[j].run_seconds)
+                     : o.max_restart_penalty;
+    penalty[j] = std::max(penalty[j], std::min(o.min_restart_penalty, o.max_restart_penalty));
     // Levels, as Tiresias's queues: a job's weight changes only when its attained service
     // doubles, so that two jobs with nearly the same service do not swap GPUs every round.
     const double level =
@@ -32,12 +38,12 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
     weight[j] = std::pow(2.0, -level * o.service_exponent);
   }
   // value(j, k): what k GPUs are worth to job j. Any count but the one it holds means a
-  // restart, which costs the fraction restart_penalty of its speedup.
+  // restart, which costs it the fraction penalty[j] of its speedup.
   const auto value = [&](size_t j, int k) {
     const GoodputDemand& d = jobs[j];
     if (k <= 0) return 0.0;
     const double s = d.speedup[static_cast<size_t>(k)];
-    return weight[j] * s * (k == d.current ? 1.0 : 1.0 - o.restart_penalty);
+    return weight[j] * s * (k == d.current ? 1.0 : 1.0 - penalty[j]);
   };
   // The best next step of job j with `free` GPUs left: to any larger size (looking past sizes
   // worth less, such as a curve that dips when a job first spans two nodes), by value per GPU.

@@ -23,15 +23,22 @@ struct GoodputDemand {
   bool rigid = false;
   int current = 0;                   // GPUs it holds now
   double attained_gpu_seconds = 0;   // GPU time it has had so far
+  double run_seconds = 0;            // how long it has run so far (all its runs)
 };
 
 struct GoodputAllocationOptions {
   // A job's weight is 1 / (1 + attained / service_scale)^service_exponent.
   double service_scale = 3600;  // GPU-seconds
   double service_exponent = 1;
-  // A job given any GPU count but the one it holds restarts (and a waiting job starts): that
-  // costs this fraction of its speedup, so a change must gain more than the restart loses.
-  double restart_penalty = 0.1;
+  // A job given any GPU count but the one it holds restarts (a waiting job starts), losing
+  // `restart_seconds` of progress. That is weighed as the fraction restart_seconds / run_seconds
+  // of its speedup (a job is expected to run about as long again as it has run, so a restart
+  // costs a young job a larger share of what is left), at most max_restart_penalty.
+  double restart_seconds = 30;
+  double max_restart_penalty = 0.3;
+  // ... and at least this: however long a job has run, a change is also exposed to the next
+  // arrivals taking its GPUs again.
+  double min_restart_penalty = 0.1;
 };
 
 // GPUs per job (by index), summing to at most `gpus`. Deterministic: ties go to the lower index.

@@ -180,6 +180,11 @@ void GoodputPlanner::report(JobId j, const PlacementShape& shape, double seconds
   send_report(a, p, at);
 }
 
+double GoodputPlanner::speedup(JobId j, int nodes, int replicas) const {
+  if (!jobs_[j]) return replicas;
+  return jobs_[j]->model.speedup(nodes, replicas);
+}
+
 int GoodputPlanner::max_gpus(JobId j) const {
   if (!jobs_[j]) {
     const JobSpec& s = w_.jobs[j];
@@ -199,6 +204,7 @@ std::vector<int> GoodputPlanner::plan(std::span<const GoodputCandidate> jobs, in
     GoodputDemand& d = demand[k];
     d.current = jobs[k].current;
     d.attained_gpu_seconds = jobs[k].attained;
+    d.run_seconds = jobs[k].ran;
     const int max = std::min(max_gpus(j), gpus);
     d.speedup.assign(static_cast<size_t>(std::max(0, max)) + 1, 0.0);
     if (!jobs_[j]) {

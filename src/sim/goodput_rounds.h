@@ -65,6 +65,7 @@ struct GoodputCandidate {
   JobId id = 0;
   int current = 0;      // GPUs it holds now (0: waiting)
   double attained = 0;  // GPU-seconds so far
+  double ran = 0;       // seconds it has run so far
 };
 
 class GoodputPlanner {
@@ -87,6 +88,9 @@ class GoodputPlanner {
   // GPUs each candidate gets in the next round (by index), from each job's speedup curve as
   // the scheduler knows it (packed on nodes of `gpus_per_node`), for `gpus` GPUs in all.
   std::vector<int> plan(std::span<const GoodputCandidate> jobs, int gpus, int gpus_per_node);
+  // Job j's speedup on `replicas` GPUs over `nodes` nodes as the scheduler knows it (its
+  // model once it has reported, else `replicas`).
+  double speedup(JobId j, int nodes, int replicas) const;
   // The most GPUs job j may be given now (Pollux's exploration: twice the most it has reported
   // from; rigid gangs: their size).
   int max_gpus(JobId j) const;

@@ -988,10 +988,10 @@ class Simulation {
         goodput_->report(j, shape_of(c_, js.alloc), std::max(0.0, elapsed - js.restart_cost));
       }
       cands.push_back(GoodputCandidate{j, static_cast<int>(std::lround(run_gpus(js))),
-                                       js.attained + run_gpus(js) * elapsed});
+                                       js.attained + run_gpus(js) * elapsed, js.ran + elapsed});
     }
     for (const PendingJob& p : pending_.jobs()) {
-      cands.push_back(GoodputCandidate{p.id, 0, jobs_[p.id].attained});
+      cands.push_back(GoodputCandidate{p.id, 0, jobs_[p.id].attained, jobs_[p.id].ran});
     }
     int gpus = 0, per_node = 1;
     for (NodeId n = 0; n < c_.nodes().size(); ++n) {
@@ -1008,13 +1008,20 @@ class Simulation {
       if (sa != sb) return sa;
       return want[a] > want[b];
     });
-    bool suspended = false;
+    // GPUs of the jobs suspended now: a job started on one begins after their checkpoint.
+    std::vector<bool> checkpointing;
     for (size_t k : order) {
       if (cands[k].current > 0 && want[k] == 0) {
+        if (checkpointing.empty()) checkpointing.assign(c_.num_gpus(), false);
+        for (const GpuShare& sh : jobs_[cands[k].id].alloc.shares) checkpointing[sh.gpu] = true;
         preempt(cands[k].id, cands[k].id, PreemptionCause::kRound);
-        suspended = true;
       }
     }
+    const auto on_checkpointing = [&](const Allocation& a) {
+      return !checkpointing.empty() &&
+             std::any_of(a.shares.begin(), a.shares.end(),
+                         [&](const GpuShare& sh) { return checkpointing[sh.gpu]; });
+    };
     Rng rng(mix_seed(policy_.seed, result_.rounds));
     for (size_t k : order) {
       const JobId j = cands[k].id;
@@ -1046,21 +1053,33 @@ class Simulation {
         if (jobs_[j].history >= 0) {
           note(j, "started on {} by the goodput round", describe_placement(alloc));
         }
-        start(j, std::move(alloc), suspended ? opt_.checkpoint_grace : 0.0, 0.0);
+        const double delay = on_checkpointing(alloc) ? opt_.checkpoint_grace : 0.0;
+        start(j, std::move(alloc), delay, 0.0);
       }
     }
   }
 
-  // Places up to `members` members of j (an adaptive job: as many as fit, down to one; a rigid
-  // gang: exactly its size) and allocates them; false when nothing fits.
+  // Places up to `members` members of j and allocates them; false when nothing fits. A rigid
+  // gang gets exactly its size. An adaptive job gets the size, from `members` down to one,
+  // whose placement has the best speedup as the scheduler knows it: where free GPUs are
+  // scattered, fewer GPUs on fewer nodes may train faster than more spread out.
   bool place_up_to(JobId j, int members, Rng& rng, Allocation& out) {
     const JobSpec& s = w_.jobs[j];
-    const int lowest = goodput_->adaptive(j) ? 1 : members;
-    for (int m = members; m >= std::max(1, lowest); --m) {
-      if (policy_.scorer->place(state_, s, m, rng, out)) return true;
-    }
     out = Allocation{};
-    return false;
+    if (!goodput_->adaptive(j)) return policy_.scorer->place(state_, s, members, rng, out);
+    double best = 0;
+    Allocation a;
+    for (int m = members; m >= 1; --m) {
+      if (!policy_.scorer->place(state_, s, m, rng, a)) continue;
+      state_.release(a);
+      const PlacementShape shape = shape_of(c_, a);
+      const int gpus = shape.members() * std::max(1, shape.gpus_per_member);
+      const double v = goodput_->speedup(j, static_cast<int>(shape.nodes), gpus);
+      if (v > best * (1 + 1e-9)) best = v, out = a;
+    }
+    if (out.members() == 0) return false;
+    state_.allocate(out);
+    return true;
   }
 
   // Places j on its planned type and starts it after `delay`; false when it does not fit.
