@@ -29,6 +29,7 @@ struct SimulateArgs {
   double rounds = 0;                 // round-based scheduling, round length (s); 0: off
   double round_stay = 4;             // SimOptions::round_stay_factor
   GoodputAllocationOptions goodput;  // --policy goodput: how GPUs are shared out
+  std::string goodput_priority = "srpt";
   bool reserve_inference = false;    // SimOptions::reserve_inference
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures

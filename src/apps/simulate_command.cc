@@ -97,13 +97,18 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "where, suspending or moving running jobs; jobs start at round boundaries only")
       ->check(CLI::Range(1.0, 86400.0));
   s->add_option("--goodput-service-scale", a.goodput.service_scale,
-                "--policy goodput: a job's weight halves once it has had this many GPU-seconds "
-                "(docs/goodput.md)")
+                "--policy goodput: GPU-seconds of remaining work (srpt) or of attained service "
+                "(las) at which a job's weight halves (docs/goodput.md)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1e9));
+  s->add_option("--goodput-priority", a.goodput_priority,
+                "--policy goodput: whose speedup counts most: las (least attained service) or "
+                "srpt (shortest remaining, from the jobs' progress reports)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"las", "srpt"}));
   s->add_option("--goodput-exponent", a.goodput.service_exponent,
-                "--policy goodput: weight = 1 / (1 + attained / scale)^exponent (0: no "
-                "preference for the least served)")
+                "--policy goodput: how steeply the weight falls with remaining work or "
+                "attained service (0: every job weighs the same)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10.0));
   s->add_option("--goodput-restart-penalty", a.goodput.max_restart_penalty,
@@ -419,8 +424,11 @@ int run_simulate(const SimulateArgs& a) {
     }
     opt.adaptive_profiles = &*profiles;
     opt.goodput = a.goodput;
+    opt.goodput.priority = a.goodput_priority == "srpt" ? GoodputPriority::kShortestRemaining
+                                                        : GoodputPriority::kLeastAttained;
     if (a.rounds <= 0) opt.round_seconds = 60;  // Pollux's scheduling interval
-    run["policy"]["goodput"] = {{"service_scale", a.goodput.service_scale},
+    run["policy"]["goodput"] = {{"priority", a.goodput_priority},
+                                {"service_scale", a.goodput.service_scale},
                                 {"service_exponent", a.goodput.service_exponent},
                                 {"max_restart_penalty", a.goodput.max_restart_penalty},
                                 {"min_restart_penalty", a.goodput.min_restart_penalty},

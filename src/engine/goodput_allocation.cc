@@ -36,6 +36,10 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
     const double level =
         std::floor(std::log2(1.0 + std::max(0.0, jobs[j].attained_gpu_seconds) / o.service_scale));
     weight[j] = std::pow(2.0, -level * o.service_exponent);
+    if (o.priority == GoodputPriority::kShortestRemaining && jobs[j].remaining_gpu_seconds >= 0) {
+      weight[j] = std::pow(1.0 + jobs[j].remaining_gpu_seconds / o.service_scale,
+                           -o.service_exponent);
+    }
   }
   // value(j, k): what k GPUs are worth to job j. Any count but the one it holds means a
   // restart, which costs it the fraction penalty[j] of its speedup.

@@ -10,6 +10,7 @@
 // preferred by `restart_penalty` (a resize or a start costs a checkpoint and a restart).
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -24,11 +25,27 @@ struct GoodputDemand {
   int current = 0;                   // GPUs it holds now
   double attained_gpu_seconds = 0;   // GPU time it has had so far
   double run_seconds = 0;            // how long it has run so far (all its runs)
+  // What one GPU would need for the rest of its training (from its progress reports); < 0:
+  // unknown.
+  double remaining_gpu_seconds = -1;
+};
+
+// Which jobs a GPU's speedup counts most for.
+enum class GoodputPriority : uint8_t {
+  // Least attained service (Tiresias): weight halves as attained GPU time passes levels.
+  kLeastAttained,
+  // Shortest remaining (SRPT on speedups, Smith's rule): weight 1 / (1 + remaining / scale),
+  // so that the speedup counted is the rate at which a job nears its end; jobs that report no
+  // progress are weighted by attained service.
+  kShortestRemaining,
 };
 
 struct GoodputAllocationOptions {
-  // A job's weight is 1 / (1 + attained / service_scale)^service_exponent.
-  double service_scale = 3600;  // GPU-seconds
+  GoodputPriority priority = GoodputPriority::kShortestRemaining;
+  // kLeastAttained: a job's weight is 2^-(level x service_exponent), its level
+  // floor(log2(1 + attained / service_scale)). kShortestRemaining: the weight is
+  // (1 + remaining / service_scale)^-service_exponent.
+  double service_scale = 20000;  // GPU-seconds
   double service_exponent = 1;
   // A job given any GPU count but the one it holds restarts (a waiting job starts), losing
   // `restart_seconds` of progress. That is weighed as the fraction restart_seconds / run_seconds
@@ -38,7 +55,7 @@ struct GoodputAllocationOptions {
   double max_restart_penalty = 0.3;
   // ... and at least this: however long a job has run, a change is also exposed to the next
   // arrivals taking its GPUs again.
-  double min_restart_penalty = 0.1;
+  double min_restart_penalty = 0.2;
 };
 
 // GPUs per job (by index), summing to at most `gpus`. Deterministic: ties go to the lower index.

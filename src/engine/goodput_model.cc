@@ -165,6 +165,20 @@ GoodputChoice GoodputModel::best(int nodes, int replicas) const {
   return out;
 }
 
+void GoodputModel::report_progress(double done, double total) {
+  if (!(done >= 0) || !(total > 0)) {
+    throw std::invalid_argument("goodput model: progress needs 0 <= done and total > 0");
+  }
+  done_ = std::min(done, total);
+  total_ = total;
+}
+
+double GoodputModel::remaining_gpu_seconds() const {
+  if (total_ < 0 || !profiled()) return -1;
+  const double rate = best(1, 1).goodput / limits_.init_batch;  // progress per second
+  return rate > 0 ? (total_ - done_) / rate : -1;
+}
+
 double GoodputModel::speedup(int nodes, int replicas) const {
   if (!profiled()) return replicas;
   const double base = best(1, 1).goodput;

@@ -79,6 +79,13 @@ class GoodputModel {
   // already seen keep the first (steady-state) value.
   void report(const StepReport& r);
   void report(const GradientStats& g) { grad_ = g, has_grad_ = true; }
+  // Training progress, in iterations at the initial batch size (what one step with
+  // init_batch achieves): how far it is and how far it trains in all.
+  void report_progress(double done, double total);
+
+  // Seconds one GPU would need for the rest of its training at the goodput it would have there
+  // now; < 0 when unknown (no progress or no step-time report yet).
+  double remaining_gpu_seconds() const;
 
   bool profiled() const { return !obs_.empty() && has_grad_; }
   // The most GPUs the job has reported from (0: none).
@@ -110,6 +117,7 @@ class GoodputModel {
   std::map<std::tuple<int, int, int>, std::pair<double, double>> obs_;
   GradientStats grad_;
   bool has_grad_ = false;
+  double done_ = 0, total_ = -1;
   int max_replicas_ = 0;
   Params p_;
 };

@@ -107,9 +107,11 @@ GoodputPlanner::GoodputPlanner(const PolluxProfiles& profiles, const Workload& w
     l.min_local = app->min_local_bsz();
     l.max_local = app->max_local_bsz();
     // A batch beyond the largest the application was validated with cannot be adapted: the
-    // job keeps it and its size (Pollux's simulator pins ncf, 32,768 on one GPU, the same way).
-    const bool fixed = s.batch_size > app->max_batch_size();
-    if (fixed) l.fixed_batch = s.batch_size;
+    // job keeps it and its size. Pollux's experiments also pin ncf, whose trace batch (32,768)
+    // is already its largest, to that batch on one GPU (simulator.py: target_batch_size,
+    // max_replicas 1); so does Tessera, to compare on the same jobs.
+    const bool fixed = s.batch_size > app->max_batch_size() || app->name() == "ncf";
+    if (fixed) l.fixed_batch = s.batch_size > 0 ? s.batch_size : app->max_batch_size();
     AdaptiveTraining*& t = shared[{app, l.fixed_batch}];
     if (t == nullptr) {
       trainings_.push_back(std::make_unique<AdaptiveTraining>(*app, l));
@@ -159,8 +161,10 @@ void GoodputPlanner::send_report(Adaptive& a, const std::vector<int>& placement,
   r.step_time = t.step_time;
   r.sync_time = std::clamp(t.sync_time, 0.0, t.step_time);
   a.model.report(r);
-  const auto [sqr, var] = a.training->app().grad_stats(static_cast<double>(s.batch(n)), at.epoch);
+  const PolluxApplication& app = a.training->app();
+  const auto [sqr, var] = app.grad_stats(static_cast<double>(s.batch(n)), at.epoch);
   a.model.report(GradientStats{sqr, var});
+  a.model.report_progress(at.progress, app.progress_at_epoch(app.max_epochs()));
 }
 
 void GoodputPlanner::trained(JobId j, const PlacementShape& shape, double seconds) {
@@ -205,6 +209,7 @@ std::vector<int> GoodputPlanner::plan(std::span<const GoodputCandidate> jobs, in
     d.current = jobs[k].current;
     d.attained_gpu_seconds = jobs[k].attained;
     d.run_seconds = jobs[k].ran;
+    if (jobs_[j]) d.remaining_gpu_seconds = jobs_[j]->model.remaining_gpu_seconds();
     const int max = std::min(max_gpus(j), gpus);
     d.speedup.assign(static_cast<size_t>(std::max(0, max)) + 1, 0.0);
     if (!jobs_[j]) {
