@@ -24,13 +24,17 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
                                 "service_exponent and restart_seconds >= 0 and "
                                 "max_restart_penalty in [0, 1)");
   }
+  // What a restart costs job j by its run time alone (it is expected to run about as long
+  // again as it has run).
+  const auto run_penalty = [&](size_t j) {
+    return jobs[j].run_seconds > 0
+               ? std::min(o.max_restart_penalty, o.restart_seconds / jobs[j].run_seconds)
+               : o.max_restart_penalty;
+  };
   std::vector<int> n(jobs.size(), 0);
   std::vector<double> weight(jobs.size()), penalty(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
-    penalty[j] = jobs[j].run_seconds > 0
-                     ? std::min(o.max_restart_penalty, o.restart_seconds / jobs[j].run_seconds)
-                     : o.max_restart_penalty;
-    penalty[j] = std::max(penalty[j], std::min(o.min_restart_penalty, o.max_restart_penalty));
+    penalty[j] = std::max(run_penalty(j), std::min(o.min_restart_penalty, o.max_restart_penalty));
     // Levels, as Tiresias's queues: a job's weight changes only when its attained service
     // doubles, so that two jobs with nearly the same service do not swap GPUs every round.
     const double level =
@@ -65,18 +69,28 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
   };
   int free = gpus;
   std::vector<Step> next(jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) next[j] = best_step(j, free);
-  while (free > 0) {
-    size_t pick = jobs.size();
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      if (next[j].to > n[j] && next[j].to - n[j] > free) next[j] = best_step(j, free);
-      if (next[j].to <= n[j]) continue;
-      if (pick == jobs.size() || next[j].ratio > next[pick].ratio + 1e-12) pick = j;
+  const auto fill = [&] {
+    for (size_t j = 0; j < jobs.size(); ++j) next[j] = best_step(j, free);
+    while (free > 0) {
+      size_t pick = jobs.size();
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        if (next[j].to > n[j] && next[j].to - n[j] > free) next[j] = best_step(j, free);
+        if (next[j].to <= n[j]) continue;
+        if (pick == jobs.size() || next[j].ratio > next[pick].ratio + 1e-12) pick = j;
+      }
+      if (pick == jobs.size()) break;
+      free -= next[pick].to - n[pick];
+      n[pick] = next[pick].to;
+      next[pick] = best_step(pick, free);
     }
-    if (pick == jobs.size()) break;
-    free -= next[pick].to - n[pick];
-    n[pick] = next[pick].to;
-    next[pick] = best_step(pick, free);
+  };
+  fill();
+  // GPUs nobody wanted at the floor's penalty would idle: jobs may still grow into them when
+  // the gain pays for the restart by their run time alone (the floor guards against arrivals
+  // taking GPUs back, and nobody wants these now).
+  if (free > 0 && o.min_restart_penalty > 0) {
+    for (size_t j = 0; j < jobs.size(); ++j) penalty[j] = run_penalty(j);
+    fill();
   }
   return n;
 }

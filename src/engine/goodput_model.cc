@@ -111,6 +111,8 @@ void GoodputModel::report(const StepReport& r) {
 // network across nodes 10 % slower than within one.
 void GoodputModel::fit() {
   std::vector<double> bsz, compute, xn, yn, xr, yr;
+  double single = 0;
+  int singles = 0;
   for (const auto& [k, v] : obs_) {
     const auto [nodes, replicas, atomic] = k;
     bsz.push_back(atomic);
@@ -120,9 +122,13 @@ void GoodputModel::fit() {
       xn.push_back(x), yn.push_back(v.second);
     } else if (replicas > 1) {
       xr.push_back(x), yr.push_back(v.second);
+    } else {
+      single += v.second, ++singles;
     }
   }
   p_ = Params{};
+  // A single GPU's "sync" (the optimizer step after the gradients are in) is a constant.
+  p_.alpha_1 = singles > 0 ? single / singles : 0.0;
   std::tie(p_.alpha_c, p_.beta_c) = fit_line(bsz, compute, 0.5);
   if (!xr.empty()) std::tie(p_.alpha_r, p_.beta_r) = fit_line(xr, yr, 1.0);
   if (!xn.empty()) {
@@ -149,6 +155,8 @@ double GoodputModel::iteration_time(int nodes, int replicas, const BatchSplit& s
     network = p_.alpha_n + p_.beta_n * x;
   } else if (replicas > 1) {
     network = p_.alpha_r + p_.beta_r * x;
+  } else {
+    network = p_.alpha_1;
   }
   return compute * (s.accum_steps + 1) + network;
 }

@@ -103,9 +103,11 @@ class GoodputModel {
   double speedup(int nodes, int replicas) const;
 
   // The fitted parameters (seconds): compute = alpha_c + beta_c x atomic batch; network =
-  // alpha + beta x max(0, replicas - 2), inter-node (n) or within a node (r).
+  // alpha + beta x max(0, replicas - 2), inter-node (n) or within a node (r); alpha_1 on one
+  // GPU.
   struct Params {
     double alpha_c = 0, beta_c = 0, alpha_n = 0, beta_n = 0, alpha_r = 0, beta_r = 0;
+    double alpha_1 = 0;
   };
   const Params& params() const { return p_; }
 
