@@ -110,6 +110,15 @@ TEST(Cli, UnknownPolicyFailsNamingIt) {
   expect_clean_failure("simulate --policy lifo", {"lifo", "fifo"});
 }
 
+TEST(Cli, GoodputRefusesWhatItsRoundsDoNotModel) {
+  expect_clean_failure("simulate --policy goodput --elastic", {"goodput", "--elastic"});
+  expect_clean_failure("simulate --policy goodput --rounds 60 --hetero", {"--hetero"});
+  // Its settings without it say so instead of doing nothing.
+  const CmdResult r = run("simulate --goodput-exponent 2");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("no effect without --policy goodput"), std::string::npos) << r.output;
+}
+
 TEST(Cli, ImpossibleJobFailsNamingTheLine) {
   const auto w = tmp("big.jsonl");
   std::ofstream(w) << R"({"name":"ok","submit":0,"members":2,"work":60})"

@@ -255,6 +255,11 @@ int run_simulate(const SimulateArgs& a) {
                        " has no effect: no node fails (give --mtbf or --failures)");
   }
   for (const std::string& text : warnings) warn(text);
+  // Warnings found after the first were printed: printed now and recorded with them.
+  const auto late_warning = [&](const std::string& text) {
+    warn(text);
+    warnings.push_back(text);
+  };
   QueueTree queues = a.queues.empty() ? QueueTree::flat(w.tenants) : load_queue_tree(a.queues);
   if (!a.queues.empty()) {
     queues.bind(w.tenants, source);
@@ -397,17 +402,18 @@ int run_simulate(const SimulateArgs& a) {
     opt.round_seconds = a.rounds;
     opt.round_stay_factor = a.round_stay;
   } else if (a.round_stay != 4) {
-    warnings.push_back("--round-stay has no effect without --rounds");
+    late_warning("--round-stay has no effect without --rounds");
   }
   std::optional<PolluxProfiles> profiles;
   const GoodputAllocationOptions goodput_defaults;
   if (policy.goodput) {
     // Goodput rounds replace the cycle as rounds do; what they do not model is refused.
-    const auto refuse = [](const std::string& what) {
-      throw CLI::ValidationError("--policy", "goodput cannot be combined with " + what +
-                                                 " (its rounds do not model it)");
+    const auto refuse = [](const std::string& what,
+                           const std::string& why = "its rounds do not model it") {
+      throw CLI::ValidationError("--policy",
+                                 "goodput cannot be combined with " + what + " (" + why + ")");
     };
-    if (policy.elastic) refuse("--elastic (goodput resizes jobs itself)");
+    if (policy.elastic) refuse("--elastic", "goodput resizes jobs itself");
     if (policy.heterogeneity) refuse("--hetero");
     if (opt.energy.policies() || knob) refuse("power policies");
     if (!opt.failures.empty()) refuse("node failures");
@@ -419,8 +425,8 @@ int run_simulate(const SimulateArgs& a) {
     profiles = PolluxProfiles::load(
         (std::filesystem::path(data_dir(a)) / "philly" / "pollux" / "applications").string());
     if (profiles->empty()) {
-      warnings.push_back("--policy goodput: no application profiles under " + data_dir(a) +
-                         "/philly/pollux/applications: every job runs as a rigid gang");
+      late_warning("--policy goodput: no application profiles under " + data_dir(a) +
+                   "/philly/pollux/applications: every job runs as a rigid gang");
     }
     opt.adaptive_profiles = &*profiles;
     opt.goodput = a.goodput;
@@ -437,7 +443,7 @@ int run_simulate(const SimulateArgs& a) {
              a.goodput.service_exponent != goodput_defaults.service_exponent ||
              a.goodput.max_restart_penalty != goodput_defaults.max_restart_penalty ||
              a.goodput.min_restart_penalty != goodput_defaults.min_restart_penalty) {
-    warnings.push_back("--goodput-* options have no effect without --policy goodput");
+    late_warning("--goodput-* options have no effect without --policy goodput");
   }
   run["policy"]["round_seconds"] =
       opt.round_seconds > 0 ? nlohmann::ordered_json(opt.round_seconds) : nlohmann::ordered_json();

@@ -254,6 +254,12 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
+  if (policy_.goodput) {
+    // The goodput rounds resize and restart jobs from what they report; serve's cycle does
+    // not resize local processes (docs/goodput.md says where the policy runs).
+    throw std::invalid_argument(
+        "--policy goodput: not in serve yet, only in `tessera simulate` (docs/goodput.md)");
+  }
   if (!opt_.classifier.empty()) {
     classifier_ = make_workload_classifier(opt_.classifier);
     if (!classifier_) {

@@ -159,6 +159,13 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
       power_(opt_.power),
       history_(opt_.history_window),
       history_sampler_(wall_now()) {
+  if (policy_.goodput) {
+    // Resizing pod groups and their batch sizes needs the workload controller's co-operation
+    // (docs/goodput.md says where the policy runs).
+    throw std::invalid_argument(
+        "--policy goodput: not in the Kubernetes scheduler yet, only in `tessera simulate` "
+        "(docs/goodput.md)");
+  }
   policy_.elastic = false;  // a pod group's size is its controller's, not the scheduler's
   check_power_options(opt_.power, policy_.elastic);
   policy_.power_shifting = opt_.power.shifting;
