@@ -85,7 +85,7 @@ struct SimRun {
 };
 
 SimRun run(const Workload& w, const Cluster& c, const std::string& policy,
-        const PolluxProfiles& profiles, const ExecutionModel& model) {
+           const PolluxProfiles& profiles, const ExecutionModel& model) {
   SimRun r;
   std::ostringstream events;
   SimOptions o;
@@ -174,8 +174,7 @@ TEST(GoodputRounds, BeatsPolluxOnItsWorkloads) {
   // (results-jobload/pollux-1.0/summary.json): 2,751 s. las: 3,865 s.
   double goodput = 0, las = 0;
   for (int i = 1; i <= 8; ++i) {
-    const Workload w =
-        workload(s, kPollux + "/workloads/workload-" + std::to_string(i) + ".csv");
+    const Workload w = workload(s, kPollux + "/workloads/workload-" + std::to_string(i) + ".csv");
     goodput += run(w, s.cluster, "goodput", s.profiles, *s.model).mean_jct / 8;
     las += run(w, s.cluster, "las", s.profiles, *s.model).mean_jct / 8;
   }

@@ -9,8 +9,8 @@ namespace tessera {
 namespace {
 
 struct Step {
-  int to = 0;          // GPUs after the step
-  double ratio = 0;    // weighted value gained per GPU added
+  int to = 0;        // GPUs after the step
+  double ratio = 0;  // weighted value gained per GPU added
 };
 
 }  // namespace
@@ -20,9 +20,10 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
   if (!(o.service_scale > 0) || o.service_exponent < 0 || o.restart_seconds < 0 ||
       !(o.max_restart_penalty >= 0) || !(o.max_restart_penalty < 1) ||
       !(o.min_restart_penalty >= 0)) {
-    throw std::invalid_argument("goodput allocation: service_scale must be > 0, "
-                                "service_exponent and restart_seconds >= 0 and "
-                                "max_restart_penalty in [0, 1)");
+    throw std::invalid_argument(
+        "goodput allocation: service_scale must be > 0, "
+        "service_exponent and restart_seconds >= 0 and "
+        "max_restart_penalty in [0, 1)");
   }
   // What a restart costs job j by its run time alone (it is expected to run about as long
   // again as it has run).
@@ -41,8 +42,8 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
         std::floor(std::log2(1.0 + std::max(0.0, jobs[j].attained_gpu_seconds) / o.service_scale));
     weight[j] = std::pow(2.0, -level * o.service_exponent);
     if (o.priority == GoodputPriority::kShortestRemaining && jobs[j].remaining_gpu_seconds >= 0) {
-      weight[j] = std::pow(1.0 + jobs[j].remaining_gpu_seconds / o.service_scale,
-                           -o.service_exponent);
+      weight[j] =
+          std::pow(1.0 + jobs[j].remaining_gpu_seconds / o.service_scale, -o.service_exponent);
     }
   }
   // value(j, k): what k GPUs are worth to job j. Any count but the one it holds means a

@@ -22,9 +22,9 @@ struct GoodputDemand {
   std::vector<double> speedup;
   // Only the largest size or nothing (a gang that cannot resize).
   bool rigid = false;
-  int current = 0;                   // GPUs it holds now
-  double attained_gpu_seconds = 0;   // GPU time it has had so far
-  double run_seconds = 0;            // how long it has run so far (all its runs)
+  int current = 0;                  // GPUs it holds now
+  double attained_gpu_seconds = 0;  // GPU time it has had so far
+  double run_seconds = 0;           // how long it has run so far (all its runs)
   // What one GPU would need for the rest of its training (from its progress reports); < 0:
   // unknown.
   double remaining_gpu_seconds = -1;

@@ -87,16 +87,18 @@ BatchSplit fixed_split(const BatchLimits& l, int batch, int replicas) {
 GoodputModel::GoodputModel(BatchLimits limits) : limits_(limits) {
   if (limits_.init_batch < 1 || limits_.max_local < 1 || limits_.min_local < 1 ||
       limits_.max_batch < limits_.init_batch) {
-    throw std::invalid_argument("goodput model: batch limits need 1 <= init_batch <= max_batch "
-                                "and 1 <= min_local <= max_local");
+    throw std::invalid_argument(
+        "goodput model: batch limits need 1 <= init_batch <= max_batch "
+        "and 1 <= min_local <= max_local");
   }
 }
 
 void GoodputModel::report(const StepReport& r) {
-  if (r.replicas < 1 || r.nodes < 1 || r.atomic_bsz < 1 || !(r.step_time > 0) ||
-      r.sync_time < 0 || r.sync_time > r.step_time) {
-    throw std::invalid_argument("goodput model: a step report needs replicas, nodes and batch "
-                                ">= 1 and 0 <= sync_time <= step_time > 0");
+  if (r.replicas < 1 || r.nodes < 1 || r.atomic_bsz < 1 || !(r.step_time > 0) || r.sync_time < 0 ||
+      r.sync_time > r.step_time) {
+    throw std::invalid_argument(
+        "goodput model: a step report needs replicas, nodes and batch "
+        ">= 1 and 0 <= sync_time <= step_time > 0");
   }
   const auto key = std::make_tuple(r.nodes, r.replicas, r.atomic_bsz);
   if (obs_.count(key) != 0) return;

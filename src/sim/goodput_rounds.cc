@@ -33,8 +33,8 @@ const AdaptiveTraining::Table& AdaptiveTraining::table(const std::vector<int>& p
   for (size_t i = 0; i < splits.size(); ++i) {
     BatchSplit& s = splits[i];
     // As Pollux's Job.update_local_bsz: the batch trained with never exceeds max_batch.
-    s.atomic_bsz = std::max(
-        1, std::min(s.atomic_bsz, app_.max_batch_size() / (n * (s.accum_steps + 1))));
+    s.atomic_bsz =
+        std::max(1, std::min(s.atomic_bsz, app_.max_batch_size() / (n * (s.accum_steps + 1))));
     const PolluxStepTime t = app_.throughput(placement, s.atomic_bsz);
     iteration[i] = t.step_time + s.accum_steps * (t.step_time - t.sync_time);
   }
@@ -90,8 +90,8 @@ BatchSplit AdaptiveTraining::split(const std::vector<int>& placement, int epoch)
   return t.split[static_cast<size_t>(std::clamp(epoch, 0, app_.max_epochs() - 1))];
 }
 
-GoodputPlanner::GoodputPlanner(const PolluxProfiles& profiles, const Workload& w,
-                               const Cluster& c, GoodputAllocationOptions o)
+GoodputPlanner::GoodputPlanner(const PolluxProfiles& profiles, const Workload& w, const Cluster& c,
+                               GoodputAllocationOptions o)
     : w_(w), c_(c), opt_(o), jobs_(w.jobs.size()) {
   std::map<std::pair<const PolluxApplication*, int>, AdaptiveTraining*> shared;
   int64_t cluster_gpus = 0;

@@ -20,8 +20,8 @@
 #include "model/queue_tree.h"
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
-#include "sim/pollux_profile.h"
 #include "sim/fairness_tracker.h"
+#include "sim/pollux_profile.h"
 #include "sim/recovery_policy.h"
 
 namespace tessera {
