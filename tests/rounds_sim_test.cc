@@ -4,8 +4,11 @@
 // over-committed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/policy.h"
 #include "model/cluster.h"
+#include "sim/gavel_rounds.h"
 #include "sim/simulator.h"
 
 namespace tessera {
@@ -94,6 +97,37 @@ TEST(Rounds, HeterogeneityAwareSharesPutJobsWhereTheyGainAndFinishSooner) {
   EXPECT_LT(mean_finish(aware), mean_finish(blind));
   // c, indifferent to the type, is never worse off than under equal shares.
   EXPECT_LE(aware.jobs[2].finish, blind.jobs[2].finish + 360);
+}
+
+TEST(Rounds, TheLpTakesTheRunningAndTheLeastServedUpToItsCap) {
+  const ThreeTypes s = three_types();
+  std::vector<JobSpec> specs;
+  for (int i = 0; i < 6; ++i) specs.push_back(job(s, "j" + std::to_string(i), 1.0F, 0.5F, 0.25F));
+  const std::vector<double> none(s.cluster.gpu_types().size(), 0.0);
+  std::vector<GavelCandidate> cands;
+  for (JobId i = 0; i < 6; ++i) {
+    GavelCandidate g;
+    g.id = i;
+    g.spec = &specs[i];
+    g.rounds_on = none;
+    g.attained = 1000.0 * (6 - i);  // j5 has had least, j0 most
+    cands.push_back(g);
+  }
+  cands[0].running_on = s.k80;  // j0 runs (most served)
+  GavelPlanner all, capped;
+  const std::vector<GpuTypeId> everyone = all.plan(s.cluster, cands, true, 4);
+  const std::vector<GpuTypeId> plan = capped.plan(s.cluster, cands, true, 4, 3);
+  // Capped at 3: j0 (running) and the two least served, j5 and j4, are planned; three types of
+  // one GPU each run them all; the others wait.
+  for (size_t k = 0; k < cands.size(); ++k) {
+    const bool planned = k == 0 || k == 4 || k == 5;
+    EXPECT_EQ(plan[k] != kNoGpuType, planned) << k;
+  }
+  EXPECT_EQ(capped.lp_solves(), 1u);
+  // Uncapped, three of the six run too (three GPUs), by the LP's shares.
+  EXPECT_EQ(std::count_if(everyone.begin(), everyone.end(),
+                          [](GpuTypeId t) { return t != kNoGpuType; }),
+            3);
 }
 
 }  // namespace

@@ -121,6 +121,10 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "--policy goodput: the least a restart costs a job, however long it has run")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
+  s->add_option("--round-lp-jobs", a.round_lp_jobs,
+                "with --rounds: at most this many jobs enter a round's LP (the running ones, then "
+                "the least-served waiting ones; the rest wait that round); default 4 x the "
+                "cluster's GPUs");
   s->add_option("--round-stay", a.round_stay,
                 "with --rounds: a running job's claim on its GPU type counts this many times "
                 "before a round moves or suspends it (1: Gavel's rule)")
@@ -401,8 +405,10 @@ int run_simulate(const SimulateArgs& a) {
     }
     opt.round_seconds = a.rounds;
     opt.round_stay_factor = a.round_stay;
-  } else if (a.round_stay != 4) {
-    late_warning("--round-stay has no effect without --rounds");
+    opt.round_lp_jobs = a.round_lp_jobs > 0 ? a.round_lp_jobs : size_t{4} * cluster.num_gpus();
+  } else {
+    if (a.round_stay != 4) late_warning("--round-stay has no effect without --rounds");
+    if (a.round_lp_jobs > 0) late_warning("--round-lp-jobs has no effect without --rounds");
   }
   std::optional<PolluxProfiles> profiles;
   const GoodputAllocationOptions goodput_defaults;
@@ -447,7 +453,10 @@ int run_simulate(const SimulateArgs& a) {
   }
   run["policy"]["round_seconds"] =
       opt.round_seconds > 0 ? nlohmann::ordered_json(opt.round_seconds) : nlohmann::ordered_json();
-  if (a.rounds > 0) run["policy"]["round_stay_factor"] = a.round_stay;
+  if (a.rounds > 0) {
+    run["policy"]["round_stay_factor"] = a.round_stay;
+    run["policy"]["round_lp_jobs"] = opt.round_lp_jobs;
+  }
   run["policy"]["power_shifting"] = policy.power_shifting;
   run["energy"] = energy_run_json(a.energy, opt.energy, power);
   run["data_dir"] = data_dir(a);

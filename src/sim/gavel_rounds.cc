@@ -9,9 +9,34 @@
 namespace tessera {
 
 std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<GavelCandidate>& jobs,
-                                          bool aware, double stay_factor) {
+                                          bool aware, double stay_factor, size_t max_jobs) {
   std::vector<GpuTypeId> out(jobs.size(), kNoGpuType);
   if (jobs.empty()) return out;
+  if (max_jobs > 0 && jobs.size() > max_jobs) {
+    // Too many to share time among usefully (and for the LP to solve every round): the
+    // running jobs and the least-served waiting ones, up to max_jobs, are planned; the rest
+    // wait this round.
+    std::vector<size_t> keep;
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      if (jobs[k].running_on != kNoGpuType) keep.push_back(k);
+    }
+    std::vector<size_t> waiting;
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      if (jobs[k].running_on == kNoGpuType) waiting.push_back(k);
+    }
+    std::stable_sort(waiting.begin(), waiting.end(),
+                     [&](size_t a, size_t b) { return jobs[a].attained < jobs[b].attained; });
+    for (size_t k : waiting) {
+      if (keep.size() >= max_jobs) break;
+      keep.push_back(k);
+    }
+    std::sort(keep.begin(), keep.end());
+    std::vector<GavelCandidate> some;
+    for (size_t k : keep) some.push_back(jobs[k]);
+    const std::vector<GpuTypeId> part = plan(c, some, aware, stay_factor, 0);
+    for (size_t i = 0; i < keep.size(); ++i) out[keep[i]] = part[i];
+    return out;
+  }
   // The LP's types: those the cluster has.
   std::vector<GpuTypeId> types;
   std::vector<double> capacity;

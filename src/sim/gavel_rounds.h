@@ -34,9 +34,11 @@ class GavelPlanner {
   // by index into `jobs`. Only GPU types present in `c` count; a job's throughput on a type is
   // its type_speed there (the type table's relative speed when it has none; 1 on every type
   // when not `aware`: Gavel's heterogeneity-agnostic baseline), 0 where its allowed_types
-  // exclude the type. `stay_factor`: plan_round's (engine/round_plan.h).
+  // exclude the type. `stay_factor`: plan_round's (engine/round_plan.h). `max_jobs` > 0: at
+  // most that many jobs enter the LP (every running job, then the waiting ones with the least
+  // attained service); the others wait this round.
   std::vector<GpuTypeId> plan(const Cluster& c, const std::vector<GavelCandidate>& jobs, bool aware,
-                              double stay_factor);
+                              double stay_factor, size_t max_jobs = 0);
   uint64_t lp_solves() const { return solves_; }
 
  private:

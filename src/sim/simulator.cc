@@ -930,7 +930,7 @@ class Simulation {
     for (JobId j : running_) candidate(j, c_.node(jobs_[j].alloc.member_node.front()).gpu_type);
     for (const PendingJob& p : pending_.jobs()) candidate(p.id, kNoGpuType);
     const std::vector<GpuTypeId> plan =
-        planner_.plan(c_, cands, policy_.heterogeneity, opt_.round_stay_factor);
+        planner_.plan(c_, cands, policy_.heterogeneity, opt_.round_stay_factor, opt_.round_lp_jobs);
     result_.round_lp_solves = planner_.lp_solves();
     ++result_.rounds;
     // Who moves: running jobs the plan suspends or sends elsewhere give way first.

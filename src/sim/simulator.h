@@ -111,6 +111,9 @@ struct SimOptions {
   // a restart: 4 halves the mean JCT lost to moves on the Philly/Gavel setup
   // (docs/heterogeneity.md).
   double round_stay_factor = 4;
+  // At most this many jobs enter a round's LP (every running job, then the waiting ones with
+  // the least attained service; the others wait that round); 0: all.
+  size_t round_lp_jobs = 0;
   // Goodput-aware elastic scheduling (Policy::goodput; sim/goodput_rounds.h), at every round:
   // the application profiles that are the truth of how adaptive jobs train (not owned; jobs
   // whose application has no profile are rigid gangs), and how GPUs are shared out.
