@@ -28,7 +28,7 @@ struct SimulateArgs {
   bool hetero = false;               // heterogeneity-aware placement (Policy::heterogeneity)
   double rounds = 0;                 // round-based scheduling, round length (s); 0: off
   double round_stay = 4;             // SimOptions::round_stay_factor
-  size_t round_lp_jobs = 0;          // SimOptions::round_lp_jobs (0: 4 x the cluster's GPUs)
+  size_t round_lp_jobs = 0;          // SimOptions::round_lp_jobs (0: all)
   GoodputAllocationOptions goodput;  // --policy goodput: how GPUs are shared out
   std::string goodput_priority = "srpt";
   bool reserve_inference = false;    // SimOptions::reserve_inference

@@ -123,8 +123,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
       ->check(CLI::Range(0.0, 0.99));
   s->add_option("--round-lp-jobs", a.round_lp_jobs,
                 "with --rounds: at most this many jobs enter a round's LP (the running ones, then "
-                "the least-served waiting ones; the rest wait that round); default 4 x the "
-                "cluster's GPUs");
+                "the least-served waiting ones; the rest wait that round); default: all");
   s->add_option("--round-stay", a.round_stay,
                 "with --rounds: a running job's claim on its GPU type counts this many times "
                 "before a round moves or suspends it (1: Gavel's rule)")
@@ -389,13 +388,8 @@ int run_simulate(const SimulateArgs& a) {
          "(e.g. --policy " +
          policy.name().substr(0, policy.name().find('+')) + "+bestfit)");
   }
-  if (a.rounds > 0) {
-    // Rounds replace the cycle's starts and preemptions; what rounds do not model is refused.
-    const auto refuse = [](const std::string& what) {
-      throw CLI::ValidationError("--rounds", "round-based scheduling cannot be combined with " +
-                                                 what + " (the rounds do not model it)");
-    };
-    if (policy.elastic) refuse("--elastic");
+  // What neither kind of rounds (Gavel's, goodput's) models, refused with `refuse(what)`.
+  const auto refuse_unmodelled = [&](const auto& refuse) {
     if (opt.energy.policies() || knob) refuse("power policies");
     if (!opt.failures.empty()) refuse("node failures");
     if (opt.reserve_inference) refuse("--reserve-inference");
@@ -403,9 +397,18 @@ int run_simulate(const SimulateArgs& a) {
     if (any_job([](const JobSpec& j) { return j.demand.gpu_milli < kMilliPerGpu; })) {
       refuse("fractional-GPU jobs");
     }
+  };
+  if (a.rounds > 0) {
+    // Rounds replace the cycle's starts and preemptions; what rounds do not model is refused.
+    const auto refuse = [](const std::string& what) {
+      throw CLI::ValidationError("--rounds", "round-based scheduling cannot be combined with " +
+                                                 what + " (the rounds do not model it)");
+    };
+    if (policy.elastic) refuse("--elastic");
+    refuse_unmodelled(refuse);
     opt.round_seconds = a.rounds;
     opt.round_stay_factor = a.round_stay;
-    opt.round_lp_jobs = a.round_lp_jobs > 0 ? a.round_lp_jobs : size_t{4} * cluster.num_gpus();
+    opt.round_lp_jobs = a.round_lp_jobs;
   } else {
     if (a.round_stay != 4) late_warning("--round-stay has no effect without --rounds");
     if (a.round_lp_jobs > 0) late_warning("--round-lp-jobs has no effect without --rounds");
@@ -421,13 +424,7 @@ int run_simulate(const SimulateArgs& a) {
     };
     if (policy.elastic) refuse("--elastic", "goodput resizes jobs itself");
     if (policy.heterogeneity) refuse("--hetero");
-    if (opt.energy.policies() || knob) refuse("power policies");
-    if (!opt.failures.empty()) refuse("node failures");
-    if (opt.reserve_inference) refuse("--reserve-inference");
-    if (opt.carbon != nullptr) refuse("--carbon");
-    if (any_job([](const JobSpec& j) { return j.demand.gpu_milli < kMilliPerGpu; })) {
-      refuse("fractional-GPU jobs");
-    }
+    refuse_unmodelled(refuse);
     profiles = PolluxProfiles::load(
         (std::filesystem::path(data_dir(a)) / "philly" / "pollux" / "applications").string());
     if (profiles->empty()) {
