@@ -52,9 +52,11 @@ def main():
     p.add_argument("--tessera", required=True)
     p.add_argument("--gavel", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--rates", default="0.5,1,1.5,2,2.5,3", help="jobs per hour")
-    p.add_argument("--jobs", type=int, default=600)
-    p.add_argument("--window", default="100,500", help="arrival indices measured, [lo, hi)")
+    p.add_argument("--rates", default="1,2,3,4,5,5.5,6", help="jobs per hour")
+    p.add_argument("--jobs", type=int, default=6000,
+                   help="jobs generated; more than the window's end, so that arrivals go on "
+                   "while the window's jobs run")
+    p.add_argument("--window", default="4000,5000", help="arrival indices measured, [lo, hi)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--round", type=float, default=360)
     args = p.parse_args()

@@ -125,9 +125,9 @@ TEST(Rounds, TheLpTakesTheRunningAndTheLeastServedUpToItsCap) {
   }
   EXPECT_EQ(capped.lp_solves(), 1u);
   // Uncapped, three of the six run too (three GPUs), by the LP's shares.
-  EXPECT_EQ(std::count_if(everyone.begin(), everyone.end(),
-                          [](GpuTypeId t) { return t != kNoGpuType; }),
-            3);
+  EXPECT_EQ(
+      std::count_if(everyone.begin(), everyone.end(), [](GpuTypeId t) { return t != kNoGpuType; }),
+      3);
 }
 
 }  // namespace

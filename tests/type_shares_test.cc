@@ -120,6 +120,32 @@ TEST(TypeShares, ConstraintsHoldOnRandomProblems) {
   }
 }
 
+// Gavel's continuous setup near saturation: hundreds of jobs of a few models. Such LPs are so
+// degenerate that GLPK's simplex method stalled on them for minutes; jobs alike are solved as
+// one class, and each gets the same shares.
+TEST(TypeShares, ManyJobsAlikeGetTheSameShares) {
+  const std::vector<std::vector<double>> models = {
+      {1.0, 0.5, 0.2}, {1.0, 0.8, 0.5}, {1.0, 1.0, 1.0}, {1.0, 0.4, 0.1}};
+  TypeShareInput in;
+  in.capacity = {36, 36, 36};
+  for (int j = 0; j < 600; ++j) {
+    in.throughput.push_back(models[static_cast<size_t>(j) % models.size()]);
+    in.gpus.push_back(1);
+  }
+  const TypeShares s = solve_type_shares(in, TypeShareObjective::kMaxMinFairness);
+  ASSERT_EQ(s.x.size(), 600u);
+  std::vector<double> used(3, 0.0);
+  for (size_t j = 0; j < s.x.size(); ++j) {
+    EXPECT_EQ(s.x[j], s.x[j % models.size()]) << j;  // alike: the same shares
+    double time = 0;
+    for (size_t t = 0; t < 3; ++t) time += s.x[j][t], used[t] += s.x[j][t];
+    EXPECT_LE(time, 1 + 1e-9);
+    EXPECT_GT(effective_throughput(in, s, j), 0);  // nobody starves
+  }
+  for (size_t t = 0; t < 3; ++t) EXPECT_NEAR(used[t], 36, 1e-6);  // nothing idles
+  EXPECT_GT(s.objective, 0);
+}
+
 TEST(TypeShares, MalformedInputIsNamed) {
   TypeShareInput in;
   in.throughput = {{1, 0}};
