@@ -117,6 +117,11 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "up to this)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
+  s->add_option("--goodput-explore", a.goodput.exploration,
+                "--policy goodput: a job is offered at most this many times the GPUs it has "
+                "reported from (Pollux: 2)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 64.0));
   s->add_option("--goodput-min-restart-penalty", a.goodput.min_restart_penalty,
                 "--policy goodput: the least a restart costs a job, however long it has run")
       ->capture_default_str()
@@ -441,11 +446,13 @@ int run_simulate(const SimulateArgs& a) {
                                 {"service_exponent", a.goodput.service_exponent},
                                 {"max_restart_penalty", a.goodput.max_restart_penalty},
                                 {"min_restart_penalty", a.goodput.min_restart_penalty},
+                                {"exploration", a.goodput.exploration},
                                 {"restart_seconds", a.goodput.restart_seconds}};
   } else if (a.goodput.service_scale != goodput_defaults.service_scale ||
              a.goodput.service_exponent != goodput_defaults.service_exponent ||
              a.goodput.max_restart_penalty != goodput_defaults.max_restart_penalty ||
-             a.goodput.min_restart_penalty != goodput_defaults.min_restart_penalty) {
+             a.goodput.min_restart_penalty != goodput_defaults.min_restart_penalty ||
+             a.goodput.exploration != goodput_defaults.exploration) {
     late_warning("--goodput-* options have no effect without --policy goodput");
   }
   run["policy"]["round_seconds"] =

@@ -56,6 +56,10 @@ struct GoodputAllocationOptions {
   // ... and at least this: however long a job has run, a change is also exposed to the next
   // arrivals taking its GPUs again.
   double min_restart_penalty = 0.2;
+  // A job is offered at most this many times the GPUs it has reported from (its model is not
+  // trusted further out). Pollux uses 2; 4 lets a job whose curve dips where it first spans
+  // two nodes reach the larger sizes that pay off (docs/goodput.md).
+  double exploration = 4;
 };
 
 // GPUs per job (by index), summing to at most `gpus`. Deterministic: ties go to the lower index.

@@ -93,6 +93,9 @@ BatchSplit AdaptiveTraining::split(const std::vector<int>& placement, int epoch)
 GoodputPlanner::GoodputPlanner(const PolluxProfiles& profiles, const Workload& w, const Cluster& c,
                                GoodputAllocationOptions o)
     : w_(w), c_(c), opt_(o), jobs_(w.jobs.size()) {
+  if (!(opt_.exploration >= 1)) {
+    throw std::invalid_argument("goodput: exploration must be >= 1 (times the GPUs reported from)");
+  }
   std::map<std::pair<const PolluxApplication*, int>, AdaptiveTraining*> shared;
   int64_t cluster_gpus = 0;
   for (const Node& n : c.nodes()) cluster_gpus += n.num_gpus;
@@ -196,7 +199,8 @@ int GoodputPlanner::max_gpus(JobId j) const {
   }
   const Adaptive& a = *jobs_[j];
   if (a.model.limits().fixed_batch > 0) return a.limit;
-  return std::min(a.limit, std::max(1, 2 * a.model.max_profiled_replicas()));
+  const auto explored = static_cast<double>(a.model.max_profiled_replicas());
+  return std::min(a.limit, std::max(1, static_cast<int>(opt_.exploration * explored)));
 }
 
 std::vector<int> GoodputPlanner::plan(std::span<const GoodputCandidate> jobs, int gpus,

@@ -91,8 +91,8 @@ class GoodputPlanner {
   // Job j's speedup on `replicas` GPUs over `nodes` nodes as the scheduler knows it (its
   // model once it has reported, else `replicas`).
   double speedup(JobId j, int nodes, int replicas) const;
-  // The most GPUs job j may be given now (Pollux's exploration: twice the most it has reported
-  // from; rigid gangs: their size).
+  // The most GPUs job j may be given now (GoodputAllocationOptions::exploration times the most
+  // it has reported from, at least one; rigid gangs: their size).
   int max_gpus(JobId j) const;
 
  private:
