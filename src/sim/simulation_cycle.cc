@@ -1,0 +1,137 @@
+// A scheduling cycle in the simulation (sim/simulation.h): the snapshot the engine schedules
+// from, and its decisions applied (preemptions, elastic resizes, starts, power limits); the
+// elastic resize itself, also used by goodput rounds.
+#include "sim/simulation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tessera::sim_detail {
+
+void Simulation::cycle() {
+  ++result_.cycles;
+  snap_running_.clear();
+  for (JobId j : running_) {
+    const JobState& js = jobs_[j];
+    const JobSpec& s = w_.jobs[j];
+    RunningJob r;
+    r.id = j;
+    r.spec = &s;
+    r.alloc = &js.alloc;
+    r.start_time = js.run_start;
+    r.attained_gpu_seconds = js.attained + run_gpus(js) * std::max(0.0, now_ - js.run_start);
+    // What the scheduler may believe: the estimate, scaled by the work already done.
+    if (s.duration_estimate >= 0) {
+      const double frac_left = js.remaining / s.work_seconds;
+      r.expected_end = js.run_start + js.restart_cost + s.duration_estimate * frac_left;
+      // A job that outlived its predicted duration (SimOptions::predictor) is expected to run
+      // as long again as it has run (durations are heavy-tailed), not to end now.
+      if (opt_.predictor != nullptr && r.expected_end < now_) {
+        r.expected_end = now_ + (now_ - js.run_start);
+      }
+    }
+    r.last_checkpoint = js.run_start;
+    r.reclaim_protected_until = js.reclaim_protected_until;
+    r.power_limit_w = js.limit_w;
+    snap_running_.push_back(r);
+  }
+  Snapshot snap;
+  snap.now = now_;
+  snap.cycle = result_.cycles;
+  snap.state = &state_;
+  snap.pending = pending_.jobs();
+  if (!opt_.full_cycles) snap.pending_queue = &pending_;
+  snap.running = snap_running_;
+  snap.queues = &tree_;
+  snap.decayed_usage = fair_.decayed_usage();
+  snap.inference_reserve_milli = reserve_ ? reserve_->reserve_milli(now_) : 0;
+  snap.carbon = opt_.carbon;
+  if (power_policies_) snap.power = &view_;
+  Decisions d = schedule_cycle(snap, policy_);
+  for (const PendingReason& r : d.pending) {
+    JobOutcome& o = result_.jobs[r.job];
+    if (!o.has_first_reason) {
+      o.has_first_reason = true;
+      o.first_reason = r.code;
+      if (jobs_[r.job].history < 0) pending_.set_wants_reason(r.job, false);
+    }
+    note_pending(r);
+  }
+  preemptors_.clear();
+  for (const Preemption& p : d.preemptions) {
+    preempt(p.job, p.for_job, p.cause);
+    preemptors_.push_back(p.for_job);
+  }
+  for (Resize& r : d.resizes) {
+    if (!r.grow) resize(r);
+  }
+  for (Start& s : d.starts) {
+    const bool waits =
+        std::find(preemptors_.begin(), preemptors_.end(), s.job) != preemptors_.end();
+    jobs_[s.job].reclaim_protected_until =
+        s.starving ? now_ + tree_.settings().min_runtime_seconds : 0.0;
+    if (jobs_[s.job].history >= 0) {
+      note(s.job, "placed on {}{}{}", describe_placement(s.alloc),
+           waits ? fmt::format(" by preemption; begins after the {:g} s checkpoint grace",
+                               opt_.checkpoint_grace)
+                 : "",
+           s.backfilled ? " (backfilled ahead of a reservation)" : "");
+      jobs_[s.job].has_reason = false;
+    }
+    start(s.job, std::move(s.alloc), waits ? opt_.checkpoint_grace : 0.0, s.power_limit_w);
+  }
+  for (Resize& r : d.resizes) {
+    if (r.grow) resize(r);
+  }
+  for (const PowerLimit& p : d.power_limits) set_limit(p.job, p.limit_w);
+  for (const Start& s : d.starts) pending_.remove(s.job);
+}
+
+// Whether a running elastic gang is below its maximum (only asked with policy.elastic).
+bool Simulation::any_growable() const {
+  for (JobId j : running_) {
+    if (jobs_[j].alloc.members() < w_.jobs[j].max_members) return true;
+  }
+  return false;
+}
+
+// An elastic gang changes size: it checkpoints on request (nothing is lost), its old members
+// stop and the new set restarts, paying the restart cost, at the speed of its new shape.
+// The event log shows the old GPUs released ("evict") and the new ones held ("start").
+// `released`: its old GPUs are already off the ledger (a goodput round released them to
+// place it anew).
+void Simulation::resize(Resize& r, bool released) {
+  const JobId j = r.job;
+  JobState& js = jobs_[j];
+  const JobSpec& s = w_.jobs[j];
+  const int32_t had = js.alloc.members();
+  js.remaining = std::max(0.0, js.remaining - account_run(j));
+  set_drawing(j, false);
+  if (js.begun) fair_.add_usage(s.tenant, fair_.held(s, js.alloc), -1);
+  fair_.add_demand(s, fair_.held(s, js.alloc), -1);
+  if (!released) state_.release(js.alloc);
+  write_event("evict", j);
+  state_.allocate(r.alloc);
+  wake_nodes(r.alloc);  // grown members on a sleeping node: woken, without a boot delay
+  nodes_released(js.alloc);
+  fair_.add_demand(s, fair_.held(s, r.alloc), +1);
+  js.alloc = std::move(r.alloc);
+  js.generation++;
+  js.run_start = now_;
+  js.restart_cost = s.restart_cost;
+  price_power(j);
+  js.speed = run_speed(j) * js.power_speed;
+  if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
+  events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
+               js.generation);
+  result_.resizes++;
+  if (js.history >= 0) {
+    note(j, "{} from {} to {} members{}", r.grow ? "grown" : "shrunk", had, js.alloc.members(),
+         r.for_job < w_.jobs.size() ? " to make room for " + w_.jobs[r.for_job].name : "");
+  }
+  begin(j);
+}
+
+}  // namespace tessera::sim_detail
