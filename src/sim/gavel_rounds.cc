@@ -3,10 +3,27 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/admission.h"
 #include "engine/round_plan.h"
 #include "engine/type_shares.h"
 
 namespace tessera {
+
+bool GavelPlanner::fits_type(const Cluster& c, JobId id, const JobSpec& s, GpuTypeId t) {
+  auto it = fits_.find(id);
+  if (it == fits_.end()) {
+    // Types whose nodes can hold the gang at all (an empty cluster of that type admits it):
+    // the LP counts GPUs, not how they are spread over nodes.
+    GpuTypeMask mask = 0;
+    for (GpuTypeId u = 0; u < c.gpu_types().size(); ++u) {
+      JobSpec on = s;
+      on.allowed_types = GpuTypeMask{1} << u;
+      if (type_allowed(s.allowed_types, u) && !infeasible_reason(c, on)) mask |= on.allowed_types;
+    }
+    it = fits_.emplace(id, mask).first;
+  }
+  return (it->second & (GpuTypeMask{1} << t)) != 0;
+}
 
 std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<GavelCandidate>& jobs,
                                           bool aware, double stay_factor, size_t max_jobs) {
@@ -65,7 +82,7 @@ std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<Ga
       std::vector<double> row;
       for (GpuTypeId t : types) {
         double speed = 0;
-        if (type_allowed(s.allowed_types, t)) {
+        if (type_allowed(s.allowed_types, t) && fits_type(c, jobs[k].id, s, t)) {
           speed = !aware                    ? 1.0
                   : t < s.type_speed.size() ? s.type_speed[t]
                                             : c.gpu_types().at(t).relative_speed;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "model/cluster.h"
@@ -42,6 +43,10 @@ class GavelPlanner {
   uint64_t lp_solves() const { return solves_; }
 
  private:
+  // Whether job `id`'s gang fits on type t's nodes at all (memoised per job).
+  bool fits_type(const Cluster& c, JobId id, const JobSpec& s, GpuTypeId t);
+
+  std::unordered_map<JobId, GpuTypeMask> fits_;
   std::vector<JobId> ids_;                  // the jobs of the last LP, ascending
   std::vector<std::vector<double>> share_;  // their shares, by position in ids_, per LP type
   uint64_t solves_ = 0;

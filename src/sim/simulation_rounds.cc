@@ -33,14 +33,28 @@ void Simulation::play_round() {
   planned_jobs_.clear();
   for (JobId j : running_) candidate(j, c_.node(jobs_[j].alloc.member_node.front()).gpu_type);
   for (const PendingJob& p : pending_.jobs()) candidate(p.id, kNoGpuType);
-  const std::vector<GpuTypeId> plan =
+  std::vector<GpuTypeId> plan =
       planner_.plan(c_, cands, policy_.heterogeneity, opt_.round_stay_factor, opt_.round_lp_jobs);
   result_.round_lp_solves = planner_.lp_solves();
   ++result_.rounds;
-  // Who moves: running jobs the plan suspends or sends elsewhere give way first.
+  // Who moves: running jobs the plan suspends or sends elsewhere give way first. A job the
+  // plan sends to a type whose free GPUs cannot hold its gang now (the plan counts GPUs, not
+  // nodes) stays where it runs: moving it would only suspend it.
   bool preempted = false;
+  Rng trial(mix_seed(policy_.seed, result_.rounds * 31 + 7));
   for (size_t k = 0; k < cands.size(); ++k) {
     const JobId j = cands[k].id;
+    if (cands[k].running_on != kNoGpuType && plan[k] != kNoGpuType &&
+        plan[k] != cands[k].running_on) {
+      JobSpec on_type = w_.jobs[j];
+      on_type.allowed_types = GpuTypeMask{1} << plan[k];
+      Allocation a;
+      if (policy_.scorer->place(state_, on_type, on_type.min_members, trial, a)) {
+        state_.release(a);
+      } else {
+        plan[k] = cands[k].running_on;
+      }
+    }
     jobs_[j].planned = plan[k];
     jobs_[j].rounds += 1;
     if (plan[k] != kNoGpuType) planned_jobs_.push_back(j);
@@ -51,16 +65,53 @@ void Simulation::play_round() {
   }
   // Who comes in: waiting jobs the plan gives a type, placed on it.
   Rng rng(mix_seed(policy_.seed, result_.rounds));
+  const double delay = preempted ? opt_.checkpoint_grace : 0.0;
+  std::vector<GpuTypeId> got = plan;  // the type each job runs on this round
+  std::vector<size_t> misfits;
   for (size_t k = 0; k < cands.size(); ++k) {
     const JobId j = cands[k].id;
     if (cands[k].running_on != kNoGpuType || plan[k] == kNoGpuType) continue;
-    if (start_on_planned_type(j, rng, preempted ? opt_.checkpoint_grace : 0.0)) {
+    if (start_on_planned_type(j, rng, delay)) {
       pending_.remove(j);
+    } else {
+      misfits.push_back(k);
     }
   }
-  // The rounds each job ran on each type (counted for this round, as planned).
+  // A gang the plan gave a type that has the GPUs but not on the nodes it needs (the plan
+  // counts GPUs, not how they are spread) tries the GPUs left free on its other types, the
+  // fastest for it first, once every planned start is placed; otherwise it waits. Either way
+  // it is counted where it ran, so that a type it cannot fit does not keep its claim forever
+  // nor is it charged a round it did not run.
+  for (size_t k : misfits) {
+    const JobId j = cands[k].id;
+    const JobSpec& s = w_.jobs[j];
+    got[k] = kNoGpuType;
+    std::vector<GpuTypeId> others;
+    for (GpuTypeId t = 0; t < c_.gpu_types().size(); ++t) {
+      if (t != plan[k] && c_.num_gpus_of_type(t) > 0 && type_allowed(s.allowed_types, t)) {
+        others.push_back(t);
+      }
+    }
+    const auto speed = [&](GpuTypeId t) {
+      return t < s.type_speed.size() ? static_cast<double>(s.type_speed[t])
+                                     : c_.gpu_types().at(t).relative_speed;
+    };
+    std::stable_sort(others.begin(), others.end(),
+                     [&](GpuTypeId a, GpuTypeId b) { return speed(a) > speed(b); });
+    for (GpuTypeId t : others) {
+      jobs_[j].planned = t;
+      if (start_on_planned_type(j, rng, delay)) {
+        pending_.remove(j);
+        got[k] = t;
+        break;
+      }
+    }
+    if (got[k] == kNoGpuType) jobs_[j].planned = kNoGpuType;
+  }
+  // The rounds each job ran on each type (this round's; a job moved to another type counts
+  // there: it restarts there after its checkpoint).
   for (size_t k = 0; k < cands.size(); ++k) {
-    if (plan[k] != kNoGpuType) jobs_[cands[k].id].rounds_on[plan[k]] += 1;
+    if (got[k] != kNoGpuType) jobs_[cands[k].id].rounds_on[got[k]] += 1;
   }
 }
 
