@@ -37,11 +37,7 @@ GoodputModel model(Rng& rng) {
 std::vector<GoodputDemand> demands(const std::vector<GoodputModel>& models, int max_gpus) {
   std::vector<GoodputDemand> out(models.size());
   for (size_t j = 0; j < models.size(); ++j) {
-    const double base = models[j].best(1, 1).goodput;
-    out[j].speedup.assign(static_cast<size_t>(max_gpus) + 1, 0.0);
-    for (int n = 1; n <= max_gpus; ++n) {
-      out[j].speedup[static_cast<size_t>(n)] = models[j].best((n + 3) / 4, n).goodput / base;
-    }
+    out[j].speedup = models[j].speedup_curve(max_gpus, 4);
     out[j].remaining_gpu_seconds = models[j].remaining_gpu_seconds();
     out[j].current = static_cast<int>(j % 3);
     out[j].run_seconds = 600;

@@ -99,74 +99,67 @@ TEST(Rounds, HeterogeneityAwareSharesPutJobsWhereTheyGainAndFinishSooner) {
   EXPECT_LE(aware.jobs[2].finish, blind.jobs[2].finish + 360);
 }
 
-TEST(Rounds, AGangItsPlannedTypeCannotHoldRunsOnAnotherType) {
-  // Four V100s on two nodes, four K80s on one. A 4-GPU single-node gang is fastest on V100s,
-  // so the LP gives it the V100s (four GPUs), but no V100 node holds it: it must run on the
-  // K80s rather than wait for a V100 node that will never exist.
-  ClusterBuilder b;
-  const GpuTypeId v100 = b.gpu_types().intern("V100");
-  const GpuTypeId k80 = b.gpu_types().intern("K80");
-  b.add_node("s", "r", "v0", v100, 2, 64000, 1 << 20);
-  b.add_node("s", "r", "v1", v100, 2, 64000, 1 << 20);
-  b.add_node("s", "r", "k0", k80, 4, 64000, 1 << 20);
-  const Cluster c = b.build();
+// Four V100s on two nodes of two, and `k80s` K80s on one node; jobs run twice as fast on a
+// V100 as on a K80. Hetero-aware rounds of 360 s, las (placing with spread), no preemption.
+struct TwoV100NodesAndK80s {
+  Cluster cluster;
+  GpuTypeId v100 = 0, k80 = 0;
   Workload w;
-  w.tenants.intern("t");
-  JobSpec j;
-  j.name = "gang";
-  j.work_seconds = 3600;
-  j.source = "test";
-  j.demand.gpus = 4;
-  j.type_speed.assign(c.gpu_types().size(), 0.0F);
-  j.type_speed[v100] = 1.0F;
-  j.type_speed[k80] = 0.5F;
-  w.jobs.push_back(j);
-  Policy p = make_policy("las", 1);
-  p.preemption = false;
-  p.heterogeneity = true;
-  SimOptions opt;
-  opt.round_seconds = 360;
-  const SimResult r = simulate(w, c, p, TypeSpeed(), opt);
-  ASSERT_EQ(r.jobs.size(), 1u);
-  EXPECT_EQ(r.jobs[0].first_start, 360);  // the first round places it, on the K80s
-  EXPECT_NEAR(r.jobs[0].finish, 360 + 7200, 1e-6);
-}
 
-TEST(Rounds, AGangThePlannedTypeCannotHoldNowRunsElsewhereAndStays) {
-  // Four V100s on two nodes, two K80s on one. y and z (one GPU each) run on the V100s, spread
-  // one per node (las places with spread). x, a 2-GPU single-node gang, arrives: the plan gives
-  // it the two free V100s, which are on different nodes. It runs on the K80s at once and stays
-  // there, rather than waiting for a V100 node or being moved back and forth every round.
-  ClusterBuilder b;
-  const GpuTypeId v100 = b.gpu_types().intern("V100");
-  const GpuTypeId k80 = b.gpu_types().intern("K80");
-  b.add_node("s", "r", "v0", v100, 2, 64000, 1 << 20);
-  b.add_node("s", "r", "v1", v100, 2, 64000, 1 << 20);
-  b.add_node("s", "r", "k0", k80, 2, 64000, 1 << 20);
-  const Cluster c = b.build();
-  Workload w;
-  w.tenants.intern("t");
-  const auto add = [&](const std::string& name, double submit, int gpus, double work) {
+  explicit TwoV100NodesAndK80s(uint16_t k80s) {
+    ClusterBuilder b;
+    v100 = b.gpu_types().intern("V100");
+    k80 = b.gpu_types().intern("K80");
+    b.add_node("s", "r", "v0", v100, 2, 64000, 1 << 20);
+    b.add_node("s", "r", "v1", v100, 2, 64000, 1 << 20);
+    b.add_node("s", "r", "k0", k80, k80s, 64000, 1 << 20);
+    cluster = b.build();
+    w.tenants.intern("t");
+  }
+  // A single-member job of `gpus` GPUs.
+  void add(const std::string& name, double submit, int gpus, double work) {
     JobSpec j;
     j.name = name;
     j.submit_time = submit;
     j.work_seconds = work;
     j.source = "test";
     j.demand.gpus = gpus;
-    j.type_speed.assign(c.gpu_types().size(), 0.0F);
+    j.type_speed.assign(cluster.gpu_types().size(), 0.0F);
     j.type_speed[v100] = 1.0F;
     j.type_speed[k80] = 0.5F;
     w.jobs.push_back(j);
-  };
-  add("y", 0, 1, 20000);
-  add("z", 0, 1, 20000);
-  add("x", 400, 2, 3600);
-  Policy p = make_policy("las", 1);
-  p.preemption = false;
-  p.heterogeneity = true;
-  SimOptions opt;
-  opt.round_seconds = 360;
-  const SimResult r = simulate(w, c, p, TypeSpeed(), opt);
+  }
+  SimResult run() const {
+    Policy p = make_policy("las", 1);
+    p.preemption = false;
+    p.heterogeneity = true;
+    SimOptions opt;
+    opt.round_seconds = 360;
+    return simulate(w, cluster, p, TypeSpeed(), opt);
+  }
+};
+
+TEST(Rounds, AGangItsPlannedTypeCannotHoldRunsOnAnotherType) {
+  // A 4-GPU single-node gang is fastest on V100s, and there are four, but no V100 node holds
+  // it: it must run on the K80s rather than wait for a V100 node that will never exist.
+  TwoV100NodesAndK80s s(4);
+  s.add("gang", 0, 4, 3600);
+  const SimResult r = s.run();
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_EQ(r.jobs[0].first_start, 360);  // the first round places it, on the K80s
+  EXPECT_NEAR(r.jobs[0].finish, 360 + 7200, 1e-6);
+}
+
+TEST(Rounds, AGangThePlannedTypeCannotHoldNowRunsElsewhereAndStays) {
+  // y and z (one GPU each) run on the V100s, spread one per node. x, a 2-GPU single-node gang,
+  // arrives: the plan gives it the two free V100s, which are on different nodes. It runs on the
+  // K80s at once and stays there, rather than waiting for a V100 node or being moved back and
+  // forth every round.
+  TwoV100NodesAndK80s s(2);
+  s.add("y", 0, 1, 20000);
+  s.add("z", 0, 1, 20000);
+  s.add("x", 400, 2, 3600);
+  const SimResult r = s.run();
   ASSERT_EQ(r.jobs.size(), 3u);
   EXPECT_EQ(r.jobs[2].first_start, 720);  // the first round after it arrived
   EXPECT_EQ(r.jobs[2].preemptions, 0);

@@ -195,4 +195,15 @@ double GoodputModel::speedup(int nodes, int replicas) const {
   return base > 0 ? best(nodes, replicas).goodput / base : replicas;
 }
 
+std::vector<double> GoodputModel::speedup_curve(int max_replicas, int gpus_per_node) const {
+  std::vector<double> out(static_cast<size_t>(std::max(0, max_replicas)) + 1, 0.0);
+  const int per_node = std::max(1, gpus_per_node);
+  const double base = profiled() ? best(1, 1).goodput : 0.0;
+  for (int n = 1; n <= max_replicas; ++n) {
+    const int nodes = (n + per_node - 1) / per_node;
+    out[static_cast<size_t>(n)] = base > 0 ? best(nodes, n).goodput / base : n;
+  }
+  return out;
+}
+
 }  // namespace tessera

@@ -101,6 +101,9 @@ class GoodputModel {
   GoodputChoice best(int nodes, int replicas) const;
   // best(nodes, replicas) relative to best(1, 1); `replicas` for a job that has not reported.
   double speedup(int nodes, int replicas) const;
+  // speedup() for 0..max_replicas GPUs packed on nodes of `gpus_per_node` (element n: n GPUs on
+  // ceil(n / gpus_per_node) nodes; element 0 is 0), computing best(1, 1) once.
+  std::vector<double> speedup_curve(int max_replicas, int gpus_per_node) const;
 
   // The fitted parameters (seconds): compute = alpha_c + beta_c x atomic batch; network =
   // alpha + beta x max(0, replicas - 2), inter-node (n) or within a node (r); alpha_1 on one

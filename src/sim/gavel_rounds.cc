@@ -9,6 +9,11 @@
 
 namespace tessera {
 
+double type_throughput(const Cluster& c, const JobSpec& s, GpuTypeId t) {
+  return t < s.type_speed.size() ? static_cast<double>(s.type_speed[t])
+                                 : c.gpu_types().at(t).relative_speed;
+}
+
 bool GavelPlanner::fits_type(const Cluster& c, JobId id, const JobSpec& s, GpuTypeId t) {
   auto it = fits_.find(id);
   if (it == fits_.end()) {
@@ -83,9 +88,7 @@ std::vector<GpuTypeId> GavelPlanner::plan(const Cluster& c, const std::vector<Ga
       for (GpuTypeId t : types) {
         double speed = 0;
         if (type_allowed(s.allowed_types, t) && fits_type(c, jobs[k].id, s, t)) {
-          speed = !aware                    ? 1.0
-                  : t < s.type_speed.size() ? s.type_speed[t]
-                                            : c.gpu_types().at(t).relative_speed;
+          speed = aware ? type_throughput(c, s, t) : 1.0;
         }
         row.push_back(speed);
       }

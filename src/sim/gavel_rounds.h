@@ -26,6 +26,10 @@ struct GavelCandidate {
   double rounds = 0;                  // rounds it has wanted to run in (waiting or running)
 };
 
+// Job `s`'s throughput on type t as the rounds weigh it: its measured type_speed there, the
+// type table's relative speed where it has none.
+double type_throughput(const Cluster& c, const JobSpec& s, GpuTypeId t);
+
 // Plans rounds, remembering the last LP: its shares depend only on which jobs want to run (a
 // job's throughputs and gang are fixed), so while no job arrives, finishes or leaves for a
 // checkpoint they are reused rather than solved again.

@@ -171,20 +171,21 @@ void GoodputPlanner::send_report(Adaptive& a, const std::vector<int>& placement,
 }
 
 void GoodputPlanner::trained(JobId j, const PlacementShape& shape, double seconds) {
-  Adaptive& a = *jobs_[j];
-  if (!(seconds > 0)) return;
-  const std::vector<int> p = replicas_of(shape);
-  a.training->advance(p, a.at, seconds * type_factor(shape));
-  send_report(a, p, a.at);
+  move_on(j, shape, seconds, /*commit=*/true);
 }
 
 void GoodputPlanner::report(JobId j, const PlacementShape& shape, double seconds) {
+  move_on(j, shape, seconds, /*commit=*/false);
+}
+
+void GoodputPlanner::move_on(JobId j, const PlacementShape& shape, double seconds, bool commit) {
   Adaptive& a = *jobs_[j];
   if (!(seconds > 0)) return;
   const std::vector<int> p = replicas_of(shape);
   TrainingProgress at = a.at;
   a.training->advance(p, at, seconds * type_factor(shape));
   send_report(a, p, at);
+  if (commit) a.at = at;
 }
 
 double GoodputPlanner::speedup(JobId j, int nodes, int replicas) const {
@@ -206,7 +207,6 @@ int GoodputPlanner::max_gpus(JobId j) const {
 std::vector<int> GoodputPlanner::plan(std::span<const GoodputCandidate> jobs, int gpus,
                                       int gpus_per_node) {
   std::vector<GoodputDemand> demand(jobs.size());
-  const int per_node = std::max(1, gpus_per_node);
   for (size_t k = 0; k < jobs.size(); ++k) {
     const JobId j = jobs[k].id;
     GoodputDemand& d = demand[k];
@@ -215,20 +215,15 @@ std::vector<int> GoodputPlanner::plan(std::span<const GoodputCandidate> jobs, in
     d.run_seconds = jobs[k].ran;
     if (jobs_[j]) d.remaining_gpu_seconds = jobs_[j]->model.remaining_gpu_seconds();
     const int max = std::min(max_gpus(j), gpus);
-    d.speedup.assign(static_cast<size_t>(std::max(0, max)) + 1, 0.0);
     if (!jobs_[j]) {
       // A rigid gang: its size or nothing, worth its size.
       d.rigid = true;
+      d.speedup.assign(static_cast<size_t>(std::max(0, max)) + 1, 0.0);
       if (max == max_gpus(j) && max > 0) d.speedup[static_cast<size_t>(max)] = max;
       continue;
     }
     const GoodputModel& m = jobs_[j]->model;
-    const double base = m.profiled() ? m.best(1, 1).goodput : 0.0;
-    for (int n = 1; n <= max; ++n) {
-      const int nodes = (n + per_node - 1) / per_node;
-      d.speedup[static_cast<size_t>(n)] =
-          base > 0 ? m.best(nodes, n).goodput / base : static_cast<double>(n);
-    }
+    d.speedup = m.speedup_curve(max, gpus_per_node);
     d.rigid = m.limits().fixed_batch > 0 && max > 1;
   }
   return allocate_goodput(demand, gpus, opt_);

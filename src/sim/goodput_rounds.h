@@ -105,6 +105,9 @@ class GoodputPlanner {
   std::vector<int> replicas_of(const PlacementShape& shape) const;
   double type_factor(const PlacementShape& shape) const;
   void send_report(Adaptive& a, const std::vector<int>& placement, const TrainingProgress& at);
+  // Job j trained `seconds` on `shape`: it reports from where that leaves it, and with `commit`
+  // its progress moves there.
+  void move_on(JobId j, const PlacementShape& shape, double seconds, bool commit);
 
   const Workload& w_;
   const Cluster& c_;

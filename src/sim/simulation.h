@@ -121,6 +121,7 @@ class Simulation {
 
   // ---- round-based scheduling (simulation_rounds.cc) ----
   void play_round();
+  bool place_on_type(JobId j, GpuTypeId t, Rng& rng, Allocation& out);
   bool start_on_planned_type(JobId j, Rng& rng, double delay);
   double run_speed(JobId j);
   void play_goodput_round();

@@ -44,16 +44,10 @@ void Simulation::play_round() {
   Rng trial(mix_seed(policy_.seed, result_.rounds * 31 + 7));
   for (size_t k = 0; k < cands.size(); ++k) {
     const JobId j = cands[k].id;
+    Allocation a;
     if (cands[k].running_on != kNoGpuType && plan[k] != kNoGpuType &&
-        plan[k] != cands[k].running_on) {
-      JobSpec on_type = w_.jobs[j];
-      on_type.allowed_types = GpuTypeMask{1} << plan[k];
-      Allocation a;
-      if (policy_.scorer->place(state_, on_type, on_type.min_members, trial, a)) {
-        state_.release(a);
-      } else {
-        plan[k] = cands[k].running_on;
-      }
+        plan[k] != cands[k].running_on && !place_on_type(j, plan[k], trial, a)) {
+      plan[k] = cands[k].running_on;
     }
     jobs_[j].planned = plan[k];
     jobs_[j].rounds += 1;
@@ -92,12 +86,9 @@ void Simulation::play_round() {
         others.push_back(t);
       }
     }
-    const auto speed = [&](GpuTypeId t) {
-      return t < s.type_speed.size() ? static_cast<double>(s.type_speed[t])
-                                     : c_.gpu_types().at(t).relative_speed;
-    };
-    std::stable_sort(others.begin(), others.end(),
-                     [&](GpuTypeId a, GpuTypeId b) { return speed(a) > speed(b); });
+    std::stable_sort(others.begin(), others.end(), [&](GpuTypeId a, GpuTypeId b) {
+      return type_throughput(c_, s, a) > type_throughput(c_, s, b);
+    });
     for (GpuTypeId t : others) {
       jobs_[j].planned = t;
       if (start_on_planned_type(j, rng, delay)) {
@@ -115,13 +106,20 @@ void Simulation::play_round() {
   }
 }
 
+// Where j's gang (at its minimum) would go on GPUs of type t now; false when it does not fit.
+// Leaves the ledger as it found it.
+bool Simulation::place_on_type(JobId j, GpuTypeId t, Rng& rng, Allocation& out) {
+  JobSpec on_type = w_.jobs[j];
+  on_type.allowed_types = GpuTypeMask{1} << t;
+  if (!policy_.scorer->place(state_, on_type, on_type.min_members, rng, out)) return false;
+  state_.release(out);
+  return true;
+}
+
 // Places j on its planned type and starts it after `delay`; false when it does not fit.
 bool Simulation::start_on_planned_type(JobId j, Rng& rng, double delay) {
-  JobSpec on_type = w_.jobs[j];
-  on_type.allowed_types = GpuTypeMask{1} << jobs_[j].planned;
   Allocation alloc;
-  if (!policy_.scorer->place(state_, on_type, on_type.min_members, rng, alloc)) return false;
-  state_.release(alloc);  // start() allocates it
+  if (!place_on_type(j, jobs_[j].planned, rng, alloc)) return false;
   if (jobs_[j].history >= 0) {
     note(j, "placed on {} for this round (round-based scheduling)", describe_placement(alloc));
   }
@@ -207,17 +205,14 @@ void Simulation::play_goodput_round() {
       r.grow = want[k] > cands[k].current;
       if (place_up_to(j, want[k] / per_member, rng, r.alloc) &&
           r.alloc.members() * per_member != cands[k].current) {
-        state_.release(r.alloc);  // resize() allocates it
         resize(r, /*released=*/true);
       } else {
-        if (r.alloc.members() > 0) state_.release(r.alloc);
         state_.allocate(js.alloc);
       }
       continue;
     }
     Allocation alloc;
     if (place_up_to(j, want[k] / per_member, rng, alloc)) {
-      state_.release(alloc);  // start() allocates it
       pending_.remove(j);
       if (jobs_[j].history >= 0) {
         note(j, "started on {} by the goodput round", describe_placement(alloc));
@@ -228,14 +223,19 @@ void Simulation::play_goodput_round() {
   }
 }
 
-// Places up to `members` members of j and allocates them; false when nothing fits. A rigid
-// gang gets exactly its size. An adaptive job gets the size, from `members` down to one,
-// whose placement has the best speedup as the scheduler knows it: where free GPUs are
-// scattered, fewer GPUs on fewer nodes may train faster than more spread out.
+// Where up to `members` members of j would go; false when nothing fits. Leaves the ledger as
+// it found it (start() and resize() allocate). A rigid gang gets exactly its size. An adaptive job
+// gets the size, from `members` down to one, whose placement has the best speedup as the scheduler
+// knows it: where free GPUs are scattered, fewer GPUs on fewer nodes may train faster than more
+// spread out.
 bool Simulation::place_up_to(JobId j, int members, Rng& rng, Allocation& out) {
   const JobSpec& s = w_.jobs[j];
   out = Allocation{};
-  if (!goodput_->adaptive(j)) return policy_.scorer->place(state_, s, members, rng, out);
+  if (!goodput_->adaptive(j)) {
+    if (!policy_.scorer->place(state_, s, members, rng, out)) return false;
+    state_.release(out);
+    return true;
+  }
   double best = 0;
   Allocation a;
   for (int m = members; m >= 1; --m) {
@@ -246,9 +246,7 @@ bool Simulation::place_up_to(JobId j, int members, Rng& rng, Allocation& out) {
     const double v = goodput_->speedup(j, static_cast<int>(shape.nodes), gpus);
     if (v > best * (1 + 1e-9)) best = v, out = a;
   }
-  if (out.members() == 0) return false;
-  state_.allocate(out);
-  return true;
+  return out.members() > 0;
 }
 
 }  // namespace tessera::sim_detail
