@@ -197,6 +197,28 @@ TEST(JobRequestTest, Gang) {
   EXPECT_EQ(r.max_members, 2);
 }
 
+TEST(JobRequestTest, Adaptive) {
+  JobRequest r = parse_job_request(yaml_with(
+      "gang: {max: 8}\nadaptive: {batch: 128, max_batch: 4096, per_gpu: {min: 8, max: 64}}"));
+  EXPECT_EQ(r.adaptive, (AdaptiveBatch{128, 4096, 8, 64}));
+  // Read back from what the store keeps.
+  EXPECT_EQ(job_request_from_json(to_json(r)), r);
+  // Defaults: a batch that cannot grow, any micro-batch up to it.
+  r = parse_job_request(yaml_with("adaptive: {batch: 32}"));
+  EXPECT_EQ(r.adaptive, (AdaptiveBatch{32, 32, 1, 32}));
+  EXPECT_EQ(parse_job_request(yaml_with("gang: 2")).adaptive.batch, 0);  // not adaptive
+  EXPECT_TRUE(YamlFails(yaml_with("adaptive: {max_batch: 64}"), "adaptive.batch", "required"));
+  EXPECT_TRUE(YamlFails(yaml_with("adaptive: {batch: 64, max_batch: 32}"), "adaptive.max_batch"));
+  EXPECT_TRUE(
+      YamlFails(yaml_with("adaptive: {batch: 64, per_gpu: {min: 0}}"), "adaptive.per_gpu.min"));
+  EXPECT_TRUE(YamlFails(yaml_with("adaptive: {batch: 64, per_gpu: {min: 16, max: 8}}"),
+                        "adaptive.per_gpu.max"));
+  EXPECT_TRUE(YamlFails(yaml_with("adaptive: {batch: 64, step: 1}"), "adaptive.step"));
+  EXPECT_TRUE(YamlFails(yaml_with("resources: {gpus: 0.5}\nadaptive: {batch: 64}"), "adaptive",
+                        "whole GPUs"));
+  EXPECT_TRUE(YamlFails(yaml_with("array: 0-3\nadaptive: {batch: 64}"), "adaptive", "array"));
+}
+
 TEST(JobRequestTest, NameAndTenant) {
   EXPECT_TRUE(YamlFails("command: [x]", "name", "required"));
   EXPECT_TRUE(YamlFails("name: 'a b'\ncommand: [x]", "name"));

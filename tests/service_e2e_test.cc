@@ -513,6 +513,98 @@ command: ["sh", "-c", "echo index=$TESSERA_ARRAY_INDEX of $TESSERA_ARRAY_JOB_ID"
       << page.output;
 }
 
+// --policy goodput over HTTP with a real process: the job reads its GPUs and batch from its
+// environment, reports how it trains with the token it was given, and the next round restarts
+// it on more GPUs; the token works for that job only, and a bad report is refused by field.
+TEST(ServiceE2E, AnAdaptiveJobReportsOverHttpAndIsRestartedOnMoreGpus) {
+  TempDir dir("goodput");
+  // Jobs as the server's uid: they write what they were answered where the test reads it.
+  ServerProcess server(dir.str(), {"--virtual-gpus", "8", "--policy", "goodput", "--goodput-round",
+                                   "2", "--checkpoint-grace", "2", "--job-user", "server"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  const std::string token = create_tenant(admin, "team-a");
+  ApiClient a = server.client(token);
+  // On fewer than 8 GPUs it reports a step that scales and a noisy gradient, then trains on;
+  // on 8 it is done.
+  const std::string out = dir.file("reports.txt");
+  const int64_t id = submit(a, R"(name: adaptive
+env: {OUT: ")" + out + R"("}
+gang: {min: 1, max: 8}
+resources: {gpus: 1}
+checkpoint_grace: 2s
+adaptive: {batch: 128, max_batch: 4096, per_gpu: {min: 8, max: 64}}
+command:
+  - /usr/bin/python3
+  - -c
+  - |
+    import json, os, sys, time, urllib.request
+    g = int(os.environ["TESSERA_GPUS"])
+    if os.environ["RANK"] != "0":
+        sys.exit(0) if g >= 8 else time.sleep(120)
+    def say(*words):
+        with open(os.environ["OUT"], "a") as f:
+            print(*words, file=f)
+    say("gpus=%d batch=%s micro=%s" % (g, os.environ["TESSERA_BATCH_SIZE"],
+        os.environ["TESSERA_MICRO_BATCH"]))
+    if g >= 8:
+        sys.exit(0)
+    def report(body, token=os.environ["TESSERA_REPORT_TOKEN"]):
+        req = urllib.request.Request(os.environ["TESSERA_REPORT_URL"], json.dumps(body).encode(),
+            {"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+    status, answer = report({"step": {"gpus": g, "per_gpu_batch": 32, "seconds": 0.2,
+                                      "sync_seconds": 0.5}})
+    say("bad", status, answer["field"])
+    say("forged", report({"progress": {"done": 1, "total": 2}}, "x" * 64)[0])
+    status, answer = report({"step": {"gpus": g, "per_gpu_batch": 32, "seconds": 0.2,
+                                      "sync_seconds": 0.01},
+                             "gradient": {"sqr": 1, "var": 500},
+                             "progress": {"done": 100, "total": 1000000}})
+    say("report", status, answer["profiled"], answer["gpus"], answer["round_gpus"])
+    time.sleep(120)
+)");
+  ASSERT_GT(id, 0);
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  ASSERT_TRUE(eventually([&] { return get_job(a, id)["attempts"].get<int>() >= 2; }, 30))
+      << get_job(a, id).dump() << server.log();
+  ASSERT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 30))
+      << get_job(a, id).dump() << server.log();
+  const nlohmann::json done = get_job(a, id);
+  EXPECT_EQ(done["allocation"].size(), 0u);
+  const nlohmann::json events = json_of(a.get(path + "/events"))["events"];
+  bool resized = false;
+  for (const auto& e : events) {
+    resized = resized || e["message"].get<std::string>().find(
+                             "resized by the goodput round: 4 -> 8 GPUs") != std::string::npos;
+  }
+  EXPECT_TRUE(resized) << events.dump();
+  std::ifstream in(out);
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // First on 4 GPUs (never reported: 4 x one member) at the batch it was tuned for; a report
+  // that cannot be true refused by its field, a forged token refused, its own report taken;
+  // then on 8.
+  EXPECT_NE(said.find("gpus=4 batch=128 micro=32\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("bad 400 step.sync_seconds\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("forged 401\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("report 200 True 4 4\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("gpus=8 batch="), std::string::npos) << said;
+  const std::string metrics = admin.get("/metrics").body;
+  EXPECT_NE(metrics.find("tessera_decisions_total{kind=\"resize\"} 1"), std::string::npos)
+      << metrics;
+  // Reports for a job that is not running are refused; so are unknown fields.
+  const HttpResult late =
+      a.post(path + "/report", R"({"progress": {"done": 1, "total": 2}})", "application/json");
+  EXPECT_EQ(late.status, 409) << late.body;
+  const HttpResult unknown = a.post(path + "/report", R"({"steps": {}})", "application/json");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_EQ(json_of(unknown)["field"], "steps");
+}
+
 // The dashboard's feeds: /v1/history over HTTP (its parameters checked, a tenant's view
 // narrowed), /v1/whoami, and the dashboard's page itself at /ui/.
 TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {

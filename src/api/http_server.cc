@@ -62,24 +62,28 @@ void ApiServer::routes() {
   // Checks the request is valid UTF-8, authenticates, runs the handler, and maps ServiceError
   // to its status. Refused mutating calls are audited by the error handler below (successful
   // ones by the Service itself, in the same transaction as their change).
-  auto guarded = [&svc](Handler h) {
-    return [&svc, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
-      try {
-        refuse_invalid_utf8(req);
-        const auto caller = svc.authenticate(bearer(req));
-        if (!caller) {
-          throw ServiceError(ServiceError::kUnauthorized, "",
-                             "missing or unknown bearer token (Authorization: Bearer TOKEN)");
-        }
-        h(req, res, *caller);
-      } catch (const ServiceError& e) {
-        send_error(res, status_of(e.kind()), e.what(), e.field());
-      } catch (const FieldError& e) {
-        send_error(res, 400, e.what(), e.field());
-      } catch (const std::exception& e) {
-        send_error(res, 500, std::string("internal error: ") + e.what());
-      }
-    };
+  // `job_token`: a job's own report token (for the job in the path) is also taken.
+  auto guarded = [&svc](Handler h, bool job_token = false) {
+    return
+        [&svc, h = std::move(h), job_token](const httplib::Request& req, httplib::Response& res) {
+          try {
+            refuse_invalid_utf8(req);
+            const std::string token = bearer(req);
+            auto caller = svc.authenticate(token);
+            if (!caller && job_token) caller = svc.authenticate_report(token, path_id(req));
+            if (!caller) {
+              throw ServiceError(ServiceError::kUnauthorized, "",
+                                 "missing or unknown bearer token (Authorization: Bearer TOKEN)");
+            }
+            h(req, res, *caller);
+          } catch (const ServiceError& e) {
+            send_error(res, status_of(e.kind()), e.what(), e.field());
+          } catch (const FieldError& e) {
+            send_error(res, 400, e.what(), e.field());
+          } catch (const std::exception& e) {
+            send_error(res, 500, std::string("internal error: ") + e.what());
+          }
+        };
   };
   // Registers a route and remembers its pattern, so that a path served under other methods
   // is answered 405 with Allow rather than 404.
@@ -206,6 +210,16 @@ void ApiServer::routes() {
           res.set_content(json_text(to_json(v)), kJson);
         }));
   }
+
+  // An adaptive job's report (--policy goodput; docs/goodput.md): by the job itself with the
+  // token it was given (TESSERA_REPORT_TOKEN), or by its tenant or the admin.
+  route("POST", R"(/v1/jobs/([^/]+)/report)",
+        guarded(
+            [&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+              const JobReport r = job_report_from_json(json_body(req));
+              res.set_content(json_text(to_json(svc.report(c, path_id(req), r))), kJson);
+            },
+            /*job_token=*/true));
 
   // ?array=true: every unfinished task of the array the job belongs to.
   route("POST", R"(/v1/jobs/([^/]+)/cancel)",

@@ -1,7 +1,48 @@
 #include "api/json_views.h"
 
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <string_view>
+
+#include "store/job_request.h"
+
 namespace tessera {
 namespace {
+
+// The object at `field` with only the keys `known`.
+const nlohmann::json& object_of(const nlohmann::json& v, const std::string& field,
+                                std::initializer_list<std::string_view> known) {
+  if (!v.is_object()) throw FieldError(field, "expected an object, got " + v.dump());
+  for (const auto& kv : v.items()) {
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || k == kv.key();
+    if (!ok) throw FieldError(field.empty() ? kv.key() : field + "." + kv.key(), "unknown key");
+  }
+  return v;
+}
+
+double number_at(const nlohmann::json& obj, const std::string& where, const char* key,
+                 bool required) {
+  const std::string field = where + "." + key;
+  const auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) throw FieldError(field, "required");
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (!it->is_number() || !std::isfinite(it->get<double>())) {
+    throw FieldError(field, "expected a finite number, got " + it->dump());
+  }
+  return it->get<double>();
+}
+
+int int_at(const nlohmann::json& obj, const std::string& where, const char* key) {
+  const double v = number_at(obj, where, key, true);
+  if (v != std::floor(v) || v < 1 || v > 1e9) {
+    throw FieldError(where + "." + key, "expected an integer >= 1, got " + obj.at(key).dump());
+  }
+  return static_cast<int>(v);
+}
 
 nlohmann::json optional_time(double t) {
   return t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t);
@@ -89,6 +130,53 @@ nlohmann::json to_json(const AuditEntry& e) {
 
 nlohmann::json to_json(const JobEvent& e) {
   return {{"at", e.at}, {"type", e.type}, {"message", e.message}};
+}
+
+nlohmann::json to_json(const JobReportView& v) {
+  return {{"job", v.job},
+          {"gpus", v.gpus},
+          {"nodes", v.nodes},
+          {"round_gpus", v.round_gpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(v.round_gpus)},
+          {"profiled", v.profiled},
+          {"batch",
+           {{"global", v.global_batch},
+            {"per_gpu", v.batch.atomic_bsz},
+            {"accumulation_steps", v.batch.accum_steps}}},
+          {"speedup", v.speedup},
+          {"remaining_gpu_seconds", v.remaining_gpu_seconds < 0
+                                        ? nlohmann::json(nullptr)
+                                        : nlohmann::json(v.remaining_gpu_seconds)}};
+}
+
+JobReport job_report_from_json(const nlohmann::json& j) {
+  object_of(j, "", {"step", "gradient", "progress"});
+  JobReport r;
+  if (const auto it = j.find("step"); it != j.end()) {
+    const auto& s =
+        object_of(*it, "step", {"gpus", "nodes", "per_gpu_batch", "seconds", "sync_seconds"});
+    StepReport step;
+    step.replicas = int_at(s, "step", "gpus");
+    step.nodes = s.contains("nodes") ? int_at(s, "step", "nodes") : 1;
+    step.atomic_bsz = int_at(s, "step", "per_gpu_batch");
+    step.step_time = number_at(s, "step", "seconds", true);
+    const double sync = number_at(s, "step", "sync_seconds", false);
+    step.sync_time = std::isnan(sync) ? 0.0 : sync;
+    r.step = step;
+  }
+  if (const auto it = j.find("gradient"); it != j.end()) {
+    const auto& g = object_of(*it, "gradient", {"sqr", "var"});
+    r.gradient =
+        GradientStats{number_at(g, "gradient", "sqr", true), number_at(g, "gradient", "var", true)};
+  }
+  if (const auto it = j.find("progress"); it != j.end()) {
+    const auto& p = object_of(*it, "progress", {"done", "total"});
+    r.progress = std::make_pair(number_at(p, "progress", "done", true),
+                                number_at(p, "progress", "total", true));
+  }
+  if (!r.step && !r.gradient && !r.progress) {
+    throw FieldError("", "expected at least one of step, gradient, progress");
+  }
+  return r;
 }
 
 }  // namespace tessera

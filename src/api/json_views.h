@@ -13,5 +13,11 @@ nlohmann::json to_json(const QueueView& v);
 nlohmann::json to_json(const NodeView& v);
 nlohmann::json to_json(const AuditEntry& e);
 nlohmann::json to_json(const JobEvent& e);
+nlohmann::json to_json(const JobReportView& v);
+// POST /v1/jobs/ID/report's body:
+//   {"step": {"gpus": 4, "nodes": 1, "per_gpu_batch": 32, "seconds": 0.41, "sync_seconds": 0.05},
+//    "gradient": {"sqr": 0.012, "var": 2.3}, "progress": {"done": 1200, "total": 50000}}
+// each part optional, at least one; FieldError naming the field when malformed.
+JobReport job_report_from_json(const nlohmann::json& j);
 
 }  // namespace tessera

@@ -53,6 +53,10 @@ std::string render_prometheus(const ServiceMetrics& m) {
        "(rate() gives decisions per second).\n# TYPE tessera_decisions_total counter\n";
   o += fmt::format("tessera_decisions_total{{kind=\"start\"}} {}\n", m.starts);
   o += fmt::format("tessera_decisions_total{{kind=\"preempt\"}} {}\n", m.preemptions);
+  o += fmt::format("tessera_decisions_total{{kind=\"resize\"}} {}\n", m.resizes);
+  o += "# HELP tessera_goodput_rounds_total Goodput rounds run (--policy goodput).\n"
+       "# TYPE tessera_goodput_rounds_total counter\n";
+  o += fmt::format("tessera_goodput_rounds_total {}\n", m.goodput_rounds);
   o += "# HELP tessera_jobs_completed_total Jobs whose processes all ended (succeeded or "
        "failed).\n# TYPE tessera_jobs_completed_total counter\n";
   o += fmt::format("tessera_jobs_completed_total {}\n", m.completions);

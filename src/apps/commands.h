@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "apps/energy_options.h"
-#include "engine/goodput_allocation.h"
+#include "apps/goodput_options.h"
 
 namespace tessera {
 
@@ -29,8 +29,7 @@ struct SimulateArgs {
   double rounds = 0;                 // round-based scheduling, round length (s); 0: off
   double round_stay = 4;             // SimOptions::round_stay_factor
   size_t round_lp_jobs = 0;          // SimOptions::round_lp_jobs (0: all)
-  GoodputAllocationOptions goodput;  // --policy goodput: how GPUs are shared out
-  std::string goodput_priority = "srpt";
+  GoodputArgs goodput;               // --policy goodput
   bool reserve_inference = false;    // SimOptions::reserve_inference
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures

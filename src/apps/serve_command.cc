@@ -12,6 +12,7 @@
 
 #include "api/http_server.h"
 #include "apps/energy_options.h"
+#include "apps/goodput_options.h"
 #include "apps/listen.h"
 #include "apps/service_commands.h"
 #include "control/service.h"
@@ -82,6 +83,12 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "else a new one written to DB.admin-token)");
   s->add_option("--queues", a.queues, "queue tree YAML (default: one equal queue per tenant)");
   s->add_option("--policy", a.policy, "scheduling policy, as for simulate (default: fair)");
+  add_goodput_options(*s, a.goodput);
+  s->add_option("--goodput-round", a.goodput_round,
+                "--policy goodput: seconds between rounds, each re-planning every adaptive job's "
+                "GPUs and batch from what the jobs report (docs/goodput.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
   s->add_option("--checkpoint-grace", a.checkpoint_grace,
                 "seconds between SIGTERM and SIGKILL for jobs that name none")
       ->check(CLI::Range(0.0, 86400.0));
@@ -198,6 +205,13 @@ int run_serve(const ServeArgs& a) {
   opt.nvidia_smi = a.nvidia_smi;
   opt.queues_path = a.queues;
   opt.policy = a.policy;
+  opt.goodput = goodput_allocation(a.goodput);
+  opt.goodput_round_seconds = a.goodput_round;
+  if (a.policy.substr(0, a.policy.find('+')) != "goodput" &&
+      (goodput_options_given(a.goodput) || a.goodput_round != ServeArgs{}.goodput_round)) {
+    std::cerr << "tessera serve: warning: the --goodput-* options have no effect without "
+                 "--policy goodput\n";
+  }
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.classifier = a.classify;
@@ -301,6 +315,13 @@ int run_serve(const ServeArgs& a) {
   ApiServer api(service, api_opt);
   const int bound = api.bind(host, port);
   const std::string addr = host + ":" + std::to_string(bound);
+  // Where the jobs on this host reach the API (adaptive jobs report there): a wildcard address
+  // is reached on the loopback.
+  const std::string reach = host == "0.0.0.0" || host.empty() ? "127.0.0.1"
+                            : host == "::" || host == "[::]"  ? "[::1]"
+                                                              : host;
+  service.set_api_url((a.tls_cert.empty() ? "http://" : "https://") + reach + ":" +
+                      std::to_string(bound));
   service.start();
   std::thread signals([&] {
     int sig = 0;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "apps/goodput_options.h"
 #include "control/tenant_limits.h"
 
 namespace tessera {
@@ -57,6 +58,9 @@ struct ServeArgs {
   bool apply_power_limits = false;
   double thermal_limit = 0;
   double inlet_temp = 25;
+  // --policy goodput: how rounds weigh jobs, and how often they run.
+  GoodputArgs goodput;
+  double goodput_round = 60;
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);

@@ -12,6 +12,7 @@
 #include "apps/command_line.h"
 #include "apps/commands.h"
 #include "apps/data_dir.h"
+#include "apps/goodput_options.h"
 #include "apps/json_file.h"
 #include "apps/progress_line.h"
 #include "apps/provenance.h"
@@ -96,36 +97,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "--hetero weighed by their throughput there) and a round plan decides who runs "
                 "where, suspending or moving running jobs; jobs start at round boundaries only")
       ->check(CLI::Range(1.0, 86400.0));
-  s->add_option("--goodput-service-scale", a.goodput.service_scale,
-                "--policy goodput: GPU-seconds of remaining work (srpt) or of attained service "
-                "(las) at which a job's weight halves (docs/goodput.md)")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 1e9));
-  s->add_option("--goodput-priority", a.goodput_priority,
-                "--policy goodput: whose speedup counts most: las (least attained service) or "
-                "srpt (shortest remaining, from the jobs' progress reports)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"las", "srpt"}));
-  s->add_option("--goodput-exponent", a.goodput.service_exponent,
-                "--policy goodput: how steeply the weight falls with remaining work or "
-                "attained service (0: every job weighs the same)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
-  s->add_option("--goodput-restart-penalty", a.goodput.max_restart_penalty,
-                "--policy goodput: the most a restart may cost a job, as a fraction of its "
-                "speedup, when a round weighs a change of its GPU count (30 s / time it has run, "
-                "up to this)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99));
-  s->add_option("--goodput-explore", a.goodput.exploration,
-                "--policy goodput: a job is offered at most this many times the GPUs it has "
-                "reported from (Pollux: 2)")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 64.0));
-  s->add_option("--goodput-min-restart-penalty", a.goodput.min_restart_penalty,
-                "--policy goodput: the least a restart costs a job, however long it has run")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99));
+  add_goodput_options(*s, a.goodput);
   s->add_option("--round-lp-jobs", a.round_lp_jobs,
                 "with --rounds: at most this many jobs enter a round's LP (the running ones, then "
                 "the least-served waiting ones; the rest wait that round); default: all");
@@ -419,7 +391,6 @@ int run_simulate(const SimulateArgs& a) {
     if (a.round_lp_jobs > 0) late_warning("--round-lp-jobs has no effect without --rounds");
   }
   std::optional<PolluxProfiles> profiles;
-  const GoodputAllocationOptions goodput_defaults;
   if (policy.goodput) {
     // Goodput rounds replace the cycle as rounds do; what they do not model is refused.
     const auto refuse = [](const std::string& what,
@@ -437,22 +408,10 @@ int run_simulate(const SimulateArgs& a) {
                    "/philly/pollux/applications: every job runs as a rigid gang");
     }
     opt.adaptive_profiles = &*profiles;
-    opt.goodput = a.goodput;
-    opt.goodput.priority = a.goodput_priority == "srpt" ? GoodputPriority::kShortestRemaining
-                                                        : GoodputPriority::kLeastAttained;
+    opt.goodput = goodput_allocation(a.goodput);
     if (a.rounds <= 0) opt.round_seconds = 60;  // Pollux's scheduling interval
-    run["policy"]["goodput"] = {{"priority", a.goodput_priority},
-                                {"service_scale", a.goodput.service_scale},
-                                {"service_exponent", a.goodput.service_exponent},
-                                {"max_restart_penalty", a.goodput.max_restart_penalty},
-                                {"min_restart_penalty", a.goodput.min_restart_penalty},
-                                {"exploration", a.goodput.exploration},
-                                {"restart_seconds", a.goodput.restart_seconds}};
-  } else if (a.goodput.service_scale != goodput_defaults.service_scale ||
-             a.goodput.service_exponent != goodput_defaults.service_exponent ||
-             a.goodput.max_restart_penalty != goodput_defaults.max_restart_penalty ||
-             a.goodput.min_restart_penalty != goodput_defaults.min_restart_penalty ||
-             a.goodput.exploration != goodput_defaults.exploration) {
+    run["policy"]["goodput"] = goodput_run_json(a.goodput);
+  } else if (goodput_options_given(a.goodput)) {
     late_warning("--goodput-* options have no effect without --policy goodput");
   }
   run["policy"]["round_seconds"] =

@@ -174,12 +174,6 @@ std::optional<std::string> member_failure(const MemberStatus& m) {
   return std::nullopt;
 }
 
-// GPU-seconds of a job's current run up to `t` (0 when it has not started).
-double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
-  if (row.started_at < 0) return 0;
-  return (t - row.started_at) * static_cast<double>(alloc.gpu_milli()) / 1000.0;
-}
-
 // Whether a database file holds nothing yet: missing, or empty with no write-ahead log (a new
 // WAL database keeps its first commits in DB-wal until a checkpoint).
 bool database_is_new(const std::string& path) {
@@ -242,6 +236,11 @@ constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.00
 
 }  // namespace
 
+double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
+  if (row.started_at < 0) return 0;
+  return (t - row.started_at) * static_cast<double>(alloc.gpu_milli()) / 1000.0;
+}
+
 Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     : opt_(checked_energy_settings(std::move(opt))),
       cluster_(build_cluster(opt_, gpu_index_, real_gpus_)),
@@ -254,11 +253,8 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       policy_(make_policy(opt_.policy, opt_.seed)),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
-  if (policy_.goodput) {
-    // The goodput rounds resize and restart jobs from what they report; serve's cycle does
-    // not resize local processes (docs/goodput.md says where the policy runs).
-    throw std::invalid_argument(
-        "--policy goodput: not in serve yet, only in `tessera simulate` (docs/goodput.md)");
+  if (policy_.goodput && !(opt_.goodput_round_seconds > 0)) {
+    throw std::invalid_argument("--goodput-round must be more than 0 seconds");
   }
   if (!opt_.classifier.empty()) {
     classifier_ = make_workload_classifier(opt_.classifier);
@@ -308,6 +304,15 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       for (const auto& name : j) {
         if (name.is_string()) drained_.insert(name.get<std::string>());
       }
+    }
+  }
+  if (policy_.goodput) {
+    // The secret adaptive jobs' report tokens derive from: kept, so a restart does not
+    // invalidate the tokens of the jobs it adopts.
+    report_secret_ = store_->setting("report_secret").value_or("");
+    if (report_secret_.empty()) {
+      report_secret_ = new_token();
+      store_->set_setting("report_secret", report_secret_);
     }
   }
   recover();
@@ -430,6 +435,12 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
     config_problem(
         ServiceError::kForbidden, "priority_class",
         "queue " + q.path + " does not allow priority class " + std::string(to_string(s.priority)));
+  }
+  if (req.adaptive.batch > 0 && !policy_.goodput) {
+    // Its GPUs and batch are for a goodput round to choose; no other policy would size it.
+    config_problem(ServiceError::kInvalid, "adaptive",
+                   "an adaptive job needs a server run with --policy goodput (this one runs " +
+                       policy_.name() + ")");
   }
   if (auto why = infeasible_reason(cluster_, s)) {
     config_problem(ServiceError::kInfeasible, "resources", "can never run here: " + *why);
@@ -725,8 +736,10 @@ void Service::poll_processes() {
     j.kill_at = -1;
     j.row.processes.clear();
     j.attained += run_gpu_seconds(j.row, j.alloc, ended);
+    if (j.row.started_at >= 0) j.ran_seconds += std::max(0.0, ended - j.row.started_at);
     const JobState was = j.row.state;
     const bool requeued = !j.requeued_by.empty();
+    const bool resized = !j.resizing.empty();
     switch (j.row.state) {
       case JobState::kRunning: {
         std::optional<int32_t> code;
@@ -738,9 +751,12 @@ void Service::poll_processes() {
           if (m.phase == MemberPhase::kExited && !code) code = m.exit_code;
         }
         if (j.failure_code) code = j.failure_code;
-        if (!j.requeued_by.empty()) {
+        if (!j.requeued_by.empty() || resized) {
+          // Requeued by its user, or stopped by a goodput round to run at another size (it
+          // keeps the round's decision; a requeued job waits for the next round's).
           j.row.state = JobState::kPending;
-          j.row.message = "requeued by " + j.requeued_by;
+          j.row.message = resized ? j.resizing : "requeued by " + j.requeued_by;
+          if (!resized) j.round_members = -1;
           j.queued_since = ended;
           pending_.push_back(&j);
         } else if (j.timed_out) {
@@ -771,6 +787,7 @@ void Service::poll_processes() {
       case JobState::kPreempted:
         j.row.state = JobState::kPending;
         j.queued_since = ended;
+        j.round_members = -1;  // the next goodput round plans it afresh
         pending_.push_back(&j);
         break;
       default:
@@ -779,11 +796,14 @@ void Service::poll_processes() {
     end_run_locked(j, ended,
                    was == JobState::kPreempted ? "preempted"
                    : requeued                  ? "requeued"
-                                               : std::string(to_string(j.row.state)));
+                   : resized && j.row.state == JobState::kPending
+                       ? "resized"
+                       : std::string(to_string(j.row.state)));
     j.failure.clear();
     j.failure_code.reset();
     j.timed_out = false;
     j.requeued_by.clear();
+    j.resizing.clear();
     release_locked(j);
     dirty.push_back(&j.row);
     dirty_ = true;
@@ -844,6 +864,7 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
     ls.env.emplace_back("TESSERA_ARRAY_JOB_ID", std::to_string(j.row.array_id));
     std::sort(ls.env.begin(), ls.env.end());
   }
+  if (adaptive_locked(j)) add_goodput_env_locked(j, ls.env);
   ls.master_port = free_port();
   for (const MemberPlacement& p : placement_locked(j.alloc)) {
     ls.members.push_back(
@@ -1046,8 +1067,13 @@ std::vector<PendingJob> Service::pending_snapshot_locked() const {
   for (const Job* j : pending_) {
     if (!j->unrunnable.empty() || j->row.held) continue;  // no decision can start it
     if (dependencies_locked(j->row).state != DependencyState::kMet) continue;
-    out.push_back(
-        PendingJob{static_cast<JobId>(j->row.id), &j->spec, j->attained, j->queued_since});
+    const JobSpec* spec = &j->spec;
+    if (adaptive_locked(*j)) {
+      // An adaptive job starts at the size its goodput round gave it, and not before one did.
+      if (j->round_members <= 0) continue;
+      spec = &j->round_spec;
+    }
+    out.push_back(PendingJob{static_cast<JobId>(j->row.id), spec, j->attained, j->queued_since});
   }
   return out;
 }
@@ -1078,6 +1104,7 @@ void Service::run_cycle() {
     spec_updates_.clear();
     apply_drains_locked();
     evict_finished_locked(now());
+    if (goodput_round_due_locked(now())) goodput_round_locked(now());
     snap.now = now();
     snap.cycle = ++cycle_no_;
     pending = pending_snapshot_locked();

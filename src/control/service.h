@@ -38,6 +38,8 @@
 #include "control/views.h"
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
+#include "engine/goodput_allocation.h"
+#include "engine/goodput_model.h"
 #include "engine/policy.h"
 #include "engine/power_budget.h"
 #include "insight/workload_classifier.h"
@@ -128,6 +130,15 @@ struct ServiceOptions {
   // carry its draw without passing the limit, given the inlet air's temperature. Real GPUs only.
   double thermal_limit_c = 0;
   double inlet_temp_c = 25;
+  // --policy goodput (docs/goodput.md): how often a round re-plans the adaptive jobs' GPUs (a
+  // round also runs at the next cycle when an adaptive job waits that no round has seen), and
+  // how it weighs them (engine/goodput_allocation.h).
+  double goodput_round_seconds = 60;
+  GoodputAllocationOptions goodput;
+  // The API's address as jobs reach it ("http://127.0.0.1:8080"): an adaptive job is told
+  // TESSERA_REPORT_URL from it; "" = not told (it cannot report, so it is planned as scaling
+  // perfectly).
+  std::string api_url;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -186,11 +197,36 @@ struct JobView {
   std::string pending_reason;  // in words; "" when not pending
   // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
   // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, ArrayLimit,
-  // Preempting, Unrunnable, Held, Dependency; "" when not pending or not yet decided.
+  // Preempting, Unrunnable, Held, Dependency, GoodputRound; "" when not pending or not yet
+  // decided.
   std::string reason_code;
   std::string queue;           // its leaf queue's path
   std::string priority_class;  // the class it runs at (its own, else its queue's default)
   std::vector<MemberPlacement> placement;
+};
+
+// What a goodput-adaptive job reports while it runs (POST /v1/jobs/ID/report; docs/goodput.md):
+// any of its step time on a placement, its gradient statistics, its progress.
+struct JobReport {
+  std::optional<StepReport> step;
+  std::optional<GradientStats> gradient;
+  // Progress in steps at the job's initial batch (adaptive.batch): done so far, and in all.
+  std::optional<std::pair<double, double>> progress;
+};
+
+// What the scheduler makes of an adaptive job, as the report's answer: where it runs now, what
+// the last goodput round gave it, and, from everything it reported, the batch it should train
+// with on its GPUs and how fast that is.
+struct JobReportView {
+  int64_t job = 0;
+  int32_t gpus = 0;                   // it runs on now
+  int32_t nodes = 0;                  // over this many nodes
+  int32_t round_gpus = -1;            // the last round's decision (-1: none yet)
+  bool profiled = false;              // it has reported a step time and gradient statistics
+  BatchSplit batch;                   // the best split on its GPUs now
+  int64_t global_batch = 0;           // batch.batch(gpus)
+  double speedup = 0;                 // over one GPU, at that batch
+  double remaining_gpu_seconds = -1;  // one GPU's time for the rest (-1: unknown)
 };
 
 // What `tessera update` changes; unset fields stay as they are.
@@ -242,6 +278,8 @@ class Service {
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
+  // Where jobs reach the API (ServiceOptions::api_url), once it is listening; before start().
+  void set_api_url(std::string url);
   void start();  // the scheduler thread
   void stop();   // stops it; running jobs keep running (adopted again after a restart)
 
@@ -274,6 +312,14 @@ class Service {
   // A waiting job's priority class (one its queue allows); a waiting or running job's time
   // limit (within its queue's maximum; only the admin may raise it, as in Slurm).
   JobView update(const RequestContext& ctx, int64_t id, const JobUpdate& u);
+  // An adaptive job's report (by the job itself, its tenant or the admin), while it runs; the
+  // next goodput round plans with it. Not audited: a job reports every few seconds, and a
+  // report changes no decision by itself. kInvalid for a job that is not adaptive or a report
+  // that cannot be true (naming the field), kConflict when it is not running.
+  JobReportView report(const Caller& caller, int64_t id, const JobReport& r);
+  // The caller a job's own report token (TESSERA_REPORT_TOKEN) stands for: the job's tenant,
+  // for reporting on that job only; nullopt when it is not that job's token.
+  std::optional<Caller> authenticate_report(const std::string& token, int64_t id) const;
   // Returns the new tenant's token (shown once).
   std::string create_tenant(const RequestContext& ctx, const std::string& name);
   // The admin replaces a tenant's token (the old one stops working at once; the new one is
@@ -462,6 +508,22 @@ class Service {
   // Sets every GPU's limit to the lowest its holders run at (the default where none), where it
   // differs from what is in force.
   void apply_gpu_power_limits_locked();
+  // Goodput rounds (service_goodput.cc; --policy goodput).
+  bool adaptive_locked(const Job& j) const;
+  GoodputModel& goodput_model_locked(Job& j) const;
+  // Whether a round is due at `t`: its interval passed, or an adaptive job waits that no round
+  // has planned.
+  bool goodput_round_due_locked(double t) const;
+  // Plans every adaptive job's GPUs (running and eligible waiting ones): a running job given
+  // another count is stopped (checkpoint grace) and queued again for it, a waiting one is let
+  // into the cycle with it (or held out with none).
+  void goodput_round_locked(double t);
+  // The report token of job `id`: HMAC-SHA256 of the id under this database's report secret.
+  std::string report_token_locked(int64_t id) const;
+  // What an adaptive job is told at launch: its GPUs, batch split and where to report.
+  void add_goodput_env_locked(Job& j, std::vector<std::pair<std::string, std::string>>& env);
+  double last_goodput_round_ = -1;
+  std::string report_secret_;  // as stored in the setting "report_secret"
   void run_loop();
   void poll_processes();
   void run_cycle();

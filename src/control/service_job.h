@@ -12,10 +12,14 @@
 #include "backend/backend.h"
 #include "control/job_history.h"
 #include "control/service.h"
+#include "engine/goodput_model.h"
 #include "model/accounting.h"
 #include "model/job.h"
 
 namespace tessera {
+
+// GPU-seconds of the run that `row` has going on `alloc` up to `t` (0 when none is).
+double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t);
 
 struct Service::Job {
   JobRow row;
@@ -53,6 +57,16 @@ struct Service::Job {
   RecordedState recorded;
   std::string reason_recorded;
   int32_t reason_events = 0;
+  // Goodput rounds (adaptive jobs under --policy goodput; service_goodput.cc): what it has
+  // reported (built at its first report or round), the members the last round gave it (-1: no
+  // round has planned it since it last waited), its spec with that gang size (what the cycle
+  // sees of it while it waits), why it is being stopped to run at another size, and how long
+  // its earlier runs ran.
+  mutable std::optional<GoodputModel> goodput;
+  int32_t round_members = -1;
+  JobSpec round_spec;
+  std::string resizing;
+  double ran_seconds = 0;
 };
 
 }  // namespace tessera

@@ -65,6 +65,13 @@ std::pair<std::string, std::string> Service::why_pending_locked(const Job& j, bo
     return {"Preempting",
             "starting: placed, waiting for preempted job " + ids + " to exit (checkpoint grace)"};
   }
+  if (adaptive_locked(j) && j.round_members == 0) {
+    if (!text) return {"GoodputRound", ""};
+    return {"GoodputRound",
+            fmt::format("waits for a goodput round to give it GPUs (every {:g} s; the last gave "
+                        "its GPUs to jobs that gain more from them, or had none its gang fits)",
+                        opt_.goodput_round_seconds)};
+  }
   const auto it = reasons_.find(j.row.id);
   if (it == reasons_.end()) return {};
   const PendingReason& r = it->second;

@@ -1,6 +1,7 @@
 #include "control/token.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <array>
@@ -34,6 +35,17 @@ std::string sha256_hex(std::string_view text) {
   unsigned int len = 0;
   if (EVP_Digest(text.data(), text.size(), md.data(), &len, EVP_sha256(), nullptr) != 1) {
     throw std::runtime_error("SHA-256 failed");
+  }
+  return hex(md.data(), len);
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), md.data(),
+           &len) == nullptr) {
+    throw std::runtime_error("HMAC-SHA256 failed");
   }
   return hex(md.data(), len);
 }

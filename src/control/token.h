@@ -11,5 +11,8 @@ namespace tessera {
 std::string new_token();
 // Lower-case hex SHA-256 of `text`.
 std::string sha256_hex(std::string_view text);
+// Lower-case hex HMAC-SHA256 of `message` under `key`: a token derived from a secret, which the
+// secret's holder can check without storing it.
+std::string hmac_sha256_hex(std::string_view key, std::string_view message);
 
 }  // namespace tessera

@@ -102,6 +102,8 @@ struct ServiceMetrics {
   uint64_t cycles = 0;
   double cycle_seconds_sum = 0;
   uint64_t starts = 0, preemptions = 0, completions = 0;
+  // --policy goodput: rounds run, and running jobs they stopped to run at another size (or none).
+  uint64_t goodput_rounds = 0, resizes = 0;
   uint64_t jobs_in_memory = 0;        // jobs the server holds (retention evicts finished ones)
   uint64_t jobs_evicted = 0;          // finished jobs retention moved out of memory
   uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget

@@ -3,6 +3,8 @@
 // (Policy::goodput; sim/goodput_rounds.h), and the speed of a run on its placement.
 #include "sim/simulation.h"
 
+#include "engine/goodput_placement.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -230,23 +232,15 @@ void Simulation::play_goodput_round() {
 // spread out.
 bool Simulation::place_up_to(JobId j, int members, Rng& rng, Allocation& out) {
   const JobSpec& s = w_.jobs[j];
-  out = Allocation{};
   if (!goodput_->adaptive(j)) {
+    out = Allocation{};
     if (!policy_.scorer->place(state_, s, members, rng, out)) return false;
     state_.release(out);
     return true;
   }
-  double best = 0;
-  Allocation a;
-  for (int m = members; m >= 1; --m) {
-    if (!policy_.scorer->place(state_, s, m, rng, a)) continue;
-    state_.release(a);
-    const PlacementShape shape = shape_of(c_, a);
-    const int gpus = shape.members() * std::max(1, shape.gpus_per_member);
-    const double v = goodput_->speedup(j, static_cast<int>(shape.nodes), gpus);
-    if (v > best * (1 + 1e-9)) best = v, out = a;
-  }
-  return out.members() > 0;
+  return place_best_size(
+      state_, s, 1, members, *policy_.scorer, rng,
+      [&](int nodes, int gpus) { return goodput_->speedup(j, nodes, gpus); }, out);
 }
 
 }  // namespace tessera::sim_detail

@@ -70,7 +70,7 @@ class Reader {
     check_keys(j, "",
                {"name", "tenant", "gang", "resources", "priority_class", "span", "sla",
                 "duration_estimate", "checkpoint_grace", "time_limit", "after_ok", "after_any",
-                "command", "env", "array"});
+                "command", "env", "array", "adaptive"});
     JobRequest r;
     r.name = name(required(j, "name", ""), "name");
     if (const json* v = optional(j, "tenant")) r.tenant = tenant(*v, "tenant");
@@ -116,6 +116,7 @@ class Reader {
           v->is_number_integer() ? std::to_string(v->get<int64_t>()) : string(*v, "array");
       parse_array_spec(text, "array", r.array_indices, r.array_throttle);
     }
+    if (const json* v = optional(j, "adaptive")) adaptive(*v, r);
     return r;
   }
 
@@ -304,6 +305,39 @@ class Reader {
         if (s.empty()) fail(field, "must not be empty");
         r.gpu_types.push_back(std::move(s));
       }
+    }
+  }
+
+  // A goodput-adaptive job: its batch limits; whole GPUs per member (its GPU count is what the
+  // scheduler changes, a member at a time).
+  void adaptive(const json& v, JobRequest& r) const {
+    check_keys(v, "adaptive", {"batch", "max_batch", "per_gpu"});
+    AdaptiveBatch& a = r.adaptive;
+    a.batch = static_cast<int32_t>(
+        integer(required(v, "batch", "adaptive"), "adaptive.batch", 1, kMaxAdaptiveBatch));
+    a.max_batch = a.batch;
+    if (const json* m = optional(v, "max_batch")) {
+      a.max_batch =
+          static_cast<int32_t>(integer(*m, "adaptive.max_batch", a.batch, kMaxAdaptiveBatch));
+    }
+    a.min_per_gpu = 1;
+    a.max_per_gpu = a.max_batch;
+    if (const json* g = optional(v, "per_gpu")) {
+      check_keys(*g, "adaptive.per_gpu", {"min", "max"});
+      if (const json* lo = optional(*g, "min")) {
+        a.min_per_gpu = static_cast<int32_t>(integer(*lo, "adaptive.per_gpu.min", 1, a.max_batch));
+      }
+      a.max_per_gpu = std::max(a.min_per_gpu, a.max_per_gpu);
+      if (const json* hi = optional(*g, "max")) {
+        a.max_per_gpu =
+            static_cast<int32_t>(integer(*hi, "adaptive.per_gpu.max", a.min_per_gpu, a.max_batch));
+      }
+    }
+    if (r.gpu_milli < 1000 || r.gpus < 1) {
+      fail("adaptive", "an adaptive job needs whole GPUs per member (resources.gpus >= 1)");
+    }
+    if (!r.array_indices.empty()) {
+      fail("adaptive", "an array's tasks cannot be adaptive (each task is a job of its own)");
     }
   }
 
@@ -536,6 +570,12 @@ nlohmann::json to_json(const JobRequest& r) {
   for (const auto& [k, v] : r.env) env[k] = v;
   if (!env.empty()) j["env"] = std::move(env);
   if (!r.array_indices.empty()) j["array"] = array_spec_text(r.array_indices, r.array_throttle);
+  if (r.adaptive.batch > 0) {
+    const AdaptiveBatch& a = r.adaptive;
+    j["adaptive"] = {{"batch", a.batch},
+                     {"max_batch", a.max_batch},
+                     {"per_gpu", {{"min", a.min_per_gpu}, {"max", a.max_per_gpu}}}};
+  }
   return j;
 }
 

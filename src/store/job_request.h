@@ -23,6 +23,10 @@
 //   after_any: [14]                  # optional: start only after these jobs ended, as they may
 //   command: ["python", "train.py"]  # required, non-empty argv (no shell unless you ask)
 //   env: {BATCH: "64"}               # optional; names [A-Za-z_][A-Za-z0-9_]*
+//   adaptive:                        # optional: the scheduler chooses its GPUs (within the
+//     batch: 128                     # gang's min..max) and global batch, from what it reports
+//     max_batch: 4096                # (serve --policy goodput; docs/goodput.md). The batch it
+//     per_gpu: {min: 16, max: 256}   # was tuned for, the largest, and what fits one GPU.
 //
 // Unknown fields are errors (a typo must not be silently ignored).
 #pragma once
@@ -37,6 +41,17 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace tessera {
+
+// What a goodput-adaptive job allows of its batch (docs/goodput.md; engine/goodput_model.h's
+// BatchLimits): batch = 0 means not adaptive.
+struct AdaptiveBatch {
+  int32_t batch = 0;        // the global batch it was tuned for
+  int32_t max_batch = 0;    // the largest global batch it may train with
+  int32_t min_per_gpu = 1;  // per-GPU micro-batch range
+  int32_t max_per_gpu = 0;
+  bool operator==(const AdaptiveBatch&) const = default;
+};
+inline constexpr int32_t kMaxAdaptiveBatch = 1 << 24;
 
 struct JobRequest {
   std::string name;
@@ -63,6 +78,7 @@ struct JobRequest {
   // (0 = no limit). Empty = not an array. Sorted, unique.
   std::vector<int32_t> array_indices;
   int32_t array_throttle = 0;
+  AdaptiveBatch adaptive;  // batch 0: not adaptive
   bool operator==(const JobRequest&) const = default;
 };
 

@@ -8,7 +8,8 @@ export const title = 'Jobs';
 const STATES = ['pending', 'running', 'succeeded', 'failed', 'cancelled', 'preempted', 'timeout'];
 const CLASSES = ['inference-critical', 'production', 'research', 'best-effort'];
 const REASONS = ['Resources', 'Quota', 'FairShare', 'GangFit', 'Reservation', 'HeadOfLine',
-  'InferenceReserve', 'TenantLimit', 'ArrayLimit', 'Held', 'Dependency', 'Unrunnable'];
+  'InferenceReserve', 'TenantLimit', 'ArrayLimit', 'Held', 'Dependency', 'Unrunnable',
+  'GoodputRound'];
 const SIZES = [25, 50, 100, 200];
 const FILTERS = ['state', 'tenant', 'queue', 'class', 'reason', 'array'];
 

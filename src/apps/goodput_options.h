@@ -1,0 +1,31 @@
+// The options of --policy goodput (docs/goodput.md) that tessera simulate and tessera serve
+// share: how a round weighs jobs and charges restarts.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/goodput_allocation.h"
+
+namespace tessera {
+
+struct GoodputArgs {
+  GoodputAllocationOptions allocation;  // how GPUs are shared out
+  std::string priority = "srpt";        // las | srpt
+};
+
+void add_goodput_options(CLI::App& cmd, GoodputArgs& a);
+
+// The allocation options the arguments say.
+GoodputAllocationOptions goodput_allocation(const GoodputArgs& a);
+
+// Whether any --goodput-* option differs from its default (said to have no effect without
+// --policy goodput).
+bool goodput_options_given(const GoodputArgs& a);
+
+// The options as a result file records them.
+nlohmann::ordered_json goodput_run_json(const GoodputArgs& a);
+
+}  // namespace tessera
