@@ -140,7 +140,16 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
                               return s.history(since, until, step);
                             });
              }));
-  // Mutations belong to Kubernetes here: say so rather than 404.
+  // An adaptive pod group's report (--policy goodput): by the group's own token (annotation
+  // tessera.io/report-token on its bound pods), to the leader.
+  http_->Post(R"(/v1/groups/([^/]+)/([^/]+)/report)",
+              guarded([&s](const httplib::Request& req, httplib::Response& res) {
+                refuse_invalid_utf8(req);
+                const JobReport r = job_report_from_json(json_body(req));
+                const JobReportView v = s.report(req.matches[1], req.matches[2], bearer(req), r);
+                res.set_content(json_text(to_json(v)), kJson);
+              }));
+  // Other mutations belong to Kubernetes here: say so rather than 404.
   http_->Post(".*", [](const httplib::Request& req, httplib::Response& res) {
     send_error(res, 405,
                "tessera kube serves a read-only API; " + req.path +

@@ -2,7 +2,8 @@
 // bind latency, binds, evictions and API errors) and the read-only part of the serve API
 // (GET /v1/queues, /v1/jobs, /v1/jobs/{id}, /v1/nodes; a job is a pod group), so that
 // `tessera queues|jobs|job|nodes` work against either. Nothing here changes the cluster, so it
-// asks for no token (serve it on a cluster-internal address).
+// asks for no token (serve it on a cluster-internal address). The one write, an adaptive pod
+// group's report (POST /v1/groups/NS/NAME/report, --policy goodput), takes the group's token.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,7 @@
 #include "apps/goodput_options.h"
 
+#include <iostream>
+
 namespace tessera {
 
 void add_goodput_options(CLI::App& cmd, GoodputArgs& a) {
@@ -33,6 +35,23 @@ void add_goodput_options(CLI::App& cmd, GoodputArgs& a) {
                  "--policy goodput: the least a restart costs a job, however long it has run")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
+}
+
+void add_goodput_round_option(CLI::App& cmd, GoodputArgs& a) {
+  cmd.add_option("--goodput-round", a.round_seconds,
+                 "--policy goodput: seconds between rounds, each re-planning every adaptive "
+                 "job's GPUs and batch from what the jobs report (docs/goodput.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+}
+
+void warn_unused_goodput_options(const std::string& command, const std::string& policy,
+                                 const GoodputArgs& a) {
+  if (policy.substr(0, policy.find('+')) == "goodput") return;
+  if (goodput_options_given(a) || a.round_seconds != GoodputArgs{}.round_seconds) {
+    std::cerr << "tessera " << command
+              << ": warning: the --goodput-* options have no effect without --policy goodput\n";
+  }
 }
 
 GoodputAllocationOptions goodput_allocation(const GoodputArgs& a) {

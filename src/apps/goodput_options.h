@@ -14,9 +14,16 @@ namespace tessera {
 struct GoodputArgs {
   GoodputAllocationOptions allocation;  // how GPUs are shared out
   std::string priority = "srpt";        // las | srpt
+  double round_seconds = 60;            // serve and kube: --goodput-round
 };
 
 void add_goodput_options(CLI::App& cmd, GoodputArgs& a);
+// serve and kube: --goodput-round.
+void add_goodput_round_option(CLI::App& cmd, GoodputArgs& a);
+// serve and kube: a warning on stderr ("tessera COMMAND: warning: ...") when --goodput-* options
+// were given to a policy other than goodput.
+void warn_unused_goodput_options(const std::string& command, const std::string& policy,
+                                 const GoodputArgs& a);
 
 // The allocation options the arguments say.
 GoodputAllocationOptions goodput_allocation(const GoodputArgs& a);

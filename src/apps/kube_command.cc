@@ -33,6 +33,8 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
                 "node label keys of the network topology, coarsest first (KEY,KEY,...)")
       ->delimiter(',');
   k->add_option("--policy", a.policy, "scheduling policy, as for simulate (default: fair)");
+  add_goodput_options(*k, a.goodput);
+  add_goodput_round_option(*k, a.goodput);
   k->add_flag("--leader-elect", a.leader_elect,
               "run as one of several replicas: only the holder of the Lease schedules");
   k->add_option("--lease-namespace", a.lease_namespace, "namespace of the leader-election Lease");
@@ -133,6 +135,9 @@ int run_kube(const KubeArgs& a) {
   opt.model.topology_labels = a.topology_labels;
   opt.model.queues_path = a.queues;
   opt.policy = a.policy;
+  opt.goodput = goodput_allocation(a.goodput);
+  opt.goodput_round = a.goodput.round_seconds;
+  warn_unused_goodput_options("kube", a.policy, a.goodput);
   opt.checkpoint_grace = a.checkpoint_grace;
   opt.gang_timeout = a.gang_timeout;
   opt.bind_workers = a.bind_workers;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/goodput_options.h"
+
 namespace tessera {
 
 struct KubeArgs {
@@ -14,6 +16,7 @@ struct KubeArgs {
   std::string queues;
   std::vector<std::string> topology_labels;
   std::string policy = "fair";
+  GoodputArgs goodput;  // --policy goodput
   bool leader_elect = false;
   std::string lease_namespace = "kube-system";
   std::string lease_name = "tessera-scheduler";

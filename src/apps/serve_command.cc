@@ -84,11 +84,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--queues", a.queues, "queue tree YAML (default: one equal queue per tenant)");
   s->add_option("--policy", a.policy, "scheduling policy, as for simulate (default: fair)");
   add_goodput_options(*s, a.goodput);
-  s->add_option("--goodput-round", a.goodput_round,
-                "--policy goodput: seconds between rounds, each re-planning every adaptive job's "
-                "GPUs and batch from what the jobs report (docs/goodput.md)")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 86400.0));
+  add_goodput_round_option(*s, a.goodput);
   s->add_option("--checkpoint-grace", a.checkpoint_grace,
                 "seconds between SIGTERM and SIGKILL for jobs that name none")
       ->check(CLI::Range(0.0, 86400.0));
@@ -206,12 +202,8 @@ int run_serve(const ServeArgs& a) {
   opt.queues_path = a.queues;
   opt.policy = a.policy;
   opt.goodput = goodput_allocation(a.goodput);
-  opt.goodput_round_seconds = a.goodput_round;
-  if (a.policy.substr(0, a.policy.find('+')) != "goodput" &&
-      (goodput_options_given(a.goodput) || a.goodput_round != ServeArgs{}.goodput_round)) {
-    std::cerr << "tessera serve: warning: the --goodput-* options have no effect without "
-                 "--policy goodput\n";
-  }
+  opt.goodput_round_seconds = a.goodput.round_seconds;
+  warn_unused_goodput_options("serve", a.policy, a.goodput);
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.classifier = a.classify;

@@ -58,9 +58,7 @@ struct ServeArgs {
   bool apply_power_limits = false;
   double thermal_limit = 0;
   double inlet_temp = 25;
-  // --policy goodput: how rounds weigh jobs, and how often they run.
-  GoodputArgs goodput;
-  double goodput_round = 60;
+  GoodputArgs goodput;  // --policy goodput: how rounds weigh jobs, and how often they run
 };
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);

@@ -25,6 +25,7 @@ inline const ApiResource kNamespaces{"", "v1", "namespaces", false};
 inline const ApiResource kCoreEvents{"", "v1", "events", true};
 inline const ApiResource kEvents{"events.k8s.io", "v1", "events", true};
 inline const ApiResource kConfigMaps{"", "v1", "configmaps", true};
+inline const ApiResource kSecrets{"", "v1", "secrets", true};
 inline const ApiResource kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const ApiResource kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", false};
 inline const ApiResource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true};

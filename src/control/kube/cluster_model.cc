@@ -438,6 +438,44 @@ void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& p
   spec.source = "pod " + first.key();
 }
 
+void ClusterModel::plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
+                                 const std::vector<const PodInfo*>& bound) {
+  const PodInfo* first = !pending.empty() ? pending.front()
+                         : !bound.empty() ? bound.front()
+                                          : nullptr;
+  if (first == nullptr || first->adaptive.batch <= 0) return;
+  g.adaptive = first->adaptive;
+  // Planned only whole and settled: valid pods, a known minimum, no preemption, bind or
+  // eviction under way, and its running part exact in the ledger.
+  for (const auto* set : {&pending, &bound}) {
+    for (const PodInfo* p : *set) {
+      if (!p->invalid.empty()) return;
+    }
+  }
+  if (!ensure_tenant(first->queue) || !g.waits_for.empty() || g.binding ||
+      g.attempts_in_flight > 0 || !g.terminating_pods.empty() ||
+      (!bound.empty() && g.running_id == kNoId)) {
+    return;
+  }
+  int32_t min_member = 1;
+  if (!g.group.empty()) {
+    auto it = groups_.find(g.key);
+    if (it != groups_.end()) {
+      min_member = it->second.min_member;
+    } else if (first->min_member > 0) {
+      min_member = first->min_member;
+    } else {
+      return;
+    }
+  }
+  std::vector<const PodInfo*> all = bound;
+  all.insert(all.end(), pending.begin(), pending.end());
+  fill_spec(g, all, g.round_spec);
+  g.round_spec.min_members = std::max(1, min_member);
+  g.round_spec.max_members = static_cast<int32_t>(all.size());
+  if (g.round_spec.max_members < g.round_spec.min_members) g.round_spec.max_members = 0;
+}
+
 CycleInput ClusterModel::prepare(double now) {
   dirty_ = false;
   CycleInput in;
@@ -448,6 +486,8 @@ CycleInput ClusterModel::prepare(double now) {
     g.pending_id = g.running_id = kNoId;
     g.waiting.clear();
     g.binding = false;
+    g.adaptive = AdaptiveBatch{};
+    g.round_spec.max_members = 0;
     std::vector<const PodInfo*> pending, bound;
     std::string invalid;
     for (const std::string& uid : g.pods) {
@@ -511,6 +551,7 @@ CycleInput ClusterModel::prepare(double now) {
       }
     }
 
+    if (opt_.goodput) plan_adaptive(g, pending, bound);
     if (pending.empty()) continue;
     const PodInfo& first = *pending.front();
     int32_t min_member = 1;
@@ -543,10 +584,31 @@ CycleInput ClusterModel::prepare(double now) {
       g.waiting = "waiting for the gang's pods: " + std::to_string(have_bound + have_pending) +
                   " of minMember " + std::to_string(min_member) + " exist";
     }
+    if (g.waiting.empty() && g.adaptive.batch > 0) {
+      // An adaptive group starts whole at the size its goodput round gave it, and grows only by
+      // a round restarting it: its other pods wait.
+      if (have_bound > 0) {
+        g.waiting = "adaptive: runs with the " + std::to_string(have_bound) +
+                    " members its goodput round gave it; the group's other pods wait for a "
+                    "round to give it more";
+      } else if (g.round_members < 0) {
+        g.waiting = "adaptive: waits for its first goodput round";
+      } else if (g.round_members == 0) {
+        g.waiting =
+            "adaptive: waits for a goodput round to give it GPUs (the last gave them to "
+            "groups that gain more from them, or had none it fits)";
+      } else if (have_pending < g.round_members) {
+        g.waiting = "adaptive: waiting for the group's pods: " + std::to_string(have_pending) +
+                    " of the " + std::to_string(g.round_members) +
+                    " members its goodput round gave it exist";
+      } else {
+        min_member = g.round_members;
+      }
+    }
     if (!g.waiting.empty()) continue;
     fill_spec(g, pending, g.pending_spec);
     g.pending_spec.min_members = std::max(1, min_member - have_bound);
-    g.pending_spec.max_members = have_pending;
+    g.pending_spec.max_members = g.adaptive.batch > 0 ? min_member : have_pending;
     // Not now and not ever on these nodes (until nodes change): said apart from "not now".
     // Asked again only when the gang's shape or the cluster changed (it walks the nodes).
     const JobSpec& ps = g.pending_spec;

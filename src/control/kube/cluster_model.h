@@ -38,6 +38,9 @@ struct ModelOptions {
   std::vector<std::string> scheduler_names{"tessera"};
   std::vector<std::string> topology_labels;  // coarsest first
   std::string queues_path;                   // empty: one queue per queue name, equal weights
+  // --policy goodput: adaptive pod groups (tessera.io/adaptive-batch) start at the size their
+  // goodput round gave them, and only then (docs/kubernetes.md, "Adaptive training").
+  bool goodput = false;
 };
 
 // Where one pod sits in the ledger.
@@ -85,6 +88,14 @@ struct Gang {
   // A gang whose members are only partly bound (a failed bind, a crash): since when.
   double partial_since = 0;
   bool complete_once = false;  // held its minimum at some point (members may finish since)
+  // Goodput-adaptive (its pods carry tessera.io/adaptive-batch, with ModelOptions::goodput).
+  // prepare() fills `adaptive` (the first pod's limits) and `round_spec` (its shape, minMember
+  // and every pod it has as the most members; max_members 0 when it cannot be planned now);
+  // the scheduler keeps `round_members`, the members its last goodput round gave it (-1: none
+  // since it last waited).
+  AdaptiveBatch adaptive;
+  JobSpec round_spec;
+  int32_t round_members = -1;
   // Admission's answer (infeasible_reason) for the shape and cluster it was asked about.
   struct Admission {
     uint64_t generation = ~uint64_t{0};
@@ -172,6 +183,9 @@ class ClusterModel {
   std::shared_ptr<const NodeSet> eligible(const NodeConstraints& c, const std::string& key);
   bool ensure_tenant(const std::string& queue);
   void fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
+  // An adaptive gang's `adaptive` and `round_spec` (Gang), from its pods.
+  void plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
+                     const std::vector<const PodInfo*>& bound);
 
   ModelOptions opt_;
   std::map<std::string, NodeInfo> nodes_;

@@ -333,6 +333,52 @@ NodeInfo parse_node(const json& node) {
   return n;
 }
 
+namespace {
+
+// A whole number in [lo, hi] written out in full ("128"); false for anything else.
+bool parse_count(const std::string& text, int64_t lo, int64_t hi, int32_t& out) {
+  if (text.empty() || text.size() > 9 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  const int64_t v = std::stoll(text);
+  if (v < lo || v > hi) return false;
+  out = static_cast<int32_t>(v);
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> parse_adaptive(const std::string& batch, const std::string* max_batch,
+                                          const std::string* per_gpu, AdaptiveBatch& out) {
+  const auto bad = [](const char* key, const std::string& text, const std::string& want) {
+    return std::optional<std::string>(std::string("annotation ") + key + ": \"" + text +
+                                      "\" is not " + want);
+  };
+  AdaptiveBatch a;
+  if (!parse_count(batch, 1, kMaxAdaptiveBatch, a.batch)) {
+    return bad(kAdaptiveBatchAnnotation, batch, "a batch size (1 to 16777216)");
+  }
+  a.max_batch = a.batch;
+  if (max_batch && !parse_count(*max_batch, a.batch, kMaxAdaptiveBatch, a.max_batch)) {
+    return bad(kAdaptiveMaxBatchAnnotation, *max_batch,
+               "a batch size at least tessera.io/adaptive-batch's");
+  }
+  a.min_per_gpu = 1;
+  a.max_per_gpu = a.max_batch;
+  if (per_gpu) {
+    const auto dash = per_gpu->find('-');
+    if (dash == std::string::npos ||
+        !parse_count(per_gpu->substr(0, dash), 1, a.max_batch, a.min_per_gpu) ||
+        !parse_count(per_gpu->substr(dash + 1), a.min_per_gpu, a.max_batch, a.max_per_gpu)) {
+      return bad(kAdaptivePerGpuAnnotation, *per_gpu,
+                 "MIN-MAX, a per-GPU micro-batch range within the largest batch (\"8-64\")");
+    }
+  }
+  out = a;
+  return std::nullopt;
+}
+
 PodInfo parse_pod(const json& pod) {
   PodInfo p;
   const json& meta = field(pod, "metadata");
@@ -412,6 +458,14 @@ PodInfo parse_pod(const json& pod) {
     if (!parse_watts(*w, p.power_limit_w)) p.power_limit_w = 0;
   }
 
+  if (const std::string* b = find(notes, kAdaptiveBatchAnnotation)) {
+    if (const auto why = parse_adaptive(*b, find(notes, kAdaptiveMaxBatchAnnotation),
+                                        find(notes, kAdaptivePerGpuAnnotation), p.adaptive)) {
+      p.invalid = *why;
+      p.adaptive = AdaptiveBatch{};
+    }
+  }
+
   try {
     const ContainerDemand d = pod_demand(spec);
     p.demand.cpu_milli = d.cpu_milli;
@@ -444,6 +498,10 @@ PodInfo parse_pod(const json& pod) {
     }
     p.constraints = parse_constraints(spec);
     p.constraints_key = p.constraints.key();
+    if (p.adaptive.batch > 0 && (p.demand.gpus < 1 || !p.demand.whole_gpus())) {
+      p.invalid = std::string("annotation ") + kAdaptiveBatchAnnotation +
+                  ": an adaptive pod needs whole GPUs (an nvidia.com/gpu limit of 1 or more)";
+    }
   } catch (const std::invalid_argument& e) {
     p.invalid = e.what();
   }

@@ -23,6 +23,7 @@
 #include "backend/kubernetes/field_mask.h"
 #include "model/job.h"
 #include "model/resources.h"
+#include "store/job_request.h"
 
 namespace tessera::kube {
 
@@ -42,6 +43,22 @@ inline constexpr const char* kMinMemberAnnotation = "tessera.io/min-member";
 // chose for a pod (written on the Binding, then patched; advisory: a node agent applies it).
 inline constexpr const char* kThermalHeadroomAnnotation = "tessera.io/thermal-headroom-watts";
 inline constexpr const char* kPowerLimitAnnotation = "tessera.io/power-limit-watts";
+// Goodput-adaptive pod groups (--policy goodput; docs/kubernetes.md, "Adaptive training"): the
+// pods' batch limits (the batch they were tuned for, the largest, and the per-GPU micro-batch
+// range "MIN-MAX")...
+inline constexpr const char* kAdaptiveBatchAnnotation = "tessera.io/adaptive-batch";
+inline constexpr const char* kAdaptiveMaxBatchAnnotation = "tessera.io/adaptive-max-batch";
+inline constexpr const char* kAdaptivePerGpuAnnotation = "tessera.io/adaptive-per-gpu-batch";
+// ... and what Tessera tells each bound pod on its Binding (read with the downward API): the
+// gang's size and this pod's rank in it, its GPUs in all, the batch split to train with, and
+// the token its reports carry.
+inline constexpr const char* kWorldSizeAnnotation = "tessera.io/world-size";
+inline constexpr const char* kRankAnnotation = "tessera.io/rank";
+inline constexpr const char* kGpusAnnotation = "tessera.io/gpus";
+inline constexpr const char* kBatchSizeAnnotation = "tessera.io/batch-size";
+inline constexpr const char* kMicroBatchAnnotation = "tessera.io/micro-batch";
+inline constexpr const char* kAccumStepsAnnotation = "tessera.io/accum-steps";
+inline constexpr const char* kReportTokenAnnotation = "tessera.io/report-token";
 
 using Labels = std::map<std::string, std::string>;
 
@@ -116,6 +133,7 @@ struct PodInfo {
   double checkpoint_grace = -1;           // tessera.io/checkpoint-grace-seconds, or -1
   std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
   double power_limit_w = 0;  // tessera.io/power-limit-watts; 0 when absent (the GPUs' default)
+  AdaptiveBatch adaptive;    // tessera.io/adaptive-*; batch 0: not adaptive
   NodeConstraints constraints;
   std::string constraints_key;  // constraints.key(), computed once when parsed
   // PodScheduled=False's message as last written (so the scheduler writes only changes).
@@ -158,6 +176,11 @@ std::string format_time(double unix_seconds);  // seconds precision, as metav1.T
 // A non-negative number of watts ("250", "187.5"), as the power annotations hold; false for
 // anything else (w is then unchanged).
 bool parse_watts(const std::string& text, double& w);
+
+// A pod's adaptive-batch annotations (tessera.io/adaptive-batch, and the optional max batch and
+// per-GPU range) into `out`; the reason, naming the annotation, when one is malformed.
+std::optional<std::string> parse_adaptive(const std::string& batch, const std::string* max_batch,
+                                          const std::string* per_gpu, AdaptiveBatch& out);
 
 // Whether a pod with these constraints may run on the node (labels, affinity, taints).
 bool node_matches(const NodeConstraints& c, const NodeInfo& node);

@@ -23,6 +23,11 @@ double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+ModelOptions with_goodput(ModelOptions o, bool goodput) {
+  o.goodput = goodput;
+  return o;
+}
+
 std::string truncate(std::string s, size_t n) {
   if (s.size() > n) s.resize(n);
   return s;
@@ -155,16 +160,12 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
       opt_(std::move(opt)),
       policy_(make_policy(opt_.policy, opt_.seed)),
       inbox_(std::make_unique<Inbox>()),
-      model_(opt_.model),
+      model_(with_goodput(opt_.model, policy_.goodput)),
       power_(opt_.power),
       history_(opt_.history_window),
       history_sampler_(wall_now()) {
-  if (policy_.goodput) {
-    // Resizing pod groups and their batch sizes needs the workload controller's co-operation
-    // (docs/goodput.md says where the policy runs).
-    throw std::invalid_argument(
-        "--policy goodput: not in the Kubernetes scheduler yet, only in `tessera simulate` "
-        "(docs/goodput.md)");
+  if (policy_.goodput && !(opt_.goodput_round > 0)) {
+    throw std::invalid_argument("--goodput-round must be more than 0 seconds");
   }
   policy_.elastic = false;  // a pod group's size is its controller's, not the scheduler's
   check_power_options(opt_.power, policy_.elastic);
@@ -399,6 +400,8 @@ void KubeScheduler::run_cycle() {
   model_.refresh();
   CycleInput in = model_.prepare(t);
   roll_back_partial_gangs(t);
+  // A round that changed a group's size changes what the cycle is offered.
+  if (goodput_round_due(t) && goodput_round(t)) in = model_.prepare(t);
   if (decayed_.on()) {
     // Long-term usage: what each leaf queue holds now, folded in over the interval since the
     // last cycle.
@@ -482,7 +485,8 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
       }
       // The preemptor waits until its victims are gone: their GPUs are not free before.
       for (JobId vj : v->second) {
-        const Gang& victim = *in.by_job[vj];
+        Gang& victim = *in.by_job[vj];
+        victim.round_members = -1;  // an adaptive victim is planned afresh when it waits
         evict_pods(victim.bound_pods,
                    "preempted by " + g.key + " (queue " + g.pending_spec.name + ")",
                    grace_for(victim));
@@ -569,6 +573,9 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
         {"metadata", {{"name", r->info.name}, {"namespace", r->info.ns}, {"uid", uid}}},
         {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", r->assumed_node}}}};
     if (!index.empty()) binding["metadata"]["annotations"] = {{kGpuIndexAnnotation, index}};
+    if (g.adaptive.batch > 0 && policy_.goodput) {
+      add_goodput_annotations(g, a, m, binding["metadata"]["annotations"]);
+    }
     if (limit > 0) {
       binding["metadata"]["annotations"][kPowerLimitAnnotation] = fmt::format("{:.0f}", limit);
     }

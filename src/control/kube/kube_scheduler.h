@@ -40,6 +40,7 @@
 #include "control/kube/work_queue.h"
 #include "control/service.h"
 #include "engine/decayed_usage.h"
+#include "engine/goodput_model.h"
 #include "engine/policy.h"
 
 namespace tessera::kube {
@@ -71,6 +72,12 @@ struct SchedulerOptions {
   double history_window = 86400;
   // Power policies (control/kube/power.h; docs/kubernetes.md, "Power and energy").
   PowerOptions power;
+  // --policy goodput (docs/kubernetes.md, "Adaptive training"): seconds between goodput rounds
+  // (a round also runs at the next cycle when an adaptive group waits that no round has
+  // planned), and how they weigh groups. The report tokens derive from a Secret
+  // (<lease.name>-report in lease.ns), created by the first leader that needs it.
+  double goodput_round = 60;
+  GoodputAllocationOptions goodput;
 };
 
 // Counters for /metrics beyond the service's.
@@ -114,6 +121,13 @@ class KubeScheduler {
   double history_interval() const { return opt_.history_interval; }
   double history_window() const { return opt_.history_window; }
   double clock_now() const { return now(); }
+  // An adaptive pod group's report (POST /v1/groups/NS/NAME/report): by the group's own token
+  // (annotation tessera.io/report-token on its bound pods). ServiceError: kUnauthorized for a
+  // wrong token, kNotFound for an unknown group, kInvalid for one that is not adaptive or a
+  // report that cannot be true, kConflict when it is not running, kUnavailable on a standby
+  // replica (the leader plans; the client retries).
+  JobReportView report(const std::string& ns, const std::string& group, const std::string& token,
+                       const JobReport& r);
 
  private:
   struct Inbox;
@@ -142,6 +156,23 @@ class KubeScheduler {
   void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
                   const std::string& action, const std::string& note, WorkQueue* queue = nullptr);
   double grace_for(const Gang& g) const;
+  // Goodput rounds (kube_goodput.cc): whether one is due; one run (true when a group's size
+  // changed, so the cycle's input is prepared again); the report secret, read or created; a
+  // group's report token; the annotations a bound pod of an adaptive group is told.
+  bool goodput_round_due(double t) const;
+  bool goodput_round(double t);
+  bool ensure_report_secret();
+  std::string report_token(const std::string& gang_key) const;
+  void add_goodput_annotations(const Gang& g, const Allocation& a, size_t member,
+                               nlohmann::json& annotations);
+  GoodputModel& goodput_model(const Gang& g);
+  std::map<std::string, GoodputModel> goodput_;  // by gang key: what each group reported
+  // Groups a round is restarting at a new size, since when: until their old pods are gone and
+  // their controller has made as many as the round gave them (at most gang_timeout), no round
+  // runs (their GPUs are neither theirs nor free).
+  std::map<std::string, double> resizing_;
+  double last_goodput_round_ = -1;
+  std::string report_secret_;  // "" until read or created
   double now() const;
   int64_t job_id(const std::string& gang_key) const;  // stable per gang, for the read API
   JobView view_locked(const Gang& g) const;
