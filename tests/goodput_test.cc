@@ -3,15 +3,23 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
 
 #include "engine/goodput_allocation.h"
 #include "engine/goodput_model.h"
+#include "engine/goodput_round.h"
+#include "engine/placement.h"
+#include "engine/rng.h"
+#include "model/cluster_spec.h"
+#include "test_util.h"
 
 namespace tessera {
 namespace {
+
+using testing::gang;
 
 BatchLimits limits() {
   BatchLimits l;
@@ -258,6 +266,127 @@ TEST(GoodputAllocation, DeterministicAndRefusesBadOptions) {
   bad = GoodputAllocationOptions{};
   bad.service_scale = 0;
   EXPECT_THROW(allocate_goodput(jobs, 4, bad), std::invalid_argument);
+}
+
+TEST(GoodputAllocation, EachGroupGetsItsEntitlementBeforeAnyBorrows) {
+  // Group 0 has three jobs that gain more (they have attained nothing), group 1 one that has run
+  // long; entitled to 4 GPUs each of 8.
+  std::vector<GoodputDemand> jobs = {linear(8), linear(8), linear(8), linear(8, 1e6)};
+  GoodputGroups groups;
+  groups.groups_of = {{0}, {0}, {0}, {1}};
+  groups.entitled = {4, 4};
+  const std::vector<int> blind = allocate_goodput(jobs, 8, las());
+  EXPECT_EQ(blind[3], 0);  // without groups the long-running job gets nothing
+  const std::vector<int> n = allocate_goodput(jobs, 8, las(), &groups);
+  EXPECT_EQ(n[3], 4);
+  EXPECT_EQ(n[0] + n[1] + n[2], 4);
+  // What a group cannot use, others borrow.
+  jobs[3] = linear(1, 1e6);
+  const std::vector<int> b = allocate_goodput(jobs, 8, las(), &groups);
+  EXPECT_EQ(b[3], 1);
+  EXPECT_EQ(b[0] + b[1] + b[2], 7);
+}
+
+// ---- a round over live jobs (engine/goodput_round.h) ----
+
+// Invariants of a goodput round, under each priority, over random clusters of running and
+// waiting adaptive gangs and a queue tree: every job gets 0 or a size in its range (a rigid gang
+// all or nothing), the sizes fit the GPUs the round plans on, and the answer is the same for
+// the same seed.
+class EveryGoodputPriority : public ::testing::TestWithParam<GoodputPriority> {};
+
+TEST_P(EveryGoodputPriority, KeepsGangsWholeWithinTheGpusAndIsDeterministic) {
+  QueueTree t;
+  const QueueId research = t.add(kRootQueue, testing::queue_spec("research", 2, 4));
+  t.add(kRootQueue, testing::queue_spec("prod", 1, 4));
+  t.add(research, testing::queue_spec("nlp", 1));
+  t.add(research, testing::queue_spec("vision", 1));
+  t.finish();
+  Interner tenants;
+  for (const char* name : {"nlp", "vision", "prod"}) tenants.intern(name);
+  t.bind(tenants, "test");
+  GoodputAllocationOptions o;
+  o.priority = GetParam();
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Cluster c = make_uniform_cluster(1, 2, 2, 4);  // 16 GPUs
+    ClusterState ledger(c);
+    Rng rng(seed);
+    std::deque<JobSpec> specs;
+    std::deque<Allocation> allocs;
+    std::deque<GoodputModel> models;
+    std::vector<GoodputRoundJob> jobs;
+    for (int i = 0; i < 8; ++i) {
+      const int per = 1 + static_cast<int>(rng.below(2));
+      const int min = 1 + static_cast<int>(rng.below(2));
+      const int max = rng.below(4) == 0 ? min : min + static_cast<int>(rng.below(4));
+      specs.push_back(
+          gang("j" + std::to_string(i), min, per, 0, static_cast<TenantId>(rng.below(3))));
+      specs.back().max_members = max;
+      models.emplace_back(limits());
+      if (rng.below(2) == 0) report_profile(models.back());
+      GoodputRoundJob j;
+      j.spec = &specs.back();
+      j.model = &models.back();
+      Allocation a;
+      if (rng.below(2) == 0 && make_scorer("bestfit")->place(ledger, specs.back(), min, rng, a)) {
+        allocs.push_back(a);
+        j.alloc = &allocs.back();
+        j.run_seconds = 100.0 * static_cast<double>(rng.below(50));
+        j.attained_gpu_seconds = j.run_seconds * a.members() * per;
+      } else if (!a.empty()) {
+        ledger.release(a);
+      }
+      jobs.push_back(j);
+    }
+    const auto bestfit = make_scorer("bestfit");
+    const std::vector<int32_t> m = plan_goodput_round(jobs, ledger, *bestfit, o, seed, &t);
+    EXPECT_EQ(m, plan_goodput_round(jobs, ledger, *bestfit, o, seed, &t)) << seed;
+    ASSERT_EQ(m.size(), jobs.size());
+    int gpus = 0;
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const JobSpec& s = *jobs[k].spec;
+      if (m[k] != 0) {
+        EXPECT_GE(m[k], s.min_members) << "seed " << seed << " job " << k;
+        EXPECT_LE(m[k], s.max_members) << "seed " << seed << " job " << k;
+      }
+      if (s.min_members == s.max_members) {
+        EXPECT_TRUE(m[k] == 0 || m[k] == s.max_members);
+      }
+      gpus += m[k] * s.demand.gpus;
+    }
+    EXPECT_LE(gpus, 16) << "seed " << seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Priority, EveryGoodputPriority,
+                         ::testing::Values(GoodputPriority::kShortestRemaining,
+                                           GoodputPriority::kLeastAttained));
+
+TEST(GoodputRound, EqualQueuesShareTheGpusWhateverTheirJobCounts) {
+  QueueTree t;
+  t.add(kRootQueue, testing::queue_spec("a", 1));
+  t.add(kRootQueue, testing::queue_spec("b", 1));
+  t.finish();
+  Interner tenants;
+  tenants.intern("a");
+  tenants.intern("b");
+  t.bind(tenants, "test");
+  const Cluster c = make_uniform_cluster(1, 1, 2, 4);  // 8 GPUs
+  ClusterState ledger(c);
+  std::deque<JobSpec> specs;
+  std::deque<GoodputModel> models;
+  std::vector<GoodputRoundJob> jobs;
+  // Tenant a: three waiting jobs; tenant b: one. All unprofiled (4 GPUs each at most).
+  for (TenantId tenant : {0, 0, 0, 1}) {
+    specs.push_back(gang("j", 1, 1, 0, tenant));
+    specs.back().max_members = 8;
+    models.emplace_back(limits());
+    jobs.push_back(GoodputRoundJob{&models.back(), &specs.back(), nullptr, 0, 0});
+  }
+  const auto bestfit = make_scorer("bestfit");
+  const std::vector<int32_t> m = plan_goodput_round(jobs, ledger, *bestfit, {}, 1, &t);
+  EXPECT_EQ(m[3], 4);  // b's one job: its half
+  EXPECT_EQ(m[0] + m[1] + m[2], 4);
 }
 
 }  // namespace

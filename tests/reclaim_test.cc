@@ -518,8 +518,15 @@ TEST_P(EveryOrderWithQueues, KeepLimitsAndGangsWhole) {
   }
 }
 
+// Every queue order, and goodput (whose cycle starts what its rounds sized; serve and kube run it).
+std::vector<std::string> orders_and_goodput() {
+  std::vector<std::string> out = queue_order_names();
+  out.push_back("goodput");
+  return out;
+}
+
 INSTANTIATE_TEST_SUITE_P(QueueOrder, EveryOrderWithQueues,
-                         ::testing::ValuesIn(queue_order_names()));
+                         ::testing::ValuesIn(orders_and_goodput()));
 
 }  // namespace
 }  // namespace tessera

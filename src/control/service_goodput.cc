@@ -96,7 +96,8 @@ void Service::goodput_round_locked(double t) {
   ++counters_.goodput_rounds;
   const std::vector<int32_t> members =
       plan_goodput_round(jobs, state_, *policy_.scorer, opt_.goodput,
-                         policy_.seed ^ (counters_.goodput_rounds * 0x9e3779b97f4a7c15ULL));
+                         policy_.seed ^ (counters_.goodput_rounds * 0x9e3779b97f4a7c15ULL),
+                         tree_.get());
 
   for (size_t k = 0; k < cands.size(); ++k) {
     Job& j = *cands[k].job;

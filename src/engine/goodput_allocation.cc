@@ -16,7 +16,7 @@ struct Step {
 }  // namespace
 
 std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
-                                  const GoodputAllocationOptions& o) {
+                                  const GoodputAllocationOptions& o, const GoodputGroups* groups) {
   if (!(o.service_scale > 0) || o.service_exponent < 0 || o.restart_seconds < 0 ||
       !(o.max_restart_penalty >= 0) || !(o.max_restart_penalty < 1) ||
       !(o.min_restart_penalty >= 0)) {
@@ -69,22 +69,43 @@ std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
     return best;
   };
   int free = gpus;
+  // With groups, GPUs given so far per group, and whether a fill keeps groups to their
+  // entitlements.
+  std::vector<int> used(groups ? groups->entitled.size() : 0, 0);
+  bool capped = false;
+  // What job j may still take: the free GPUs, and while capped its groups' room.
+  const auto room = [&](size_t j) {
+    int r = free;
+    if (capped) {
+      for (const int g : groups->groups_of[j]) r = std::min(r, groups->entitled[g] - used[g]);
+    }
+    return std::max(0, r);
+  };
   std::vector<Step> next(jobs.size());
   const auto fill = [&] {
-    for (size_t j = 0; j < jobs.size(); ++j) next[j] = best_step(j, free);
+    for (size_t j = 0; j < jobs.size(); ++j) next[j] = best_step(j, room(j));
     while (free > 0) {
       size_t pick = jobs.size();
       for (size_t j = 0; j < jobs.size(); ++j) {
-        if (next[j].to > n[j] && next[j].to - n[j] > free) next[j] = best_step(j, free);
+        if (next[j].to > n[j] && next[j].to - n[j] > room(j)) next[j] = best_step(j, room(j));
         if (next[j].to <= n[j]) continue;
         if (pick == jobs.size() || next[j].ratio > next[pick].ratio + 1e-12) pick = j;
       }
       if (pick == jobs.size()) break;
-      free -= next[pick].to - n[pick];
+      const int step = next[pick].to - n[pick];
+      free -= step;
+      if (groups) {
+        for (const int g : groups->groups_of[pick]) used[g] += step;
+      }
       n[pick] = next[pick].to;
-      next[pick] = best_step(pick, free);
+      next[pick] = best_step(pick, room(pick));
     }
   };
+  if (groups) {
+    capped = true;  // each group's entitlement first ...
+    fill();
+    capped = false;  // ... then what is left, to whoever gains most
+  }
   fill();
   // GPUs nobody wanted at the floor's penalty would idle: jobs may still grow into them when
   // the gain pays for the restart by their run time alone (the floor guards against arrivals

@@ -62,8 +62,18 @@ struct GoodputAllocationOptions {
   double exploration = 4;
 };
 
+// Shares of the GPUs by group (the queue tree's, engine/goodput_round.h): job j belongs to the
+// groups in groups_of[j] (its leaf queue and the queues above it); each group g is entitled to
+// entitled[g] GPUs. The allocation first gives each group at most what it is entitled to, then
+// shares out what is left (borrowing) as if there were no groups.
+struct GoodputGroups {
+  std::vector<std::vector<int>> groups_of;  // by job
+  std::vector<int> entitled;                // by group
+};
+
 // GPUs per job (by index), summing to at most `gpus`. Deterministic: ties go to the lower index.
 std::vector<int> allocate_goodput(std::span<const GoodputDemand> jobs, int gpus,
-                                  const GoodputAllocationOptions& o = {});
+                                  const GoodputAllocationOptions& o = {},
+                                  const GoodputGroups* groups = nullptr);
 
 }  // namespace tessera

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
+#include "engine/fair_share.h"
 #include "engine/goodput_placement.h"
 #include "engine/rng.h"
 
@@ -11,7 +13,8 @@ namespace tessera {
 
 std::vector<int32_t> plan_goodput_round(std::span<const GoodputRoundJob> jobs,
                                         const ClusterState& ledger, const PlacementScorer& scorer,
-                                        const GoodputAllocationOptions& o, uint64_t seed) {
+                                        const GoodputAllocationOptions& o, uint64_t seed,
+                                        const QueueTree* tree) {
   std::vector<int32_t> members(jobs.size(), 0);
   if (jobs.empty()) return members;
   // The ledger as it would be with no adaptive job running: what the round plans on.
@@ -46,7 +49,31 @@ std::vector<int32_t> plan_goodput_round(std::span<const GoodputRoundJob> jobs,
     d.run_seconds = j.run_seconds;
     d.remaining_gpu_seconds = j.model->remaining_gpu_seconds();
   }
-  const std::vector<int> want = allocate_goodput(demand, gpus, o);
+  // The queues' entitlements to these GPUs, over what their jobs could use.
+  std::optional<GoodputGroups> groups;
+  if (tree != nullptr && tree->size() > 0) {
+    std::vector<Amounts> wants(tree->size(), kZeroAmounts);
+    std::vector<QueueId> leaf(jobs.size());
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      leaf[k] = tree->leaf_of(jobs[k].spec->tenant);
+      if (leaf[k] != kNoId) wants[leaf[k]][kGpuDim] += 1000 * int64_t(demand[k].speedup.size() - 1);
+    }
+    Amounts capacity = kZeroAmounts;
+    capacity[kGpuDim] = 1000 * int64_t{gpus};
+    const std::vector<Amounts> entitled = water_fill(*tree, capacity, wants);
+    groups.emplace();
+    groups->entitled.resize(tree->size());
+    for (QueueId q = 0; q < tree->size(); ++q) {
+      groups->entitled[q] = static_cast<int>(entitled[q][kGpuDim] / 1000);
+    }
+    groups->groups_of.resize(jobs.size());
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      for (QueueId q = leaf[k]; q != kNoId; q = tree->queue(q).parent) {
+        groups->groups_of[k].push_back(static_cast<int>(q));
+      }
+    }
+  }
+  const std::vector<int> want = allocate_goodput(demand, gpus, o, groups ? &*groups : nullptr);
 
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});

@@ -14,6 +14,7 @@
 #include "model/allocation.h"
 #include "model/cluster_state.h"
 #include "model/job.h"
+#include "model/queue_tree.h"
 
 namespace tessera {
 
@@ -27,12 +28,15 @@ struct GoodputRoundJob {
 };
 
 // Members each job gets next (0: none), in `jobs` order. `ledger` holds every running job's
-// allocation; the round plans on the whole GPUs free in it plus what the jobs hold. A job that
-// keeps its size keeps its GPUs; the others are placed (shrinks first, then larger before
-// smaller) at the size up to their share whose placement trains fastest. Deterministic for a
-// seed.
+// allocation; the round plans on the whole GPUs free in it plus what the jobs hold. With a
+// queue tree (bound to the jobs' tenants), each queue is first given up to its entitlement of
+// those GPUs (the tree's weights and guarantees, water-filled over what its jobs could use),
+// and only then may queues borrow what others leave. A job that keeps its size keeps its GPUs;
+// the others are placed (shrinks first, then larger before smaller) at the size up to their
+// share whose placement trains fastest. Deterministic for a seed.
 std::vector<int32_t> plan_goodput_round(std::span<const GoodputRoundJob> jobs,
                                         const ClusterState& ledger, const PlacementScorer& scorer,
-                                        const GoodputAllocationOptions& o, uint64_t seed);
+                                        const GoodputAllocationOptions& o, uint64_t seed,
+                                        const QueueTree* tree = nullptr);
 
 }  // namespace tessera
