@@ -1,13 +1,20 @@
 // Goodput rounds (docs/goodput.md): what a round costs the scheduler. The speedup curves of N
 // jobs from their fitted goodput models (GoodputModel::best for 1..64 GPUs on 4-GPU nodes), then
-// the allocation of 64 or 512 GPUs among them (allocate_goodput).
+// the allocation of 64 or 512 GPUs among them (allocate_goodput); and a whole round over live
+// jobs as serve and kube run it (plan_goodput_round: curves, allocation queue by queue, and each
+// job's placement on the ledger).
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "engine/goodput_allocation.h"
 #include "engine/goodput_model.h"
+#include "engine/goodput_round.h"
+#include "engine/placement.h"
 #include "engine/rng.h"
+#include "model/cluster_spec.h"
+#include "model/interner.h"
+#include "model/queue_tree.h"
 
 namespace tessera {
 namespace {
@@ -76,6 +83,45 @@ BENCHMARK(BM_GoodputAllocation)
     ->Args({300, 64})
     ->Args({300, 512})
     ->Unit(benchmark::kMillisecond);
+
+// A round over N adaptive gangs (1-8 one-GPU members, half of them running) of 4 tenants on
+// range(1) 8-GPU nodes, under a flat queue tree.
+void BM_GoodputRound(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  const Cluster c = make_uniform_cluster(1, static_cast<int>(st.range(1)) / 8, 8, 8);
+  ClusterState ledger(c);
+  Interner tenants;
+  for (const char* t : {"a", "b", "c", "d"}) tenants.intern(t);
+  QueueTree tree = QueueTree::flat(tenants);
+  tree.bind(tenants, "bench");
+  const std::vector<GoodputModel> m = models(n);
+  std::vector<JobSpec> specs(static_cast<size_t>(n));
+  std::vector<Allocation> allocs(static_cast<size_t>(n));
+  std::vector<GoodputRoundJob> jobs(static_cast<size_t>(n));
+  const auto bestfit = make_scorer("bestfit");
+  Rng rng(2);
+  for (size_t j = 0; j < specs.size(); ++j) {
+    specs[j].name = "j" + std::to_string(j);
+    specs[j].tenant = static_cast<TenantId>(j % 4);
+    specs[j].demand.gpus = 1;
+    specs[j].min_members = 1;
+    specs[j].max_members = 8;
+    jobs[j].model = &m[j];
+    jobs[j].spec = &specs[j];
+    if (j % 2 == 0 &&
+        bestfit->place(ledger, specs[j], 1 + static_cast<int>(j % 4), rng, allocs[j])) {
+      jobs[j].alloc = &allocs[j];
+      jobs[j].run_seconds = 600;
+    }
+  }
+  uint64_t seed = 0;
+  for (auto _ : st) {
+    const std::vector<int32_t> members =
+        plan_goodput_round(jobs, ledger, *bestfit, {}, ++seed, &tree);
+    benchmark::DoNotOptimize(members.data());
+  }
+}
+BENCHMARK(BM_GoodputRound)->Args({100, 64})->Args({300, 512})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera
