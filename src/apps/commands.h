@@ -31,6 +31,15 @@ struct SimulateArgs {
   size_t round_lp_jobs = 0;          // SimOptions::round_lp_jobs (0: all)
   GoodputArgs goodput;               // --policy goodput
   bool reserve_inference = false;    // SimOptions::reserve_inference
+  // Data staging (docs/data.md): Pollux applications' datasets, cache eviction, locality,
+  // pre-staging (SimOptions::data_*).
+  bool pollux_datasets = false;
+  std::string cache_eviction = "lru";
+  bool data_locality = false;
+  double locality_wait = 0;
+  bool prestage = false;
+  double prestage_gbs = 0;
+  int prestage_jobs = 4;
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures
   std::string failures;              // failure list CSV (time,node,repair_seconds)

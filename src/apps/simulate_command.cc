@@ -86,6 +86,29 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
                 "jobs a node failure stopped: requeue, in-place (restart at once in place of the "
                 "lost members, same rack first) or q-learning (learns which)")
       ->check(CLI::IsMember({"requeue", "in-place", "q-learning"}));
+  s->add_flag("--pollux-datasets", a.pollux_datasets,
+              "jobs of Pollux's applications read their published datasets (imagenet, cifar10, "
+              "librispeech, movielens, squad, coco; docs/data.md)");
+  s->add_option("--cache-eviction", a.cache_eviction,
+                "storage tiers: which dataset copies caches evict first: lru, or queue (those no "
+                "waiting or running job wants, then lru)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lru", "queue"}));
+  s->add_flag("--data-locality", a.data_locality,
+              "place a job on nodes holding its dataset when it fits there (docs/data.md)");
+  s->add_option("--locality-wait", a.locality_wait,
+                "with --data-locality: a job waits up to this many seconds for room on nodes "
+                "holding its dataset before it starts elsewhere (delay scheduling)")
+      ->check(CLI::Range(0.0, 86400.0 * 30));
+  s->add_flag("--prestage", a.prestage,
+              "copy waiting jobs' datasets towards the nodes they are expected to get");
+  s->add_option("--prestage-gbs", a.prestage_gbs,
+                "with --prestage: the object-store bandwidth (GB/s) pre-staging may use in all")
+      ->check(CLI::Range(0.0, 1e6));
+  s->add_option("--prestage-jobs", a.prestage_jobs,
+                "with --prestage: how many of the first waiting jobs are pre-staged for")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   s->add_flag("--reserve-inference", a.reserve_inference,
               "hold GPUs back for inference-critical arrivals, forecast by Holt-Winters");
   s->add_flag("--hetero", a.hetero,
@@ -227,6 +250,39 @@ int run_simulate(const SimulateArgs& a) {
     warnings.push_back("--reserve-inference has no effect: no job of " + source +
                        " is inference-critical");
   }
+  if (a.pollux_datasets) {
+    for (JobSpec& j : w.jobs) {
+      if (j.model == kNoId || j.dataset != kNoId) continue;
+      const std::string_view name = dataset_of_application(w.models.name(j.model));
+      if (!name.empty()) j.dataset = w.add_dataset(*known_dataset(name));
+    }
+  }
+  const bool datasets = any_job([](const JobSpec& j) { return j.dataset != kNoId; });
+  const bool data_options = a.data_locality || a.prestage || a.locality_wait > 0 ||
+                            a.prestage_gbs > 0 || a.cache_eviction != "lru";
+  if (data_options && !cluster.storage().present) {
+    warnings.push_back(
+        "--data-locality, --locality-wait, --prestage* and --cache-eviction have "
+        "no effect: the cluster declares no storage tiers (storage: in its YAML; "
+        "docs/data.md)");
+  } else if (data_options && !datasets) {
+    warnings.push_back(
+        "--data-locality, --locality-wait, --prestage* and --cache-eviction have "
+        "no effect: no job of " +
+        source + " names a dataset");
+  }
+  if (cluster.storage().present && !datasets) {
+    warnings.push_back("the cluster's storage tiers have no effect: no job of " + source +
+                       " names a dataset (dataset in JSONL, or --pollux-datasets)");
+  }
+  if (a.locality_wait > 0 && !a.data_locality) {
+    warnings.push_back("--locality-wait has no effect without --data-locality");
+  }
+  if (a.prestage != (a.prestage_gbs > 0)) {
+    throw CLI::ValidationError("--prestage",
+                               "--prestage and --prestage-gbs go together (how much of the object "
+                               "store's bandwidth pre-staging may use)");
+  }
   if (a.keep_trace_estimates && a.predictor == "none") {
     warnings.push_back("--keep-trace-estimates has no effect with --predictor none");
   }
@@ -306,6 +362,13 @@ int run_simulate(const SimulateArgs& a) {
     opt.explain.push_back(static_cast<JobId>(it - w.jobs.begin()));
   }
   opt.reserve_inference = a.reserve_inference;
+  opt.data_eviction =
+      a.cache_eviction == "queue" ? CacheEviction::kQueueAware : CacheEviction::kLru;
+  opt.data_locality = a.data_locality;
+  opt.locality_wait = a.locality_wait;
+  opt.prestage = a.prestage;
+  opt.prestage_gbs = a.prestage_gbs;
+  opt.prestage_jobs = a.prestage_jobs;
   const std::unique_ptr<RecoveryPolicy> recovery = make_recovery_policy(a.recovery);
   if (!recovery) {
     throw std::invalid_argument("--recovery: unknown policy '" + a.recovery +
@@ -337,6 +400,13 @@ int run_simulate(const SimulateArgs& a) {
   run["checkpoint_grace_seconds"] = opt.checkpoint_grace;
   run["series_interval_seconds"] = opt.series_interval;
   run["reserve_inference"] = opt.reserve_inference;
+  run["data"] = {{"pollux_datasets", a.pollux_datasets},
+                 {"cache_eviction", a.cache_eviction},
+                 {"locality", a.data_locality},
+                 {"locality_wait_seconds", a.locality_wait},
+                 {"prestage", a.prestage},
+                 {"prestage_gbs", a.prestage_gbs},
+                 {"prestage_jobs", a.prestage_jobs}};
   run["failures"] = {
       {"mtbf_hours", a.mtbf_hours},
       {"mttr_minutes", a.mttr_minutes},

@@ -192,6 +192,28 @@ class Cycle {
   // Places the gang at its largest size the queue's quota allows (max, else min members); with
   // heterogeneity-aware placement, on its preferred GPU types first.
   bool try_place(const JobSpec& job, Allocation& alloc) {
+    // Data locality first: on the nodes holding its dataset; within its locality wait, only
+    // there.
+    if (current_preferred_ != nullptr) {
+      JobSpec& p = local_job_;
+      p.demand = job.demand;
+      p.max_span = job.max_span;
+      p.min_members = job.min_members;
+      p.max_members = job.max_members;
+      p.allowed_types = job.allowed_types;
+      p.eligible_nodes =
+          job.eligible_nodes == nullptr
+              ? current_preferred_
+              : std::make_shared<const NodeSet>(
+                    NodeSet::matching(cluster_.nodes().size(), [&](NodeId n) {
+                      return current_preferred_->contains(n) && job.eligible_nodes->contains(n);
+                    }));
+      if (try_place_sized(p, alloc)) return true;
+      if (hold_for_data_) {
+        data_held_ = true;
+        return false;
+      }
+    }
     if (policy_.heterogeneity && !job.type_speed.empty()) {
       const GpuTypeMask preferred = preferred_types(job);
       if (preferred != 0) {
@@ -408,6 +430,15 @@ class Cycle {
       return;
     }
     current_leaf_ = shares_.leaf_of(job.tenant);
+    current_preferred_ = nullptr;
+    hold_for_data_ = data_held_ = false;
+    if (snap_.preferred_nodes != nullptr) {
+      const auto it = snap_.preferred_nodes->find(pj.id);
+      if (it != snap_.preferred_nodes->end() && it->second != nullptr && !it->second->empty()) {
+        current_preferred_ = it->second;
+        hold_for_data_ = snap_.now - pj.queued_since < snap_.locality_wait_seconds;
+      }
+    }
     // Quota before capacity: a job its queue may not run now waits without holding a
     // reservation (it is not short of GPUs, its queue is short of quota).
     if (const QueueId q = over_limit(current_leaf_, amounts_of(job, job.min_members)); q != kNoId) {
@@ -467,10 +498,16 @@ class Cycle {
         restricted.eligible_nodes = std::move(cool);
         placed = try_place(restricted, alloc);
         too_hot = !placed;
-      } else if (failed_.empty() || !failed_.contains(shape)) {
+      } else if (current_preferred_ != nullptr || failed_.empty() || !failed_.contains(shape)) {
         placed = try_place(job, alloc);
-        if (!placed) failed_.insert(shape);
+        // (A job held for its data's nodes tried those only: no verdict on the shape.)
+        if (!placed && !data_held_) failed_.insert(shape);
       }
+    }
+    if (data_held_) {
+      reason.code = PendingCode::kDataLocality;
+      report(reason);
+      return;
     }
     if (too_hot) {
       reason.code = PendingCode::kPowerCapped;
@@ -1648,6 +1685,11 @@ class Cycle {
   // first use, -1 before) and a scratch job restricted to preferred types.
   double hetero_median_ = -1;
   JobSpec preferred_job_;
+  // Data locality (Snapshot::preferred_nodes): the nodes holding the job being considered's
+  // dataset (null: none), whether it waits for them, and whether it did; what it is placed as.
+  std::shared_ptr<const NodeSet> current_preferred_;
+  bool hold_for_data_ = false, data_held_ = false;
+  JobSpec local_job_;
   GpuTypeMask type_room_ = 0;
   QueueId guarantor_ = kNoId;
   bool within_guarantee_ = false;  // ... and whether it stays within its leaf's guarantee

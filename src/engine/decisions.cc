@@ -25,6 +25,8 @@ const char* reason_code(PendingCode c) {
       return "PowerCap";
     case PendingCode::kCarbonDeferred:
       return "CarbonDefer";
+    case PendingCode::kDataLocality:
+      return "DataLocality";
   }
   return "Resources";
 }
@@ -63,6 +65,8 @@ const char* to_string(PendingCode c) {
       return "power-capped";
     case PendingCode::kCarbonDeferred:
       return "carbon-deferred";
+    case PendingCode::kDataLocality:
+      return "data-locality";
   }
   return "unknown";
 }
@@ -139,6 +143,11 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           "carbon: waiting for cleaner electricity: {:.0f} g/kWh if it starts now, {:.0f} g/kWh "
           "from t={:.0f} s; its queue lets it wait until t={:.0f} s",
           r.carbon_now, r.carbon_then, r.carbon_at, r.carbon_until);
+    case PendingCode::kDataLocality:
+      return fmt::format(
+          "data locality: waits for room on the nodes that hold its dataset ({:g} GPUs free "
+          "elsewhere) rather than stage its data to others",
+          free);
   }
   return "pending";
 }

@@ -27,8 +27,10 @@ enum class PendingCode : uint8_t {
                            // rack) past the power cap, even at the lowest limits allowed
   kCarbonDeferred,         // best-effort, waiting (within its queue's carbon_defer) for an
                            // hour with cleaner electricity
+  kDataLocality,           // waiting (within Snapshot::locality_wait_seconds) for room on the
+                           // nodes that hold its dataset
 };
-inline constexpr size_t kNumPendingCodes = 9;
+inline constexpr size_t kNumPendingCodes = 10;
 
 struct PendingReason {
   JobId job = 0;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <unordered_map>
 
 #include "model/allocation.h"
 #include "model/cluster_state.h"
@@ -65,6 +67,12 @@ struct Snapshot {
   // Carbon intensity on the snapshot's clock (now), for carbon-aware deferral of best-effort
   // jobs in queues that set carbon_defer. Null: no deferral.
   const CarbonIntensity* carbon = nullptr;  // not owned
+  // Data locality (docs/data.md): the nodes that hold each waiting job's dataset, by JobId
+  // (a job not listed has no preference). Such a job is placed on those nodes when it fits
+  // there; until it has waited locality_wait_seconds it waits for them (delay scheduling,
+  // reason DataLocality) rather than start elsewhere and stage its data. Null: none.
+  const std::unordered_map<JobId, std::shared_ptr<const NodeSet>>* preferred_nodes = nullptr;
+  double locality_wait_seconds = 0;
 };
 
 }  // namespace tessera

@@ -68,6 +68,21 @@ struct ClusterPower {
   std::vector<double> node_headroom_w;  // by NodeId: thermal headroom above idle, -1: none
 };
 
+// Storage tiers a cluster file may declare (`storage:` in Tessera YAML; docs/data.md): where
+// jobs' datasets are and how fast they move. Sizes in GB (10^9 bytes), bandwidths in GB/s.
+// Every dataset is in the object store; a shared cache (one per rack, or one for the cluster)
+// and each node's local NVMe hold copies of what was read through them.
+struct ClusterStorage {
+  bool present = false;     // `storage:` was given (else datasets cost nothing to reach)
+  double object_gbs = 0;    // the object store's bandwidth, shared by its transfers
+  double per_job_gbs = 0;   // the most one transfer from it gets
+  bool cache_per_rack = true;
+  double cache_gb = 0;      // each cache's capacity; 0: no cache tier
+  double cache_gbs = 0;     // a transfer out of a cache
+  double nvme_gb = 0;       // each node's local NVMe for datasets; 0: none
+  double nvme_gbs = 0;      // reading from it
+};
+
 class Cluster {
  public:
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -91,9 +106,12 @@ class Cluster {
   GpuTypeMask present_types() const { return present_types_; }
   const ClusterPower& power() const { return power_; }
   void set_power(ClusterPower p) { power_ = std::move(p); }
+  const ClusterStorage& storage() const { return storage_; }
+  void set_storage(ClusterStorage s) { storage_ = s; }
 
  private:
   ClusterPower power_;
+  ClusterStorage storage_;
   friend class ClusterBuilder;
   std::vector<Node> nodes_;
   std::vector<Rack> racks_;

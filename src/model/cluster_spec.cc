@@ -204,13 +204,51 @@ ClusterPower read_power(const std::string& origin, const YAML::Node& p, const Cl
   return out;
 }
 
+// `storage:` of a cluster file (docs/data.md).
+ClusterStorage read_storage(const std::string& origin, const YAML::Node& s) {
+  check_keys(origin, s, "storage", {"object_store", "cache", "nvme"});
+  ClusterStorage out;
+  out.present = true;
+  const auto number = [&](const YAML::Node& parent, const char* key, const std::string& where,
+                          bool positive) {
+    const YAML::Node v = parent[key];
+    if (!v) yaml_fail(origin, parent, where + "." + key, "required");
+    return yaml_number(origin, v, where + "." + key, positive);
+  };
+  const YAML::Node obj = s["object_store"];
+  if (!obj) yaml_fail(origin, s, "storage.object_store", "required (where every dataset lives)");
+  check_keys(origin, obj, "storage.object_store", {"bandwidth_gbs", "per_job_gbs"});
+  out.object_gbs = number(obj, "bandwidth_gbs", "storage.object_store", true);
+  out.per_job_gbs = obj["per_job_gbs"] ? number(obj, "per_job_gbs", "storage.object_store", true)
+                                       : out.object_gbs;
+  if (const YAML::Node cache = s["cache"]) {
+    check_keys(origin, cache, "storage.cache", {"per", "capacity_gb", "bandwidth_gbs"});
+    if (const YAML::Node per = cache["per"]) {
+      const std::string v = per.IsScalar() ? per.Scalar() : "";
+      if (v != "rack" && v != "cluster") {
+        yaml_fail(origin, per, "storage.cache.per", "expected rack or cluster, got " + v);
+      }
+      out.cache_per_rack = v == "rack";
+    }
+    out.cache_gb = number(cache, "capacity_gb", "storage.cache", true);
+    out.cache_gbs = number(cache, "bandwidth_gbs", "storage.cache", true);
+  }
+  if (const YAML::Node nvme = s["nvme"]) {
+    check_keys(origin, nvme, "storage.nvme", {"capacity_gb", "bandwidth_gbs"});
+    out.nvme_gb = number(nvme, "capacity_gb", "storage.nvme", true);
+    out.nvme_gbs = number(nvme, "bandwidth_gbs", "storage.nvme", true);
+  }
+  return out;
+}
+
 Cluster parse_tessera_nodes(const YAML::Node& root, const std::string& origin);
 
 Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
   check_keys(origin, root, "",
-             {"spines", "racks", "nodes_per_rack", "node", "nodes", "links", "power"});
+             {"spines", "racks", "nodes_per_rack", "node", "nodes", "links", "power", "storage"});
   Cluster c = parse_tessera_nodes(root, origin);
   if (root["power"]) c.set_power(read_power(origin, root["power"], c));
+  if (root["storage"]) c.set_storage(read_storage(origin, root["storage"]));
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/dataset.h"
 #include "model/cluster.h"
 #include "model/gpu_type.h"
 #include "model/ids.h"
@@ -78,6 +79,10 @@ struct JobSpec {
   double checkpoint_interval = 0;
   double restart_cost = 0;  // seconds of no progress after every (re)start
 
+  // The dataset it trains on (Workload::datasets), or kNoId: with a cluster's storage tiers
+  // (docs/data.md) it is staged to the job's nodes before it runs.
+  uint32_t dataset = kNoId;
+
   std::string source;  // "file:line" the job came from, for error messages
 
   int64_t gpu_milli_per_gang(int32_t members) const { return demand.total_gpu_milli() * members; }
@@ -87,6 +92,15 @@ struct Workload {
   std::vector<JobSpec> jobs;  // sorted by submit_time (stable) once loaded
   Interner tenants;
   Interner models;
+  std::vector<Dataset> datasets;  // what JobSpec::dataset indexes
+  // The dataset named `d` (appended unless one of that name is there); its index.
+  uint32_t add_dataset(const Dataset& d) {
+    for (size_t i = 0; i < datasets.size(); ++i) {
+      if (datasets[i].name == d.name) return static_cast<uint32_t>(i);
+    }
+    datasets.push_back(d);
+    return static_cast<uint32_t>(datasets.size() - 1);
+  }
 };
 
 // Sorts jobs by submit time, keeping file order among equal times.

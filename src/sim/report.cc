@@ -296,6 +296,24 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   }
   j["usage"] = usage;
   if (r.energy.modelled) j["energy"] = energy_json(w, r);
+  if (r.data_modelled) {
+    const DataStats& d = r.data;
+    const auto share = [&](int64_t n) {
+      return d.node_reads > 0 ? nlohmann::ordered_json(static_cast<double>(n) / d.node_reads)
+                              : nlohmann::ordered_json();
+    };
+    j["data"] = {{"runs", d.starts},
+                 {"staging_hours", d.staging_seconds / 3600},
+                 {"staging_gpu_hours", d.staging_gpu_seconds / 3600},
+                 {"node_reads", d.node_reads},
+                 {"nvme_hit_rate", share(d.nvme_hits)},
+                 {"cache_hit_rate", share(d.cache_hits)},
+                 {"object_read_rate", share(d.object_reads)},
+                 {"streamed", d.streamed},
+                 {"object_gb", d.object_gb},
+                 {"cache_gb", d.cache_gb},
+                 {"prestaged_gb", d.prestaged_gb}};
+  }
   if (!r.series.queues.empty()) {
     // Mean GPUs held and entitled per leaf queue, per bucket of `interval_s`.
     nlohmann::ordered_json series;

@@ -183,6 +183,21 @@ class Simulation {
   std::vector<JobId> planned_jobs_;
   GavelPlanner planner_;
   std::unique_ptr<GoodputPlanner> goodput_;  // with Policy::goodput
+  // Data staging (simulation_data.cc; SimOptions::data_*): where datasets are; by dataset, how
+  // many waiting or running jobs want it; the nodes each waiting job's dataset is on (the
+  // cycle's locality preference).
+  std::unique_ptr<DataStaging> data_;
+  std::vector<int32_t> data_wanted_;
+  std::unordered_map<JobId, std::shared_ptr<const NodeSet>> preferred_;
+  // A run of j starts now on its allocation: the seconds it waits for its dataset.
+  double stage_data(JobId j, double delay);
+  void release_data(JobId j);
+  void want_data(JobId j, int delta);
+  // The cycle's locality preferences (SimOptions::data_locality), and pre-staging after it.
+  void prefer_data_nodes(Snapshot& snap);
+  void prestage_waiting();
+  void prestage_more();
+  double prestage_tick_ = -1;  // the latest tick pushed for a pre-staging transfer's end
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure
   // that hit jobs, when it happened and how many of them have not run again yet.
   struct FailureRecord {

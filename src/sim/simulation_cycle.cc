@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace tessera::sim_detail {
@@ -49,7 +50,18 @@ void Simulation::cycle() {
   snap.inference_reserve_milli = reserve_ ? reserve_->reserve_milli(now_) : 0;
   snap.carbon = opt_.carbon;
   if (power_policies_) snap.power = &view_;
+  if (data_ && opt_.data_locality) prefer_data_nodes(snap);
   Decisions d = schedule_cycle(snap, policy_);
+  // A job waiting for its data's nodes is looked at again when its locality wait is over.
+  double recheck = std::numeric_limits<double>::infinity();
+  for (const PendingReason& r : d.pending) {
+    if (r.code == PendingCode::kDataLocality) {
+      recheck = std::min(recheck, jobs_[r.job].queued_since + opt_.locality_wait);
+    }
+  }
+  if (recheck > now_ && recheck < std::numeric_limits<double>::infinity()) {
+    events_.push(recheck, EventKind::kTick);
+  }
   for (const PendingReason& r : d.pending) {
     JobOutcome& o = result_.jobs[r.job];
     if (!o.has_first_reason) {
@@ -87,6 +99,7 @@ void Simulation::cycle() {
   }
   for (const PowerLimit& p : d.power_limits) set_limit(p.job, p.limit_w);
   for (const Start& s : d.starts) pending_.remove(s.job);
+  if (data_ && opt_.prestage) prestage_waiting();
 }
 
 // Whether a running elastic gang is below its maximum (only asked with policy.elastic).

@@ -28,6 +28,7 @@ void Simulation::submit(JobId j) {
   js.phase = Phase::kPending;
   js.queued_since = now_;
   add_pending(j);
+  want_data(j, +1);
   const JobSpec& s = w_.jobs[j];
   fair_.job_arrived(s.tenant);
   fair_.add_demand(s, amounts_of(s, s.min_members), +1);
@@ -123,6 +124,7 @@ void Simulation::stop_run(JobId j, bool keep_usage) {
   JobState& js = jobs_[j];
   const JobSpec& s = w_.jobs[j];
   state_.release(js.alloc);
+  release_data(j);
   const Amounts held = fair_.held(s, js.alloc);
   if (js.begun && !keep_usage) fair_.add_usage(s.tenant, held, -1);
   // A victim's GPUs go back to idle draw at once: writing a checkpoint is not GPU work, and
@@ -138,6 +140,7 @@ void Simulation::stop_run(JobId j, bool keep_usage) {
 void Simulation::finish(JobId j) {
   account_run(j);
   stop_run(j, false);
+  want_data(j, -1);
   jobs_[j].phase = Phase::kDone;
   ++done_;
   if (reserve_ && w_.jobs[j].priority == PriorityClass::kInferenceCritical) {
@@ -245,9 +248,15 @@ void Simulation::start(JobId j, Allocation alloc, double delay, double limit_w) 
   js.begun = false;
   js.run_start = now_ + delay;
   js.restart_cost = s.restart_cost;
+  // Its dataset reaches its nodes first (GPUs held, no progress), or is streamed.
+  if (data_ && s.dataset != kNoId) js.restart_cost += stage_data(j, delay);
   js.limit_w = limit_w;
   price_power(j);
   js.speed = run_speed(j) * js.power_speed;
+  if (data_ && s.dataset != kNoId) {
+    js.speed *= data_->stream_factor(w_.datasets[s.dataset], js.alloc,
+                                     static_cast<int>(std::lround(run_gpus(js))));
+  }
   if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
   js.slot = static_cast<uint32_t>(running_.size());
   running_.push_back(j);

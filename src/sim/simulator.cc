@@ -79,6 +79,12 @@ Simulation::Simulation(const Workload& w, const Cluster& c, const Policy& p,
     goodput_ = std::make_unique<GoodputPlanner>(*o.adaptive_profiles, w, c, o.goodput);
   }
   if (o.power != nullptr) setup_power();
+  if (c.storage().present && std::any_of(w.jobs.begin(), w.jobs.end(),
+                                         [](const JobSpec& s) { return s.dataset != kNoId; })) {
+    data_ = std::make_unique<DataStaging>(c, o.data_eviction);
+    data_wanted_.assign(w.datasets.size(), 0);
+    result_.data_modelled = true;
+  }
   down_.assign(c.nodes().size(), false);
   blockers_.resize(c.nodes().size());
   for (JobId j : o.explain) {
@@ -189,6 +195,7 @@ SimResult Simulation::run() {
   result_.jain_integral = fair_.jain_integral();
   result_.jain_time = fair_.jain_time();
   result_.series = fair_.series();
+  if (data_) result_.data = data_->stats();
   return result_;
 }
 

@@ -18,6 +18,7 @@
 #include "model/job.h"
 #include "model/progress.h"
 #include "model/queue_tree.h"
+#include "sim/data_staging.h"
 #include "sim/execution_model.h"
 #include "sim/failure_model.h"
 #include "sim/fairness_tracker.h"
@@ -119,6 +120,18 @@ struct SimOptions {
   // whose application has no profile are rigid gangs), and how GPUs are shared out.
   const PolluxProfiles* adaptive_profiles = nullptr;
   GoodputAllocationOptions goodput;
+  // Data staging (docs/data.md; sim/data_staging.h), when the cluster declares storage tiers
+  // and jobs name datasets: how caches evict; locality-aware placement (a job is placed on
+  // nodes holding its dataset when it fits there, and waits up to locality_wait for them);
+  // pre-staging (after each cycle the first prestage_jobs waiting jobs with a dataset have it
+  // copied towards the nodes they are expected to get, with at most prestage_gbs of the object
+  // store's bandwidth in all).
+  CacheEviction data_eviction = CacheEviction::kLru;
+  bool data_locality = false;
+  double locality_wait = 0;
+  bool prestage = false;
+  double prestage_gbs = 0;
+  int prestage_jobs = 4;
 };
 
 struct HistoryEntry {
@@ -220,6 +233,8 @@ struct SimResult {
   double preemption_grace_gpu_seconds = 0;
   std::vector<double> preemption_times;  // one per preemption, in order (the report's timeline)
   EnergyStats energy;
+  DataStats data;  // SimOptions' data staging (zeros without storage tiers)
+  bool data_modelled = false;
 };
 
 // Runs every job of `w` to completion. Jobs must have passed admission (infeasible_reason);

@@ -363,7 +363,8 @@ constexpr std::string_view kJsonlKeys[] = {"name",
                                            "sla",
                                            "span",
                                            "params",
-                                           "step_seconds"};
+                                           "step_seconds",
+                                           "dataset"};
 
 class JsonlLine {
  public:
@@ -520,6 +521,45 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
     }
     j.model_params = in.number("params", 0, 0);
     j.step_seconds = in.number("step_seconds", 0, 0);
+    if (in.has("dataset")) {
+      // A built-in dataset by name, or {name, size_gb, read_mbs_per_gpu} (docs/data.md).
+      const json& d = in.at("dataset");
+      Dataset ds;
+      if (d.is_string()) {
+        const auto known = known_dataset(d.get<std::string>());
+        if (!known) {
+          std::string names;
+          for (const Dataset& k : known_datasets()) names += (names.empty() ? "" : ", ") + k.name;
+          in.fail("dataset", "unknown dataset '" + d.get<std::string>() + "' (built in: " + names +
+                                 "; or give {name, size_gb, read_mbs_per_gpu})");
+        }
+        ds = *known;
+      } else if (d.is_object()) {
+        for (const auto& kv : d.items()) {
+          if (kv.key() != "name" && kv.key() != "size_gb" && kv.key() != "read_mbs_per_gpu") {
+            in.fail("dataset." + kv.key(), "unknown key (name, size_gb, read_mbs_per_gpu)");
+          }
+        }
+        const auto field = [&](const char* key, bool positive) {
+          const auto it = d.find(key);
+          if (it == d.end() || !it->is_number() || !std::isfinite(it->get<double>()) ||
+              it->get<double>() < 0 || (positive && it->get<double>() <= 0)) {
+            in.fail(std::string("dataset.") + key,
+                    std::string("expected a number ") + (positive ? "> 0" : ">= 0"));
+          }
+          return it->get<double>();
+        };
+        if (!d.contains("name") || !d["name"].is_string() || d["name"].get<std::string>().empty()) {
+          in.fail("dataset.name", "expected a non-empty string");
+        }
+        ds.name = d["name"].get<std::string>();
+        ds.size_gb = field("size_gb", true);
+        ds.read_mbs_per_gpu = d.contains("read_mbs_per_gpu") ? field("read_mbs_per_gpu", false) : 0;
+      } else {
+        in.fail("dataset", "expected a dataset name or {name, size_gb, read_mbs_per_gpu}");
+      }
+      j.dataset = w.add_dataset(ds);
+    }
     j.source = source_of(origin, ln);
     w.jobs.push_back(std::move(j));
   }
@@ -659,6 +699,16 @@ void write_jsonl(const Workload& w, std::ostream& out, const GpuTypeTable* gpu_t
     if (j.sla_max_queueing >= 0) o["sla"] = j.sla_max_queueing;
     if (j.model_params > 0) o["params"] = j.model_params;
     if (j.step_seconds > 0) o["step_seconds"] = j.step_seconds;
+    if (j.dataset != kNoId) {
+      const Dataset& d = w.datasets[j.dataset];
+      const auto known = known_dataset(d.name);
+      if (known && known->size_gb == d.size_gb && known->read_mbs_per_gpu == d.read_mbs_per_gpu) {
+        o["dataset"] = d.name;
+      } else {
+        o["dataset"] = {
+            {"name", d.name}, {"size_gb", d.size_gb}, {"read_mbs_per_gpu", d.read_mbs_per_gpu}};
+      }
+    }
     if (j.max_span != Level::kCluster) {
       o["span"] = std::string(level_name(j.max_span));
     }
