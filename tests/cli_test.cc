@@ -331,12 +331,35 @@ TEST(SimulateSurface, OptionsThatCannotApplyWarnOrAreRefused) {
       {"--tick 0", 2, "error: --tick: must be more than 0, got 0"},
       {"--seed -1", 2, "error: --seed: must be 0 or more, got -1"},
       {"--recovery in-place", 0, "warning: --recovery in-place has no effect"},
+      {"--data-locality", 0,
+       "warning: --data-locality, --locality-wait, --prestage* and "
+       "--cache-eviction have no effect: the cluster declares no storage"},
+      {"--prestage", 2, "error: --prestage: --prestage and --prestage-gbs go together"},
   };
   for (const Case& c : cases) {
     const CmdResult r = run("simulate --quiet " + c.args);
     EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
     EXPECT_TRUE(has(r.output, "tessera: " + c.says)) << c.args << "\n" << r.output;
   }
+}
+
+TEST(SimulateSurface, DatasetsOnStorageTiersAreStagedAndCounted) {
+  const auto c = tmp("tiers.yaml"), j = tmp("tiers.json");
+  std::ofstream(c) << "racks: 4\nnodes_per_rack: 4\nnode: {gpus: 4}\nstorage:\n"
+                      "  object_store: {bandwidth_gbs: 1, per_job_gbs: 0.5}\n"
+                      "  nvme: {capacity_gb: 200, bandwidth_gbs: 2}\n";
+  const CmdResult r =
+      run("simulate --quiet --cluster " + c.string() + " --workload " +
+          (std::filesystem::path(TESSERA_SHARED_DATA) / "philly/pollux/workloads/workload-1.csv")
+              .string() +
+          " --data-dir " + TESSERA_SHARED_DATA +
+          " --pollux-datasets --data-locality --prestage --prestage-gbs 0.5 --json " + j.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto out = nlohmann::json::parse(slurp(j));
+  EXPECT_GT(out["data"]["runs"].get<int>(), 100);
+  EXPECT_GT(out["data"]["staging_gpu_hours"].get<double>(), 0);
+  EXPECT_GT(out["data"]["prestaged_gb"].get<double>(), 0);
+  EXPECT_EQ(out["run"]["data"]["locality"], true);
 }
 
 TEST(SimulateSurface, TheJsonRecordsHowTheResultWasProduced) {

@@ -100,6 +100,22 @@ void Simulation::prestage_more() {
       if (data_->prestage(s.dataset, ds, n, now_, per_transfer)) --need;
     }
   }
+  // Idle nodes are where the next arrivals go: they get the datasets most wanted by waiting and
+  // running jobs (the most wanted first), each dataset on one more idle node per pass.
+  std::vector<uint32_t> popular;
+  for (uint32_t d = 0; d < data_wanted_.size(); ++d) {
+    if (data_wanted_[d] > 0) popular.push_back(d);
+  }
+  std::stable_sort(popular.begin(), popular.end(),
+                   [&](uint32_t a, uint32_t b) { return data_wanted_[a] > data_wanted_[b]; });
+  for (const uint32_t d : popular) {
+    for (const NodeId n : order) {
+      if (down_[n] || state_.node_free_whole(n) < c_.node(n).num_gpus) continue;
+      if (data_->on_node(d, n)) continue;
+      if (data_->prestaging(now_) >= slots) return;
+      if (data_->prestage(d, w_.datasets[d], n, now_, per_transfer)) break;
+    }
+  }
 }
 
 }  // namespace tessera::sim_detail
