@@ -59,13 +59,13 @@ bool DataStaging::make_room(Tier& tier, double capacity, double gb, double t) {
   return true;
 }
 
-double DataStaging::object_transfer(double gb, double t, double cap) {
+double DataStaging::object_transfer(double gb, double t, double cap, bool prestaging) {
   std::erase_if(object_until_, [&](double e) { return e <= t; });
   std::erase_if(prestage_until_, [&](double e) { return e <= t; });
   const double active = static_cast<double>(object_until_.size() + prestage_until_.size() + 1);
   const double gbs = std::min(cap, s_.object_gbs / active);
   const double secs = gb / gbs;
-  object_until_.push_back(t + secs);
+  (prestaging ? prestage_until_ : object_until_).push_back(t + secs);
   stats_.object_gb += gb;
   return secs;
 }
@@ -109,7 +109,7 @@ double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, do
       stats_.cache_gb += gb;
     } else {
       ++stats_.object_reads;
-      ready = t + object_transfer(gb, t, s_.per_job_gbs);
+      ready = t + object_transfer(gb, t, s_.per_job_gbs, false);
       if (cached && make_room(cache_[k], s_.cache_gb, gb, t)) {
         cache_[k].push_back(Copy{d, gb, ready, t, 0, false});
         filling[k] = ready;
@@ -184,13 +184,7 @@ bool DataStaging::prestage(uint32_t d, const Dataset& ds, NodeId n, double t, do
     ready = std::max(t, in_cache->ready_at) + gb / s_.cache_gbs;
     stats_.cache_gb += gb;
   } else {
-    std::erase_if(object_until_, [&](double e) { return e <= t; });
-    std::erase_if(prestage_until_, [&](double e) { return e <= t; });
-    const double active = static_cast<double>(object_until_.size() + prestage_until_.size() + 1);
-    const double rate = std::min({gbs, s_.per_job_gbs, s_.object_gbs / active});
-    ready = t + gb / rate;
-    prestage_until_.push_back(ready);
-    stats_.object_gb += gb;
+    ready = t + object_transfer(gb, t, std::min(gbs, s_.per_job_gbs), true);
     if (cached && make_room(cache_[k], s_.cache_gb, gb, t)) {
       cache_[k].push_back(Copy{d, gb, ready, t, 0, true});
     }

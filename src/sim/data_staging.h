@@ -89,9 +89,9 @@ class DataStaging {
   // Makes room for `gb` in `tier` of `capacity` at `t`, evicting by the policy; false when the
   // copies that may not go leave too little.
   bool make_room(Tier& tier, double capacity, double gb, double t);
-  // Seconds to read `gb` out of the object store starting at `t` (recorded as in flight), with
-  // at most `cap` GB/s.
-  double object_transfer(double gb, double t, double cap);
+  // Seconds to read `gb` out of the object store starting at `t` (recorded as in flight, a
+  // pre-staging transfer or not), with at most `cap` GB/s.
+  double object_transfer(double gb, double t, double cap, bool prestaging);
   size_t cache_of(NodeId n) const;
 
   const Cluster& c_;
