@@ -121,9 +121,18 @@ TEST(DataStaging, ADatasetLargerThanNvmeIsStreamedAtWhatItsSourceDelivers) {
   EXPECT_DOUBLE_EQ(d.start(0, kImagenet, on_node(0, c), 0, 4), 0);
   EXPECT_EQ(d.stats().streamed, 1);
   // From the rack cache (ImageNet fits its 300 GB) at 10 GB/s: 4 GPUs read 0.4 GB/s, unslowed.
-  EXPECT_DOUBLE_EQ(d.stream_factor(kImagenet, on_node(0, c), 4), 1);
+  EXPECT_EQ(d.read_source(kImagenet), DataStaging::Source::kCache);
+  EXPECT_DOUBLE_EQ(d.stream_factor(kImagenet, 4), 1);
   // 200 GPUs' worth would need 20 GB/s: half speed.
-  EXPECT_DOUBLE_EQ(d.stream_factor(kImagenet, on_node(0, c), 200), 0.5);
+  EXPECT_DOUBLE_EQ(d.stream_factor(kImagenet, 200), 0.5);
+  // Streams from the object store (1 GB/s, 0.5 each at most) share it, water-filled by need.
+  const auto near = [](const std::vector<double>& got, const std::vector<double>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+  };
+  near(d.object_shares({0.1, 0.8, 0.8}), {0.1, 0.45, 0.45});
+  near(d.object_shares({2, 2, 2, 2}), {0.25, 0.25, 0.25, 0.25});
+  near(d.object_shares({2}), {0.5});
 }
 
 TEST(DataStaging, PrestagingCopiesAheadWithinItsBandwidth) {
@@ -263,6 +272,33 @@ TEST(DataStagingSim, LocalityKeepsAJobWhereItsDataIsAndTheWaitIsBounded) {
       EXPECT_NEAR(started, 110, 1e-6);  // its wait ran out first
     }
   }
+}
+
+TEST(DataStagingSim, RunsStreamingFromTheObjectStoreShareItsBandwidth) {
+  // No NVMe, no cache: every run streams. 4 GPUs x 250 MB/s = 1 GB/s each, the store's whole
+  // bandwidth: alone a run is not slowed; two at once run at half speed until one ends.
+  const Cluster c = parse_cluster_yaml(
+      "racks: 1\nnodes_per_rack: 2\nnode: {gpus: 4}\nstorage:\n"
+      "  object_store: {bandwidth_gbs: 1}\n",
+      "stream.yaml");
+  Workload w;
+  w.tenants.intern("t");
+  const uint32_t d = w.add_dataset(Dataset{"big", 500, 250});
+  for (const double work : {100.0, 150.0}) {
+    JobSpec j;
+    j.name = "s" + std::to_string(w.jobs.size());
+    j.demand.gpus = 4;
+    j.work_seconds = work;
+    j.dataset = d;
+    w.jobs.push_back(j);
+  }
+  const UnitSpeed model;
+  const SimResult r = simulate(w, c, make_policy("fifo", 1), model, SimOptions{});
+  EXPECT_EQ(r.data.streamed, 2);
+  EXPECT_DOUBLE_EQ(r.data.staging_gpu_seconds, 0);
+  // Both at half speed until s0 ends at 200 s (100 s of work); s1 has 50 s left at full speed.
+  EXPECT_NEAR(r.jobs[0].finish, 200, 1e-6);
+  EXPECT_NEAR(r.jobs[1].finish, 250, 1e-6);
 }
 
 TEST(DataStagingSim, PrestagingHidesStagingForWaitingJobs) {

@@ -1,4 +1,5 @@
 #include "store/job_request.h"
+#include "model/yaml_util.h"
 #include "store/strict_json.h"
 
 #include <gtest/gtest.h>
@@ -170,6 +171,13 @@ TEST(JobRequestTest, Quantities) {
   EXPECT_TRUE(YamlFails(yaml_with("resources: {cpu: lots}"), "resources.cpu"));
   EXPECT_TRUE(YamlFails(yaml_with("resources: {memory: 16Qi}"), "resources.memory"));
   EXPECT_TRUE(YamlFails(yaml_with("resources: {memory: 1e300Ti}"), "resources.memory"));
+  // The parsers themselves refuse quantities beyond int64 once scaled (a queue tree's guarantee
+  // reaches them without the request reader's range check; found by fuzz_queue_tree).
+  int64_t out = 0;
+  EXPECT_FALSE(parse_memory_quantity("2577777777777777777777777777777776Gi", out));
+  EXPECT_FALSE(parse_cpu_quantity("1e300", out));
+  EXPECT_TRUE(parse_memory_quantity("16Gi", out));
+  EXPECT_EQ(out, 16384);
   EXPECT_TRUE(YamlFails(yaml_with("resources: {gpu_types: [A100, '']}"), "resources.gpu_types[1]"));
 }
 

@@ -114,10 +114,18 @@ void check_keys(const std::string& origin, const YAML::Node& map, const std::str
   }
 }
 
+namespace {
+// The largest number of cores or MiB a quantity may name: 10^15, far beyond any machine and
+// safely inside int64 after scaling to milli-units.
+constexpr double kMaxQuantityUnits = 1e15;
+}  // namespace
+
 bool parse_cpu_quantity(std::string_view s, int64_t& milli) {
   if (!s.empty() && s.back() == 'm') return csv::parse_int(s.substr(0, s.size() - 1), milli);
   double cores = 0;
   if (!csv::parse_double(s, cores)) return false;
+  // Beyond any machine (and beyond int64 once in milli-cores): not a quantity.
+  if (!(std::abs(cores) <= kMaxQuantityUnits)) return false;
   milli = std::llround(cores * 1000.0);
   return true;
 }
@@ -141,7 +149,9 @@ bool parse_memory_quantity(std::string_view s, int64_t& mib) {
   }
   double v = 0;
   if (!csv::parse_double(s, v) || v < 0) return false;
-  mib = static_cast<int64_t>(std::floor(v * factor / 1048576.0));
+  const double in_mib = std::floor(v * factor / 1048576.0);
+  if (!(in_mib <= kMaxQuantityUnits)) return false;  // beyond any machine, and beyond int64
+  mib = static_cast<int64_t>(in_mib);
   return true;
 }
 

@@ -135,15 +135,40 @@ void DataStaging::release(uint32_t d, const Allocation& a) {
   }
 }
 
-double DataStaging::stream_factor(const Dataset& ds, const Allocation& a, int gpus) const {
-  if (s_.nvme_gb > 0 && ds.size_gb <= s_.nvme_gb) return 1;
-  if (ds.read_mbs_per_gpu <= 0 || gpus <= 0 || a.empty()) return 1;
-  // Read from its rack's cache when it fits there, else from the object store (one stream).
-  const double gbs = s_.cache_gb > 0 && ds.size_gb <= s_.cache_gb
-                         ? s_.cache_gbs
-                         : std::min(s_.per_job_gbs, s_.object_gbs);
-  const double need = ds.read_mbs_per_gpu * gpus / 1000.0;
-  return std::min(1.0, gbs / need);
+DataStaging::Source DataStaging::read_source(const Dataset& ds) const {
+  if (s_.nvme_gb > 0 && ds.size_gb <= s_.nvme_gb) return Source::kLocal;
+  if (s_.cache_gb > 0 && ds.size_gb <= s_.cache_gb) return Source::kCache;
+  return Source::kObject;
+}
+
+double DataStaging::stream_factor(const Dataset& ds, int gpus) const {
+  const double need = need_gbs(ds, gpus);
+  if (need <= 0) return 1;
+  switch (read_source(ds)) {
+    case Source::kLocal:
+      return 1;
+    case Source::kCache:
+      return std::min(1.0, s_.cache_gbs / need);
+    case Source::kObject:
+      return std::min(1.0, std::min(s_.per_job_gbs, s_.object_gbs) / need);
+  }
+  return 1;
+}
+
+std::vector<double> DataStaging::object_shares(const std::vector<double>& needs) const {
+  std::vector<size_t> order(needs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return needs[a] < needs[b]; });
+  std::vector<double> out(needs.size(), 0);
+  double left = s_.object_gbs;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    const double fair = left / static_cast<double>(order.size() - k);
+    out[i] = std::min({needs[i], s_.per_job_gbs, fair});
+    left -= out[i];
+  }
+  return out;
 }
 
 bool DataStaging::on_node(uint32_t d, NodeId n) const {

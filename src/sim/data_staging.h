@@ -55,9 +55,20 @@ class DataStaging {
   double start(uint32_t d, const Dataset& ds, const Allocation& a, double t, double gpus);
   // The run ended: its copies are no longer in use.
   void release(uint32_t d, const Allocation& a);
-  // Speed factor of a run of `gpus` GPUs on `a` reading `ds` (1 unless it streams a dataset too
-  // large for NVMe from a tier slower than its GPUs read).
-  double stream_factor(const Dataset& ds, const Allocation& a, int gpus) const;
+  // Where a run reads `ds` while it runs: a copy on its nodes' NVMe, or streamed (too large for
+  // NVMe) from its rack's cache when it fits there, else from the object store.
+  enum class Source : uint8_t { kLocal, kCache, kObject };
+  Source read_source(const Dataset& ds) const;
+  // What a run of `gpus` GPUs reading `ds` needs while it runs (GB/s).
+  static double need_gbs(const Dataset& ds, int gpus) {
+    return ds.read_mbs_per_gpu * gpus / 1000.0;
+  }
+  // Speed factor of a run of `gpus` GPUs reading `ds` from its cache or (alone) from the object
+  // store: min(1, what the source gives one reader / what it needs); 1 for a local copy.
+  double stream_factor(const Dataset& ds, int gpus) const;
+  // What each of the object store's streams gets (GB/s), by index: its bandwidth water-filled
+  // over what each needs, at most per_job_gbs each.
+  std::vector<double> object_shares(const std::vector<double>& needs) const;
   // Nodes whose NVMe holds (or is being given) dataset d; null when none.
   std::shared_ptr<const NodeSet> nodes_with(uint32_t d) const;
   // Whether node n's NVMe holds (or is being given) d.

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ struct JobState {
   // holds them (also through a checkpoint grace).
   double limit_w = 0;
   double power_speed = 1;
+  // Data (docs/data.md): the speed factor of a run that streams its dataset from the object
+  // store (its share of the store's bandwidth over what its GPUs read; 1 otherwise).
+  double data_speed = 1;
   double draw_w = 0;
   double inc_w = 0;
   bool drawing = false;
@@ -196,6 +200,15 @@ class Simulation {
   // The cycle's locality preferences (SimOptions::data_locality), and pre-staging after it.
   void prefer_data_nodes(Snapshot& snap);
   void prestage_waiting();
+  // Runs streaming their dataset from the object store share its bandwidth: a run joins
+  // (returns its speed factor) or leaves, and the others' factors change with them.
+  std::vector<JobId> streams_;
+  double join_stream(JobId j);
+  void leave_stream(JobId j);
+  void share_streams(JobId except);
+  // j's speed changes now (a power limit, a stream's share): the run so far counts at the old
+  // speed and its finish moves. `change` sets the new speed.
+  void rerate(JobId j, const std::function<void()>& change);
   void prestage_more();
   double prestage_tick_ = -1;  // the latest tick pushed for a pre-staging transfer's end
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure

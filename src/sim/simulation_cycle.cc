@@ -135,7 +135,7 @@ void Simulation::resize(Resize& r, bool released) {
   js.run_start = now_;
   js.restart_cost = s.restart_cost;
   price_power(j);
-  js.speed = run_speed(j) * js.power_speed;
+  js.speed = run_speed(j) * js.power_speed * js.data_speed;
   if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
   events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                js.generation);

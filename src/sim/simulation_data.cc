@@ -25,6 +25,48 @@ void Simulation::release_data(JobId j) {
   if (data_ && s.dataset != kNoId) data_->release(s.dataset, jobs_[j].alloc);
 }
 
+double Simulation::join_stream(JobId j) {
+  const JobSpec& s = w_.jobs[j];
+  const Dataset& ds = w_.datasets[s.dataset];
+  const int gpus = static_cast<int>(std::lround(run_gpus(jobs_[j])));
+  if (data_->read_source(ds) != DataStaging::Source::kObject ||
+      DataStaging::need_gbs(ds, gpus) <= 0) {
+    return data_->stream_factor(ds, gpus);
+  }
+  streams_.push_back(j);
+  share_streams(j);
+  return jobs_[j].data_speed;
+}
+
+void Simulation::leave_stream(JobId j) {
+  const auto it = std::find(streams_.begin(), streams_.end(), j);
+  if (it == streams_.end()) return;
+  streams_.erase(it);
+  share_streams(kNoId);
+}
+
+void Simulation::share_streams(JobId joining) {
+  std::vector<double> needs;
+  for (const JobId k : streams_) {
+    const int gpus = static_cast<int>(std::lround(run_gpus(jobs_[k])));
+    needs.push_back(DataStaging::need_gbs(w_.datasets[w_.jobs[k].dataset], gpus));
+  }
+  const std::vector<double> shares = data_->object_shares(needs);
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const JobId k = streams_[i];
+    JobState& ks = jobs_[k];
+    const double f = std::min(1.0, shares[i] / needs[i]);
+    if (k == joining) {
+      ks.data_speed = f;  // its run is being set up: start() applies it
+    } else if (std::abs(f - ks.data_speed) > 1e-12) {
+      rerate(k, [&] {
+        ks.speed = ks.speed / ks.data_speed * f;
+        ks.data_speed = f;
+      });
+    }
+  }
+}
+
 void Simulation::want_data(JobId j, int delta) {
   const JobSpec& s = w_.jobs[j];
   if (!data_ || s.dataset == kNoId) return;

@@ -125,6 +125,7 @@ void Simulation::stop_run(JobId j, bool keep_usage) {
   const JobSpec& s = w_.jobs[j];
   state_.release(js.alloc);
   release_data(j);
+  leave_stream(j);
   const Amounts held = fair_.held(s, js.alloc);
   if (js.begun && !keep_usage) fair_.add_usage(s.tenant, held, -1);
   // A victim's GPUs go back to idle draw at once: writing a checkpoint is not GPU work, and
@@ -252,11 +253,8 @@ void Simulation::start(JobId j, Allocation alloc, double delay, double limit_w) 
   if (data_ && s.dataset != kNoId) js.restart_cost += stage_data(j, delay);
   js.limit_w = limit_w;
   price_power(j);
-  js.speed = run_speed(j) * js.power_speed;
-  if (data_ && s.dataset != kNoId) {
-    js.speed *= data_->stream_factor(w_.datasets[s.dataset], js.alloc,
-                                     static_cast<int>(std::lround(run_gpus(js))));
-  }
+  js.data_speed = data_ && s.dataset != kNoId ? join_stream(j) : 1.0;
+  js.speed = run_speed(j) * js.power_speed * js.data_speed;
   if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
   js.slot = static_cast<uint32_t>(running_.size());
   running_.push_back(j);

@@ -131,6 +131,17 @@ void Simulation::account_energy(JobId j, double joules, double grams) {
 void Simulation::set_limit(JobId j, double limit_w) {
   JobState& js = jobs_[j];
   if (js.phase != Phase::kRunning) return;
+  rerate(j, [&] {
+    const double base_speed = js.speed / js.power_speed;
+    js.limit_w = limit_w;
+    price_power(j);
+    js.speed = base_speed * js.power_speed;
+  });
+  result_.energy.limit_changes++;
+}
+
+void Simulation::rerate(JobId j, const std::function<void()>& change) {
+  JobState& js = jobs_[j];
   const bool was = js.drawing;
   set_drawing(j, false);
   if (js.begun) {
@@ -140,16 +151,12 @@ void Simulation::set_limit(JobId j, double limit_w) {
     js.run_start = now_;
     js.restart_cost = restart_left;
   }
-  const double base_speed = js.speed / js.power_speed;
-  js.limit_w = limit_w;
-  price_power(j);
-  js.speed = base_speed * js.power_speed;
+  change();
   js.generation++;
   events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                js.generation);
   if (!js.begun) events_.push(js.run_start, EventKind::kBegin, j, js.generation);
   set_drawing(j, was);
-  result_.energy.limit_changes++;
 }
 
 // ---- node sleep (EnergySettings::sleep_after_s) ----
