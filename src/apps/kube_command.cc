@@ -34,6 +34,11 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
       ->delimiter(',');
   k->add_option("--policy", a.policy, "scheduling policy, as for simulate (default: fair)");
   add_goodput_options(*k, a.goodput);
+  k->add_option("--locality-wait", a.locality_wait,
+                "a gang whose pods name a dataset (tessera.io/dataset) waits up to this many "
+                "seconds for nodes labelled as holding it (data.tessera.io/NAME) before going "
+                "elsewhere (docs/data.md)")
+      ->check(CLI::Range(0.0, 86400.0 * 30));
   add_goodput_round_option(*k, a.goodput);
   k->add_flag("--leader-elect", a.leader_elect,
               "run as one of several replicas: only the holder of the Lease schedules");
@@ -137,6 +142,7 @@ int run_kube(const KubeArgs& a) {
   opt.policy = a.policy;
   opt.goodput = goodput_allocation(a.goodput);
   opt.goodput_round = a.goodput.round_seconds;
+  opt.locality_wait = a.locality_wait;
   warn_unused_goodput_options("kube", a.policy, a.goodput);
   opt.checkpoint_grace = a.checkpoint_grace;
   opt.gang_timeout = a.gang_timeout;

@@ -17,6 +17,7 @@ struct KubeArgs {
   std::vector<std::string> topology_labels;
   std::string policy = "fair";
   GoodputArgs goodput;  // --policy goodput
+  double locality_wait = 0;
   bool leader_elect = false;
   std::string lease_namespace = "kube-system";
   std::string lease_name = "tessera-scheduler";

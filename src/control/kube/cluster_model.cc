@@ -385,6 +385,24 @@ std::shared_ptr<const NodeSet> ClusterModel::eligible(const NodeConstraints& c,
   return set;
 }
 
+std::shared_ptr<const NodeSet> ClusterModel::data_nodes(const std::string& dataset) {
+  // In the node-set cache under a key no constraint text can have.
+  const std::string key = std::string(1, '\x01') + "data:" + dataset;
+  auto it = eligible_.find(key);
+  if (it != eligible_.end()) return it->second;
+  const std::string label = kDataLabelPrefix + dataset;
+  std::vector<NodeId> with;
+  for (NodeId id = 0; id < cluster_->nodes().size(); ++id) {
+    const NodeInfo& n = nodes_.at(cluster_->node(id).name);
+    const auto l = n.labels.find(label);
+    if (l != n.labels.end() && l->second != "false") with.push_back(id);
+  }
+  std::shared_ptr<const NodeSet> set;
+  if (!with.empty()) set = std::make_shared<const NodeSet>(std::span<const NodeId>(with));
+  eligible_.emplace(key, set);
+  return set;
+}
+
 bool ClusterModel::ensure_tenant(const std::string& queue) {
   if (tenants_.find(queue)) return true;
   if (unknown_queues_.count(queue) != 0) return false;
@@ -488,6 +506,7 @@ CycleInput ClusterModel::prepare(double now) {
     g.binding = false;
     g.adaptive = AdaptiveBatch{};
     g.round_spec.max_members = 0;
+    g.dataset.clear();
     std::vector<const PodInfo*> pending, bound;
     std::string invalid;
     for (const std::string& uid : g.pods) {
@@ -554,6 +573,7 @@ CycleInput ClusterModel::prepare(double now) {
     if (opt_.goodput) plan_adaptive(g, pending, bound);
     if (pending.empty()) continue;
     const PodInfo& first = *pending.front();
+    g.dataset = first.dataset;
     int32_t min_member = 1;
     if (!g.group.empty()) {
       auto it = groups_.find(g.key);

@@ -96,6 +96,7 @@ struct Gang {
   AdaptiveBatch adaptive;
   JobSpec round_spec;
   int32_t round_members = -1;
+  std::string dataset;  // what its waiting pods read (tessera.io/dataset), filled by prepare()
   // Admission's answer (infeasible_reason) for the shape and cluster it was asked about.
   struct Admission {
     uint64_t generation = ~uint64_t{0};
@@ -165,6 +166,9 @@ class ClusterModel {
     return g - cluster_->node(cluster_->node_of_gpu(g)).first_gpu;
   }
   std::optional<NodeId> node_id(const std::string& name) const;
+  // The nodes labelled as holding `dataset` (data.tessera.io/<dataset>, any value but "false");
+  // null when none is. Cached until nodes or their labels change.
+  std::shared_ptr<const NodeSet> data_nodes(const std::string& dataset);
   // Changes whenever the Cluster is rebuilt or nodes' labels or taints change.
   uint64_t cluster_generation() const { return cluster_generation_; }
   uint64_t overflow_pods() const { return overflow_pods_; }

@@ -72,10 +72,9 @@ bool KubeScheduler::goodput_round(double t) {
   }
   if (gangs.empty()) return false;
   ++counters_.goodput_rounds;
-  const std::vector<int32_t> members =
-      plan_goodput_round(jobs, model_.ledger(), *policy_.scorer, opt_.goodput,
-                         policy_.seed ^ (counters_.goodput_rounds * 0x9e3779b97f4a7c15ULL),
-                         &model_.tree());
+  const std::vector<int32_t> members = plan_goodput_round(
+      jobs, model_.ledger(), *policy_.scorer, opt_.goodput,
+      policy_.seed ^ (counters_.goodput_rounds * 0x9e3779b97f4a7c15ULL), &model_.tree());
   bool changed = false;
   for (size_t k = 0; k < gangs.size(); ++k) {
     Gang& g = *gangs[k];

@@ -458,6 +458,7 @@ PodInfo parse_pod(const json& pod) {
     if (!parse_watts(*w, p.power_limit_w)) p.power_limit_w = 0;
   }
 
+  if (const std::string* d = find(notes, kDatasetAnnotation)) p.dataset = *d;
   if (const std::string* b = find(notes, kAdaptiveBatchAnnotation)) {
     if (const auto why = parse_adaptive(*b, find(notes, kAdaptiveMaxBatchAnnotation),
                                         find(notes, kAdaptivePerGpuAnnotation), p.adaptive)) {

@@ -59,6 +59,10 @@ inline constexpr const char* kBatchSizeAnnotation = "tessera.io/batch-size";
 inline constexpr const char* kMicroBatchAnnotation = "tessera.io/micro-batch";
 inline constexpr const char* kAccumStepsAnnotation = "tessera.io/accum-steps";
 inline constexpr const char* kReportTokenAnnotation = "tessera.io/report-token";
+// Data locality (docs/data.md): the dataset a pod reads, and the node label prefix saying which
+// datasets a node holds (data.tessera.io/imagenet: "true", set by whatever caches them there).
+inline constexpr const char* kDatasetAnnotation = "tessera.io/dataset";
+inline constexpr const char* kDataLabelPrefix = "data.tessera.io/";
 
 using Labels = std::map<std::string, std::string>;
 
@@ -134,6 +138,7 @@ struct PodInfo {
   std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
   double power_limit_w = 0;  // tessera.io/power-limit-watts; 0 when absent (the GPUs' default)
   AdaptiveBatch adaptive;    // tessera.io/adaptive-*; batch 0: not adaptive
+  std::string dataset;       // tessera.io/dataset; "" when it names none
   NodeConstraints constraints;
   std::string constraints_key;  // constraints.key(), computed once when parsed
   // PodScheduled=False's message as last written (so the scheduler writes only changes).

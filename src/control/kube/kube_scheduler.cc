@@ -438,6 +438,17 @@ void KubeScheduler::run_cycle() {
   snap.queues = &model_.tree();
   snap.decayed_usage = decayed_.view();
   snap.power = power_.view(model_);
+  // Data locality: the nodes labelled as holding each waiting gang's dataset.
+  std::unordered_map<JobId, std::shared_ptr<const NodeSet>> preferred;
+  for (const PendingJob& pj : in.pending) {
+    const Gang& g = *in.by_job[pj.id];
+    if (g.dataset.empty()) continue;
+    if (auto nodes = model_.data_nodes(g.dataset)) preferred.emplace(pj.id, std::move(nodes));
+  }
+  if (!preferred.empty()) {
+    snap.preferred_nodes = &preferred;
+    snap.locality_wait_seconds = opt_.locality_wait;
+  }
   // On Unix time, as the pods' creation times and the clock.
   snap.carbon = power_.carbon();
   // With nothing pending a cycle decides nothing, except raising limits the power cap lowered

@@ -78,6 +78,10 @@ struct SchedulerOptions {
   // (<lease.name>-report in lease.ns), created by the first leader that needs it.
   double goodput_round = 60;
   GoodputAllocationOptions goodput;
+  // Data locality (docs/data.md): a gang whose pods name a dataset (tessera.io/dataset) goes to
+  // nodes labelled as holding it when it fits there, and waits up to this long (from its pods'
+  // creation) for them before going elsewhere (reason DataLocality).
+  double locality_wait = 0;
 };
 
 // Counters for /metrics beyond the service's.

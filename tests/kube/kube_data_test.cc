@@ -1,0 +1,90 @@
+// Data locality in `tessera kube` (docs/data.md): a pod naming a dataset (tessera.io/dataset)
+// goes to the nodes labelled as holding it (data.tessera.io/NAME), and within --locality-wait
+// waits for them rather than go elsewhere, saying why.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kube_env.h"
+
+namespace tessera::kube {
+namespace {
+
+using nlohmann::json;
+using testing::KubeEnv;
+
+class KubeData : public KubeEnv {
+ protected:
+  std::string node_of(const std::string& pod) {
+    for (const json& p : pods()) {
+      if (p["metadata"]["name"] == pod) return p["spec"].value("nodeName", "");
+    }
+    return "";
+  }
+  std::string other_node(const std::string& name) {
+    const json nodes = emu_->request("GET", "/api/v1/nodes").json_body();
+    for (const json& n : nodes["items"]) {
+      if (n["metadata"]["name"] != name) return n["metadata"]["name"];
+    }
+    return "";
+  }
+  void label(const std::string& node, const std::string& dataset) {
+    const auto r = emu_->request(
+        "PATCH", "/api/v1/nodes/" + node,
+        json{{"metadata", {{"labels", {{std::string(kDataLabelPrefix) + dataset, "true"}}}}}}
+            .dump(),
+        "application/merge-patch+json");
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  static json reader(const std::string& name, int gpus) {
+    json p = pod_json("team-a", name, gpus);
+    p["metadata"]["annotations"][kDatasetAnnotation] = "imagenet";
+    return p;
+  }
+};
+
+TEST_F(KubeData, APodGoesWhereItsDatasetIsRatherThanWhereBestfitWouldPackIt) {
+  start_emulator(2, 4);
+  create_namespace("team-a");
+  start_scheduler();
+  create_pod("team-a", "filler", 1);
+  ASSERT_TRUE(wait_for([&] { return !node_of("filler").empty(); }, 20));
+  const std::string data = other_node(node_of("filler"));
+  label(data, "imagenet");
+  // Without a dataset bestfit packs next to the filler; with one it goes to the data.
+  create_pod("team-a", "plain", 1);
+  ASSERT_TRUE(wait_for([&] { return !node_of("plain").empty(); }, 20));
+  EXPECT_EQ(node_of("plain"), node_of("filler"));
+  post_pod(reader("reader", 1));
+  ASSERT_TRUE(wait_for([&] { return !node_of("reader").empty(); }, 20));
+  EXPECT_EQ(node_of("reader"), data);
+}
+
+TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
+  start_emulator(2, 4);
+  create_namespace("team-a");
+  SchedulerOptions opt = scheduler_options();
+  opt.locality_wait = 600;
+  start_scheduler(opt);
+  create_pod("team-a", "hog", 4);
+  ASSERT_TRUE(wait_for([&] { return !node_of("hog").empty(); }, 20));
+  label(node_of("hog"), "imagenet");
+  post_pod(reader("waiter", 2));  // fits the other node, not the full one with its data
+  std::string message;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (const json& p : pods()) {
+          if (p["metadata"]["name"] != "waiter") continue;
+          for (const json& c : p["status"].value("conditions", json::array())) {
+            if (c.value("type", "") == "PodScheduled") message = c.value("message", "");
+          }
+        }
+        return message.find("data locality") != std::string::npos;
+      },
+      20))
+      << message;
+  EXPECT_TRUE(node_of("waiter").empty());
+}
+
+}  // namespace
+}  // namespace tessera::kube
