@@ -66,7 +66,7 @@ void ApiServer::routes() {
   auto guarded = [&svc](Handler h, bool job_token = false) {
     return
         [&svc, h = std::move(h), job_token](const httplib::Request& req, httplib::Response& res) {
-          try {
+          answer_errors(res, [&] {
             refuse_invalid_utf8(req);
             const std::string token = bearer(req);
             auto caller = svc.authenticate(token);
@@ -76,13 +76,7 @@ void ApiServer::routes() {
                                  "missing or unknown bearer token (Authorization: Bearer TOKEN)");
             }
             h(req, res, *caller);
-          } catch (const ServiceError& e) {
-            send_error(res, status_of(e.kind()), e.what(), e.field());
-          } catch (const FieldError& e) {
-            send_error(res, 400, e.what(), e.field());
-          } catch (const std::exception& e) {
-            send_error(res, 500, std::string("internal error: ") + e.what());
-          }
+          });
         };
   };
   // Registers a route and remembers its pattern, so that a path served under other methods

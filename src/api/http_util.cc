@@ -86,6 +86,18 @@ void send_error(httplib::Response& res, int status, const std::string& message,
   res.set_content(json_text(j), kJson);
 }
 
+void answer_errors(httplib::Response& res, const std::function<void()>& handle) {
+  try {
+    handle();
+  } catch (const ServiceError& e) {
+    send_error(res, status_of(e.kind()), e.what(), e.field());
+  } catch (const FieldError& e) {
+    send_error(res, 400, e.what(), e.field());
+  } catch (const std::exception& e) {
+    send_error(res, 500, std::string("internal error: ") + e.what());
+  }
+}
+
 int status_of(ServiceError::Kind k) {
   switch (k) {
     case ServiceError::kInvalid:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,10 @@ std::string json_text(const nlohmann::json& j);
 void send_error(httplib::Response& res, int status, const std::string& message,
                 const std::string& field = "");
 int status_of(ServiceError::Kind k);
+// Runs `handle`, answering what it throws as JSON errors: ServiceError by its kind, FieldError
+// as 400 naming the field, anything else as a 500 naming it (never a crash). serve's and kube's
+// routes both answer this way.
+void answer_errors(httplib::Response& res, const std::function<void()>& handle);
 // The token of "Authorization: Bearer TOKEN", or "".
 std::string bearer(const httplib::Request& req);
 // A query parameter, decoded, or nullopt when absent (the last one if repeated). Read from

@@ -62,15 +62,7 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
   // Errors are JSON, as serve's; anything unexpected is a 500 naming it, never a crash.
   auto guarded = [](auto h) {
     return [h](const httplib::Request& req, httplib::Response& res) {
-      try {
-        h(req, res);
-      } catch (const ServiceError& e) {
-        send_error(res, status_of(e.kind()), e.what(), e.field());
-      } catch (const FieldError& e) {
-        send_error(res, 400, e.what(), e.field());
-      } catch (const std::exception& e) {
-        send_error(res, 500, std::string("internal error: ") + e.what());
-      }
+      answer_errors(res, [&] { h(req, res); });
     };
   };
   http_->Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {

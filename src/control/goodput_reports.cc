@@ -62,6 +62,14 @@ void take_report(GoodputModel& m, const JobReport& r, const ReportBounds& b) {
   if (r.progress) m.report_progress(r.progress->first, r.progress->second);
 }
 
+std::string resize_message(int from, int to, const std::string& what) {
+  if (to > 0) return fmt::format("resized by the goodput round: {} -> {} GPUs", from, to);
+  return fmt::format(
+      "suspended by the goodput round: its {} GPUs train other {} faster now; it resumes when a "
+      "round gives it GPUs",
+      from, what);
+}
+
 BatchSplit run_split(const GoodputModel& m, int nodes, int gpus) {
   const GoodputChoice c = m.best(nodes, gpus);
   return c.goodput > 0 ? c.split : fixed_split(m.limits(), m.limits().init_batch, gpus);

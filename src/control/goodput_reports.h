@@ -3,6 +3,8 @@
 // and the report's answer.
 #pragma once
 
+#include <string>
+
 #include "control/service.h"
 #include "engine/goodput_model.h"
 #include "store/job_request.h"
@@ -27,6 +29,10 @@ void take_report(GoodputModel& m, const JobReport& r, const ReportBounds& b);
 // The split a run on `gpus` GPUs over `nodes` nodes trains with: the model's best there, or,
 // before the job has said how fast it is, the batch it was tuned for split over its GPUs.
 BatchSplit run_split(const GoodputModel& m, int nodes, int gpus);
+
+// Why a round stops a running job (or pod group, `what`) of `from` GPUs: resized to `to`, or
+// suspended (to 0). The job's message (serve) or its pods' eviction event (kube).
+std::string resize_message(int from, int to, const std::string& what);
 
 // The report's answer for a job running on `gpus` GPUs over `nodes` nodes, which the last round
 // gave `round_gpus` (-1: none yet).

@@ -510,7 +510,7 @@ class Service {
   void apply_gpu_power_limits_locked();
   // Goodput rounds (service_goodput.cc; --policy goodput).
   bool adaptive_locked(const Job& j) const;
-  GoodputModel& goodput_model_locked(Job& j) const;
+  GoodputModel& goodput_model_locked(Job& j);
   // Whether a round is due at `t`: its interval passed, or an adaptive job waits that no round
   // has planned.
   bool goodput_round_due_locked(double t) const;

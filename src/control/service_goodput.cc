@@ -6,10 +6,7 @@
 // The round only plans adaptive jobs, on the GPUs no other job holds; the cycle still starts
 // every job (so priorities, quotas, holds and limits apply to adaptive jobs as to any other),
 // an adaptive one at the size its round gave it and not before a round has planned it.
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <cmath>
 
 #include "control/goodput_reports.h"
 #include "control/service.h"
@@ -17,6 +14,7 @@
 #include "control/token.h"
 #include "engine/goodput_placement.h"
 #include "engine/goodput_round.h"
+#include "engine/rng.h"
 
 namespace tessera {
 
@@ -37,7 +35,7 @@ bool Service::adaptive_locked(const Job& j) const {
   return policy_.goodput && j.row.spec.adaptive.batch > 0;
 }
 
-GoodputModel& Service::goodput_model_locked(Job& j) const {
+GoodputModel& Service::goodput_model_locked(Job& j) {
   if (!j.goodput) j.goodput.emplace(batch_limits(j.row.spec.adaptive));
   return *j.goodput;
 }
@@ -96,8 +94,7 @@ void Service::goodput_round_locked(double t) {
   ++counters_.goodput_rounds;
   const std::vector<int32_t> members =
       plan_goodput_round(jobs, state_, *policy_.scorer, opt_.goodput,
-                         policy_.seed ^ (counters_.goodput_rounds * 0x9e3779b97f4a7c15ULL),
-                         tree_.get());
+                         mix_seed(policy_.seed, counters_.goodput_rounds), tree_.get());
 
   for (size_t k = 0; k < cands.size(); ++k) {
     Job& j = *cands[k].job;
@@ -112,12 +109,7 @@ void Service::goodput_round_locked(double t) {
       continue;
     }
     // Running at another size from now: it checkpoints (its grace) and starts again.
-    j.resizing = members[k] > 0 ? fmt::format("resized by the goodput round: {} -> {} GPUs",
-                                              cands[k].members * g, members[k] * g)
-                                : fmt::format(
-                                      "suspended by the goodput round: its {} GPUs train other "
-                                      "jobs faster now; it resumes when a round gives it GPUs",
-                                      cands[k].members * g);
+    j.resizing = resize_message(cands[k].members * g, members[k] * g, "jobs");
     ++counters_.resizes;
     ask_to_stop_locked(j, t);
   }

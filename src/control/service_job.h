@@ -62,7 +62,7 @@ struct Service::Job {
   // round has planned it since it last waited), its spec with that gang size (what the cycle
   // sees of it while it waits), why it is being stopped to run at another size, and how long
   // its earlier runs ran.
-  mutable std::optional<GoodputModel> goodput;
+  std::optional<GoodputModel> goodput;
   int32_t round_members = -1;
   JobSpec round_spec;
   std::string resizing;

@@ -3,8 +3,6 @@
 // the engine's goodput round chooses each group's members. A running group given another size
 // is evicted whole (its checkpoint grace; its controller makes its pods again); a waiting one is
 // offered to the cycle at its size, and its pods are bound with what they are to train with.
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "backend/kubernetes/object_path.h"
@@ -13,6 +11,7 @@
 #include "control/token.h"
 #include "engine/goodput_placement.h"
 #include "engine/goodput_round.h"
+#include "engine/rng.h"
 
 namespace tessera::kube {
 
@@ -72,9 +71,9 @@ bool KubeScheduler::goodput_round(double t) {
   }
   if (gangs.empty()) return false;
   ++counters_.goodput_rounds;
-  const std::vector<int32_t> members = plan_goodput_round(
-      jobs, model_.ledger(), *policy_.scorer, opt_.goodput,
-      policy_.seed ^ (counters_.goodput_rounds * 0x9e3779b97f4a7c15ULL), &model_.tree());
+  const std::vector<int32_t> members =
+      plan_goodput_round(jobs, model_.ledger(), *policy_.scorer, opt_.goodput,
+                         mix_seed(policy_.seed, counters_.goodput_rounds), &model_.tree());
   bool changed = false;
   for (size_t k = 0; k < gangs.size(); ++k) {
     Gang& g = *gangs[k];
@@ -85,14 +84,8 @@ bool KubeScheduler::goodput_round(double t) {
     // Running at another size from now: evicted whole (its checkpoint grace), to be bound
     // again at the new size once its controller has made its pods again.
     const int gpm = std::max(1, g.round_spec.demand.gpus);
-    const std::string why =
-        members[k] > 0 ? fmt::format("resized by the goodput round: {} -> {} GPUs",
-                                     now_members * gpm, members[k] * gpm)
-                       : fmt::format(
-                             "suspended by the goodput round: its {} GPUs train other groups "
-                             "faster now; it resumes when a round gives it GPUs",
-                             now_members * gpm);
-    evict_pods(g.bound_pods, why, grace_for(g));
+    evict_pods(g.bound_pods, resize_message(now_members * gpm, members[k] * gpm, "groups"),
+               grace_for(g));
     resizing_[g.key] = t;
     ++counters_.resizes;
     changed = true;
