@@ -12,6 +12,7 @@
 #include "apps/colocate_command.h"
 #include "apps/command_line.h"
 #include "apps/commands.h"
+#include "apps/edge_command.h"
 #include "apps/forecast_command.h"
 #include "apps/frag_command.h"
 #include "apps/gpu_commands.h"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = tessera::add_bench_command(app, bench);
   tessera::FragArgs frag;
   CLI::App* frag_cmd = tessera::add_frag_command(app, frag);
+  tessera::EdgeArgs edge;
+  CLI::App* edge_cmd = tessera::add_edge_command(app, edge);
   tessera::ColocateArgs colocate;
   CLI::App* colocate_cmd = tessera::add_colocate_command(app, colocate);
   tessera::GpusArgs gpus;
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
     if (*profile_cmd) return tessera::run_profile(profile);
     if (*colocate_cmd) return tessera::run_colocate(colocate);
     if (*frag_cmd) return tessera::run_frag_command(frag);
+    if (*edge_cmd) return tessera::run_edge_command(edge);
     if (*simulate) return tessera::run_simulate(sim);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());

@@ -27,6 +27,8 @@ const char* reason_code(PendingCode c) {
       return "CarbonDefer";
     case PendingCode::kDataLocality:
       return "DataLocality";
+    case PendingCode::kSiteUnreachable:
+      return "SiteUnreachable";
   }
   return "Resources";
 }
@@ -67,6 +69,8 @@ const char* to_string(PendingCode c) {
       return "carbon-deferred";
     case PendingCode::kDataLocality:
       return "data-locality";
+    case PendingCode::kSiteUnreachable:
+      return "site-unreachable";
   }
   return "unknown";
 }
@@ -147,6 +151,11 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
       return fmt::format(
           "data locality: waits for room on the nodes that hold its dataset ({:g} GPUs free "
           "elsewhere) rather than stage its data to others",
+          free);
+    case PendingCode::kSiteUnreachable:
+      return fmt::format(
+          "site unreachable: waits at its region's edge site ({:g} GPUs free there); the main "
+          "site is cut off or too slow for its latency SLO",
           free);
   }
   return "pending";

@@ -29,8 +29,11 @@ enum class PendingCode : uint8_t {
                            // hour with cleaner electricity
   kDataLocality,           // waiting (within Snapshot::locality_wait_seconds) for room on the
                            // nodes that hold its dataset
+  kSiteUnreachable,        // a latency-bound service waiting at its region's edge site: the main
+                           // site is cut off (its link down) or too slow for its SLO
+                           // (engine/site_routing.h)
 };
-inline constexpr size_t kNumPendingCodes = 10;
+inline constexpr size_t kNumPendingCodes = 11;
 
 struct PendingReason {
   JobId job = 0;

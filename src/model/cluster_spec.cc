@@ -243,6 +243,8 @@ ClusterStorage read_storage(const std::string& origin, const YAML::Node& s) {
 
 Cluster parse_tessera_nodes(const YAML::Node& root, const std::string& origin);
 
+}  // namespace
+
 Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
   check_keys(origin, root, "",
              {"spines", "racks", "nodes_per_rack", "node", "nodes", "links", "power", "storage"});
@@ -251,6 +253,8 @@ Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin) {
   if (root["storage"]) c.set_storage(read_storage(origin, root["storage"]));
   return c;
 }
+
+namespace {
 
 Cluster parse_tessera_nodes(const YAML::Node& root, const std::string& origin) {
   ClusterBuilder b;

@@ -25,7 +25,15 @@
 
 #include "model/cluster.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace tessera {
+
+// A Tessera YAML cluster given as a node of a larger file (a site of a sites file,
+// model/sites.h); errors name `origin` and the node's own lines.
+Cluster parse_tessera_yaml(const YAML::Node& root, const std::string& origin);
 
 Cluster load_cluster(const std::string& path);
 Cluster parse_cluster_yaml(std::string_view text, const std::string& origin);

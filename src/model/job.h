@@ -7,10 +7,11 @@
 #include <string_view>
 #include <vector>
 
-#include "model/dataset.h"
 #include "model/cluster.h"
+#include "model/dataset.h"
 #include "model/gpu_type.h"
 #include "model/ids.h"
+#include "model/inference_service.h"
 #include "model/interner.h"
 #include "model/node_set.h"
 #include "model/resources.h"
@@ -83,6 +84,12 @@ struct JobSpec {
   // (docs/data.md) it is staged to the job's nodes before it runs.
   uint32_t dataset = kNoId;
 
+  // Edge sites (docs/edge.md; `tessera edge`): a latency-bound inference job's service
+  // (Workload::services), or kNoId; and the site it must run at ("" = the policy's choice:
+  // a service's region or the main site, every other job the main site).
+  uint32_t service = kNoId;
+  std::string site;
+
   std::string source;  // "file:line" the job came from, for error messages
 
   int64_t gpu_milli_per_gang(int32_t members) const { return demand.total_gpu_milli() * members; }
@@ -92,7 +99,8 @@ struct Workload {
   std::vector<JobSpec> jobs;  // sorted by submit_time (stable) once loaded
   Interner tenants;
   Interner models;
-  std::vector<Dataset> datasets;  // what JobSpec::dataset indexes
+  std::vector<Dataset> datasets;           // what JobSpec::dataset indexes
+  std::vector<InferenceService> services;  // what JobSpec::service indexes
   // The dataset named `d` (appended unless one of that name is there); its index.
   uint32_t add_dataset(const Dataset& d) {
     for (size_t i = 0; i < datasets.size(); ++i) {

@@ -364,7 +364,9 @@ constexpr std::string_view kJsonlKeys[] = {"name",
                                            "span",
                                            "params",
                                            "step_seconds",
-                                           "dataset"};
+                                           "dataset",
+                                           "service",
+                                           "site"};
 
 class JsonlLine {
  public:
@@ -521,6 +523,47 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
     }
     j.model_params = in.number("params", 0, 0);
     j.step_seconds = in.number("step_seconds", 0, 0);
+    if (in.has("site")) j.site = in.string("site", "");
+    if (in.has("service")) {
+      // A latency-bound inference service (docs/edge.md).
+      const json& d = in.at("service");
+      if (!d.is_object()) in.fail("service", "expected {region, latency_slo_ms, ...}");
+      constexpr std::string_view kKeys[] = {"region",     "latency_slo_ms", "request_rate",
+                                            "request_kb", "response_kb",    "service_ms"};
+      for (const auto& kv : d.items()) {
+        if (std::find(std::begin(kKeys), std::end(kKeys), kv.key()) == std::end(kKeys)) {
+          in.fail("service." + kv.key(),
+                  "unknown key (region, latency_slo_ms, request_rate, request_kb, response_kb, "
+                  "service_ms)");
+        }
+      }
+      const auto field = [&](const char* key, double def, bool positive) {
+        const auto it = d.find(key);
+        if (it == d.end()) {
+          if (def < 0) in.fail(std::string("service.") + key, "missing");
+          return def;
+        }
+        if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 ||
+            (positive && it->get<double>() <= 0)) {
+          in.fail(std::string("service.") + key,
+                  std::string("expected a number ") + (positive ? "> 0" : ">= 0"));
+        }
+        return it->get<double>();
+      };
+      InferenceService sv;
+      if (!d.contains("region") || !d["region"].is_string() ||
+          d["region"].get<std::string>().empty()) {
+        in.fail("service.region", "expected a site's name");
+      }
+      sv.region = d["region"].get<std::string>();
+      sv.latency_slo_ms = field("latency_slo_ms", -1, true);
+      sv.request_rate = field("request_rate", 1, true);
+      sv.request_kb = field("request_kb", 0, false);
+      sv.response_kb = field("response_kb", 0, false);
+      sv.service_ms = field("service_ms", 0, false);
+      j.service = static_cast<uint32_t>(w.services.size());
+      w.services.push_back(std::move(sv));
+    }
     if (in.has("dataset")) {
       // A built-in dataset by name, or {name, size_gb, read_mbs_per_gpu} (docs/data.md).
       const json& d = in.at("dataset");
@@ -711,6 +754,16 @@ void write_jsonl(const Workload& w, std::ostream& out, const GpuTypeTable* gpu_t
     }
     if (j.max_span != Level::kCluster) {
       o["span"] = std::string(level_name(j.max_span));
+    }
+    if (!j.site.empty()) o["site"] = j.site;
+    if (j.service != kNoId) {
+      const InferenceService& sv = w.services[j.service];
+      o["service"] = {{"region", sv.region},
+                      {"latency_slo_ms", sv.latency_slo_ms},
+                      {"request_rate", sv.request_rate},
+                      {"request_kb", sv.request_kb},
+                      {"response_kb", sv.response_kb},
+                      {"service_ms", sv.service_ms}};
     }
     out << o.dump() << '\n';
   }
