@@ -72,7 +72,15 @@ RequestOutcome request_outcome(const InferenceService& s, std::span<const SiteVi
 }
 
 SiteRoute route_job(const JobSpec& j, const InferenceService* service,
-                    std::span<const SiteView> sites, size_t main, SitePolicy policy) {
+                    std::span<const SiteView> sites, size_t main, SitePolicy policy,
+                    std::span<const bool> hosts) {
+  const auto can_host = [&](size_t s) { return hosts.empty() || hosts[s]; };
+  const auto cannot = [&](size_t s) {
+    SiteRoute x;
+    x.status = RouteStatus::kNever;
+    x.why = fmt::format("site {} cannot host it", sites[s].name);
+    return x;
+  };
   SiteRoute r;
   if (!j.site.empty()) {
     const auto at = find_site(sites, j.site);
@@ -81,10 +89,12 @@ SiteRoute route_job(const JobSpec& j, const InferenceService* service,
       r.why = fmt::format("site '{}' is not one of the sites", j.site);
       return r;
     }
+    if (!can_host(*at)) return cannot(*at);
     r.sites.push_back(static_cast<uint32_t>(*at));
     return r;
   }
   if (service == nullptr || policy == SitePolicy::kMainOnly) {
+    if (!can_host(main)) return cannot(main);
     r.sites.push_back(static_cast<uint32_t>(main));
     return r;
   }
@@ -100,6 +110,7 @@ SiteRoute route_job(const JobSpec& j, const InferenceService* service,
   };
   const RequestOutcome local = request_outcome(*service, sites, *origin, *origin, false);
   if (*origin == main) {
+    if (!can_host(main)) return cannot(main);
     if (!meets(local)) {
       r.status = RouteStatus::kNever;
       r.why = fmt::format("latency SLO {:.0f} ms is below what its site gives ({:.0f} ms)", slo,
@@ -110,13 +121,14 @@ SiteRoute route_job(const JobSpec& j, const InferenceService* service,
     return r;
   }
   const RequestOutcome at_main = request_outcome(*service, sites, *origin, main, false);
-  const bool edge_ok = meets(local), main_ok = meets(at_main);
+  const bool edge_ok = can_host(*origin) && meets(local);
+  const bool main_ok = can_host(main) && meets(at_main);
   if (edge_ok) r.sites.push_back(static_cast<uint32_t>(*origin));
   if (main_ok) r.sites.push_back(static_cast<uint32_t>(main));
   r.link_blocked = !main_ok;
   if (!r.sites.empty()) return r;
   const RequestOutcome best = request_outcome(*service, sites, *origin, main, false, true);
-  if (meets(best)) {
+  if (can_host(main) && meets(best)) {
     r.status = RouteStatus::kWait;
     r.why = !at_main.reachable
                 ? fmt::format("the link from {} to the main site is down", service->region)
@@ -124,6 +136,7 @@ SiteRoute route_job(const JobSpec& j, const InferenceService* service,
                               service->region, at_main.latency_ms, slo);
     return r;
   }
+  if (!can_host(*origin) && !can_host(main)) return cannot(*origin);
   r.status = RouteStatus::kNever;
   r.why = fmt::format(
       "latency SLO {:.0f} ms is below what any site gives (edge {:.0f} ms, main at best {:.0f} "

@@ -79,8 +79,11 @@ struct SiteRoute {
 };
 
 // The sites job `j` may start at now. `service` is the job's service (null: not one); its
-// region and a pinned site (JobSpec::site) are looked up by name in `sites`.
+// region and a pinned site (JobSpec::site) are looked up by name in `sites`. `hosts[s]`: site
+// s could ever host the job (engine/admission.h's infeasible_reason finds nothing); empty:
+// every site could.
 SiteRoute route_job(const JobSpec& j, const InferenceService* service,
-                    std::span<const SiteView> sites, size_t main, SitePolicy policy);
+                    std::span<const SiteView> sites, size_t main, SitePolicy policy,
+                    std::span<const bool> hosts = {});
 
 }  // namespace tessera

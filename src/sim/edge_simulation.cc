@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <span>
 
 #include "engine/admission.h"
 #include "engine/cycle.h"
@@ -38,7 +40,9 @@ struct EJob {
   double attained_gpu_seconds = 0;
   double queued_since = 0;
   bool link_waiting = false;  // waiting at its edge site for the main one (SiteUnreachable)
-  size_t result = 0;          // index into EdgeResult::services or ::jobs
+  std::unique_ptr<bool[]> hosts_store;  // by site: could it ever host the job (admission)
+  std::span<const bool> hosts;
+  size_t result = 0;  // index into EdgeResult::services or ::jobs
   double window_end() const { return spec->submit_time + spec->work_seconds; }
 };
 
@@ -93,6 +97,11 @@ class EdgeSim {
         result_.jobs.push_back(r);
       }
       e.remaining = j.work_seconds;
+      e.hosts_store = std::make_unique<bool[]>(sites_.sites.size());
+      for (size_t k = 0; k < sites_.sites.size(); ++k) {
+        e.hosts_store[k] = !infeasible_reason(sites_.sites[k].cluster, j).has_value();
+      }
+      e.hosts = std::span<const bool>(e.hosts_store.get(), sites_.sites.size());
       jobs_.push_back(std::move(e));
     }
   }
@@ -276,7 +285,7 @@ class EdgeSim {
     for (size_t i = 0; i < jobs_.size(); ++i) {
       EJob& j = jobs_[i];
       if (j.st == St::kWaiting) {
-        const SiteRoute r = route_job(*j.spec, j.service, v, sites_.main, opt_.placement);
+        const SiteRoute r = route_job(*j.spec, j.service, v, sites_.main, opt_.placement, j.hosts);
         if (r.status == RouteStatus::kNever) {
           reject(j, r.why);
           continue;
@@ -285,22 +294,8 @@ class EdgeSim {
           j.link_waiting = true;
           continue;
         }
-        std::vector<uint32_t> fit;
-        std::string why;
-        for (const uint32_t s : r.sites) {
-          const auto no = infeasible_reason(sites_.sites[s].cluster, *j.spec);
-          if (!no) {
-            fit.push_back(s);
-          } else if (why.empty()) {
-            why = "site " + sites_.sites[s].name + ": " + *no;
-          }
-        }
-        if (fit.empty()) {
-          reject(j, why);
-          continue;
-        }
-        lists[fit.front()].push_back(
-            {i, std::vector<uint32_t>(fit.begin() + 1, fit.end()), false, r.link_blocked});
+        lists[r.sites.front()].push_back(
+            {i, std::vector<uint32_t>(r.sites.begin() + 1, r.sites.end()), false, r.link_blocked});
       } else if (j.st == St::kRunning && j.service != nullptr &&
                  opt_.placement == SitePolicy::kEdgeFirst &&
                  static_cast<size_t>(j.site) == sites_.main && *j.origin != sites_.main) {
@@ -308,8 +303,7 @@ class EdgeSim {
         // cycle there finds room.
         const RequestOutcome here = request_outcome(*j.service, v, *j.origin, sites_.main, true);
         const RequestOutcome edge = request_outcome(*j.service, v, *j.origin, *j.origin, false);
-        if (!meets(j, here) && meets(j, edge) &&
-            !infeasible_reason(sites_.sites[*j.origin].cluster, *j.spec)) {
+        if (!meets(j, here) && meets(j, edge) && j.hosts[*j.origin]) {
           lists[*j.origin].push_back({i, {}, true, true});
         }
       }
