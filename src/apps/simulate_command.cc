@@ -290,6 +290,16 @@ int run_simulate(const SimulateArgs& a) {
     warnings.push_back("--recovery " + a.recovery +
                        " has no effect: no node fails (give --mtbf or --failures)");
   }
+  {
+    // Edge fields (docs/edge.md) need sites; one cluster has none.
+    size_t edge_jobs = 0;
+    for (const JobSpec& j : w.jobs) edge_jobs += (j.service != kNoId || !j.site.empty()) ? 1 : 0;
+    if (edge_jobs > 0) {
+      warnings.push_back(std::to_string(edge_jobs) +
+                         " job(s) name a service or a site, which only `tessera edge` uses "
+                         "(docs/edge.md): here they run as plain jobs");
+    }
+  }
   for (const std::string& text : warnings) warn(text);
   // Warnings found after the first were printed: printed now and recorded with them.
   const auto late_warning = [&](const std::string& text) {
