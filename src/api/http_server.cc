@@ -270,6 +270,29 @@ void ApiServer::routes() {
           res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
         }));
 
+  // The dataset cache (serve --dataset-dir): what it holds and stages; any caller may read it
+  // (dataset names, not whose jobs read them).
+  route("GET", "/v1/datasets",
+        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller&) {
+          double capacity = 0, used = 0;
+          nlohmann::json arr = nlohmann::json::array();
+          for (const DatasetCache::Entry& e : svc.datasets(&capacity, &used)) {
+            if (e.state == DatasetCache::State::kAbsent) continue;
+            arr.push_back({{"name", e.name},
+                           {"state", to_string(e.state)},
+                           {"size_gb", e.size_gb},
+                           {"jobs", e.holders},
+                           {"ahead", e.speculative},
+                           {"last_used", e.last_used},
+                           {"staged_at", e.staged_at},
+                           {"stage_seconds", e.stage_seconds},
+                           {"error", e.error}});
+          }
+          res.set_content(json_text(nlohmann::json{
+                              {"capacity_gb", capacity}, {"used_gb", used}, {"datasets", arr}}),
+                          kJson);
+        }));
+
   auto admin_only = [](const Caller& c) {
     if (!c.admin) throw ServiceError(ServiceError::kForbidden, "", "admin token required");
   };

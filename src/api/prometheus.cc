@@ -57,6 +57,25 @@ std::string render_prometheus(const ServiceMetrics& m) {
   o += "# HELP tessera_goodput_rounds_total Goodput rounds run (--policy goodput).\n"
        "# TYPE tessera_goodput_rounds_total counter\n";
   o += fmt::format("tessera_goodput_rounds_total {}\n", m.goodput_rounds);
+  if (m.datasets) {
+    o += "# HELP tessera_dataset_stagings_total Dataset stagings that ended, by outcome "
+         "(serve --dataset-dir).\n# TYPE tessera_dataset_stagings_total counter\n";
+    o += fmt::format("tessera_dataset_stagings_total{{outcome=\"ok\"}} {}\n", m.stagings_ok);
+    o +=
+        fmt::format("tessera_dataset_stagings_total{{outcome=\"failed\"}} {}\n", m.stagings_failed);
+    o += "# HELP tessera_dataset_evictions_total Datasets deleted from the cache to make room.\n"
+         "# TYPE tessera_dataset_evictions_total counter\n";
+    o += fmt::format("tessera_dataset_evictions_total {}\n", m.dataset_evictions);
+    o += "# HELP tessera_dataset_cache_bytes What the dataset cache holds (and stages).\n"
+         "# TYPE tessera_dataset_cache_bytes gauge\n";
+    o += fmt::format("tessera_dataset_cache_bytes {:.0f}\n", m.dataset_cache_used_gb * 1e9);
+    if (m.dataset_cache_capacity_gb > 0) {
+      o += "# HELP tessera_dataset_cache_capacity_bytes The dataset cache's capacity.\n"
+           "# TYPE tessera_dataset_cache_capacity_bytes gauge\n";
+      o += fmt::format("tessera_dataset_cache_capacity_bytes {:.0f}\n",
+                       m.dataset_cache_capacity_gb * 1e9);
+    }
+  }
   o += "# HELP tessera_jobs_completed_total Jobs whose processes all ended (succeeded or "
        "failed).\n# TYPE tessera_jobs_completed_total counter\n";
   o += fmt::format("tessera_jobs_completed_total {}\n", m.completions);

@@ -173,6 +173,20 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "serve the dashboard (/ui/) from DIR/dashboard instead of the copy built in, "
                 "re-read at every request (for working on the web/ folder)")
       ->check(CLI::ExistingDirectory);
+  s->add_option("--dataset-dir", a.dataset_dir,
+                "the dataset cache on this host's fast storage: a job naming a dataset starts "
+                "once its copy is there (docs/data.md); needs --stage-command");
+  s->add_option("--stage-command", a.stage_command,
+                "shell command that copies dataset $TESSERA_DATASET into $TESSERA_DATASET_DIR "
+                "(e.g. 'rsync -a /mnt/datasets/$TESSERA_DATASET/ $TESSERA_DATASET_DIR/')");
+  s->add_option("--dataset-cache-gb", a.dataset_cache_gb,
+                "the cache's capacity; least recently used datasets no job holds make room "
+                "(default: no bound)")
+      ->check(CLI::NonNegativeNumber);
+  s->add_option("--prestage-datasets", a.prestage_datasets,
+                "datasets staged at once ahead of the waiting jobs that read them, in free room "
+                "only (default 1; 0: none)")
+      ->check(CLI::Range(0, 64));
   s->add_option("--metrics-token", a.metrics_token,
                 "a token that reads /metrics and nothing else, for a Prometheus scrape "
                 "(else TESSERA_METRICS_TOKEN; without either only the admin token reads it)");
@@ -207,6 +221,10 @@ int run_serve(const ServeArgs& a) {
   opt.checkpoint_grace_seconds = a.checkpoint_grace;
   opt.max_checkpoint_grace_seconds = a.max_checkpoint_grace;
   opt.classifier = a.classify;
+  opt.dataset_dir = a.dataset_dir;
+  opt.stage_command = a.stage_command;
+  opt.dataset_cache_gb = a.dataset_cache_gb;
+  opt.prestage_datasets = a.prestage_datasets;
   opt.virtual_gpu_type = a.virtual_gpu_type;
   opt.node_power_w = a.node_power;
   opt.pue = a.pue;

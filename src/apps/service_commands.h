@@ -12,6 +12,11 @@ namespace tessera {
 
 struct ServeArgs {
   std::string listen = "127.0.0.1:8080";
+  // Datasets (ServiceOptions::dataset_dir and the rest; docs/data.md).
+  std::string dataset_dir;
+  std::string stage_command;
+  double dataset_cache_gb = 0;
+  int prestage_datasets = 1;
   std::string db = "tessera.db";
   std::string work_dir;  // empty: <db>.jobs next to the database
   int virtual_gpus = 0;

@@ -263,6 +263,18 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
                                   "' (one of logistic, threshold, majority)");
     }
   }
+  if (opt_.dataset_dir.empty() != opt_.stage_command.empty()) {
+    throw std::invalid_argument(
+        "--dataset-dir and --stage-command go together: the cache needs a command that stages "
+        "a dataset into it, and the command a cache to stage into");
+  }
+  if (opt_.dataset_dir.empty() && (opt_.dataset_cache_gb > 0)) {
+    throw std::invalid_argument("--dataset-cache-gb needs --dataset-dir");
+  }
+  if (!opt_.dataset_dir.empty()) {
+    datasets_ = std::make_unique<DatasetCache>(
+        DatasetCache::Options{opt_.dataset_dir, opt_.stage_command, opt_.dataset_cache_gb});
+  }
   if (opt_.archive_dir.empty()) opt_.archive_dir = opt_.db_path + ".archive";
   if (opt_.archive_after_seconds >= 0 &&
       (opt_.retain_finished_seconds < 0 ||
@@ -641,6 +653,7 @@ void Service::tick() {
 }
 
 void Service::release_locked(Job& j) {
+  release_dataset_locked(j);
   if (!j.alloc.empty()) {
     state_.release(j.alloc);
     std::set<NodeId> nodes(j.alloc.member_node.begin(), j.alloc.member_node.end());
@@ -865,6 +878,15 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
     std::sort(ls.env.begin(), ls.env.end());
   }
   if (adaptive_locked(j)) add_goodput_env_locked(j, ls.env);
+  if (!j.row.spec.dataset.empty()) {
+    // Where its dataset is (the cache's copy, staged before it started), as the job's own env
+    // cannot say.
+    std::erase_if(ls.env, [](const auto& e) { return e.first.starts_with("TESSERA_DATASET"); });
+    ls.env.emplace_back("TESSERA_DATASET", j.row.spec.dataset);
+    if (datasets_)
+      ls.env.emplace_back("TESSERA_DATASET_DIR", datasets_->dir_of(j.row.spec.dataset));
+    std::sort(ls.env.begin(), ls.env.end());
+  }
   ls.master_port = free_port();
   for (const MemberPlacement& p : placement_locked(j.alloc)) {
     ls.members.push_back(
@@ -938,15 +960,22 @@ void Service::launch_ready() {
   // No process starts that the database could not record.
   if (!retry_writes_locked()) return;
   std::vector<const JobRow*> dirty;
+  if (datasets_) datasets_->poll(now());
   for (auto& [id, jp] : active_) {
     Job& j = *jp;
-    if (j.row.state != JobState::kPending || j.waits_for.empty() || j.alloc.empty()) continue;
+    // Placed, and waiting for its victims to exit or its dataset to be staged.
+    if (j.row.state != JobState::kPending || j.alloc.empty()) continue;
+    if (j.waits_for.empty() && !j.staging) continue;
     const bool clear = std::all_of(j.waits_for.begin(), j.waits_for.end(), [&](int64_t v) {
       auto it = jobs_.find(v);
       return it == jobs_.end() || it->second->members.empty();
     });
     if (!clear) continue;
     j.waits_for.clear();
+    if (j.staging || needs_staging_locked(j)) {
+      j.staging = true;
+      if (stage_for_locked(j, dirty) != DataState::kReady) continue;
+    }
     begin_run_locked(j, now());
     launch_locked(j, dirty);
   }
@@ -1179,7 +1208,7 @@ void Service::run_cycle() {
                             j.run_joules, j.power_since});
   };
   std::vector<const JobRow*> dirty;
-  std::vector<Job*> to_launch, to_stop, requeued;
+  std::vector<Job*> to_launch, to_stop, requeued, awaiting_data;
   std::set<int64_t> started;
   uint64_t preempted = 0;
   // Starts of one cycle count together against each tenant's process limit: the snapshot
@@ -1230,12 +1259,17 @@ void Service::run_cycle() {
     // Its power limit (set with a power view; its run draws at it from its start).
     set_power_limit_locked(j, snap.power != nullptr ? s.power_limit_w : 0.0, t,
                            start_limit_why_locked(j, s.power_limit_w));
-    // A start that preempted waits, holding its GPUs, until its victims have exited; it is
-    // still pending (to the API and in the store) until its processes start.
+    // A start that preempted waits, holding its GPUs, until its victims have exited; one whose
+    // dataset the cache does not hold waits for it to be staged. Either is still pending (to
+    // the API and in the store) until its processes start.
     if (j.waits_for.empty()) {
-      begin_run_locked(j, t);
-      dirty.push_back(&j.row);
-      to_launch.push_back(&j);
+      if (needs_staging_locked(j)) {
+        awaiting_data.push_back(&j);
+      } else {
+        begin_run_locked(j, t);
+        dirty.push_back(&j.row);
+        to_launch.push_back(&j);
+      }
     }
   }
   // Running jobs' limits lowered to make room under the power cap, or raised as power freed.
@@ -1295,6 +1329,11 @@ void Service::run_cycle() {
   apply_gpu_power_limits_locked();  // before the new jobs' processes start
   std::vector<const JobRow*> launched;
   for (Job* j : to_launch) launch_locked(*j, launched);
+  for (Job* j : awaiting_data) {
+    j->staging = true;
+    stage_for_locked(*j, launched);
+  }
+  stage_ahead_locked(t);
   if (!launched.empty()) save_rows_locked(launched);
   record_reason_changes_locked(t);
 }

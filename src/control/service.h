@@ -31,6 +31,7 @@
 #include "backend/backend.h"
 #include "backend/cgroups.h"
 #include "backend/gpu_power_limits.h"
+#include "control/dataset_cache.h"
 #include "control/energy.h"
 #include "control/history.h"
 #include "control/store_health.h"
@@ -139,6 +140,15 @@ struct ServiceOptions {
   // TESSERA_REPORT_URL from it; "" = not told (it cannot report, so it is planned as scaling
   // perfectly).
   std::string api_url;
+  // Datasets (docs/data.md, "In tessera serve"): the dataset cache's directory ("" = none: a
+  // job's `dataset` is only told to it, TESSERA_DATASET), the command that stages one there
+  // (control/dataset_cache.h), the cache's capacity in GB (0 = no bound), and how many
+  // datasets may be staged at once ahead of the waiting jobs that read them (0 = none; such
+  // staging only uses free room, it never evicts).
+  std::string dataset_dir;
+  std::string stage_command;
+  double dataset_cache_gb = 0;
+  int prestage_datasets = 1;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
@@ -197,7 +207,7 @@ struct JobView {
   std::string pending_reason;  // in words; "" when not pending
   // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
   // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, ArrayLimit,
-  // Preempting, Unrunnable, Held, Dependency, GoodputRound; "" when not pending or not yet
+  // Preempting, Unrunnable, Held, Dependency, GoodputRound, Staging; "" when not pending or not yet
   // decided.
   std::string reason_code;
   std::string queue;           // its leaf queue's path
@@ -373,6 +383,10 @@ class Service {
   // Why the service is degraded (its database refuses writes), or nullopt when healthy.
   std::optional<std::string> degraded() const { return health_.problem(); }
 
+  // The dataset cache's entries (empty without --dataset-dir), its capacity (0: no bound) and
+  // what it holds, GB.
+  std::vector<DatasetCache::Entry> datasets(double* capacity_gb = nullptr,
+                                            double* used_gb = nullptr) const;
   const Cluster& cluster() const { return cluster_; }
   // Runs one poll + cycle now (tests; the scheduler thread does this on its own).
   void tick();
@@ -508,6 +522,18 @@ class Service {
   // Sets every GPU's limit to the lowest its holders run at (the default where none), where it
   // differs from what is in force.
   void apply_gpu_power_limits_locked();
+  // Datasets (service_datasets.cc; serve --dataset-dir). Whether a job placed now must wait
+  // for its dataset to be staged (the cache does not hold it ready).
+  bool needs_staging_locked(const Job& j) const;
+  enum class DataState : uint8_t { kReady, kWaiting, kFailed };
+  // Holds the job's dataset and has it staged if it is not ready: kReady to launch, kWaiting,
+  // or kFailed (its staging failed: the job is failed, its row in `dirty`).
+  DataState stage_for_locked(Job& j, std::vector<const JobRow*>& dirty);
+  // Lets go of the job's dataset (release_locked).
+  void release_dataset_locked(Job& j);
+  // Stages ahead the datasets of the waiting jobs next in line (at most prestage_datasets at
+  // once, in free room only).
+  void stage_ahead_locked(double t);
   // Goodput rounds (service_goodput.cc; --policy goodput).
   bool adaptive_locked(const Job& j) const;
   GoodputModel& goodput_model_locked(Job& j);
@@ -557,6 +583,7 @@ class Service {
   std::unique_ptr<Backend> backend_;
   Policy policy_;
   std::unique_ptr<WorkloadClassifier> classifier_;  // serve --classify; null = none
+  std::unique_ptr<DatasetCache> datasets_;          // serve --dataset-dir; null = none
   // The class (and grace) of the kind classifier_ predicts for `req`, when it names none and
   // its queue allows that class; returns the kind ("" when nothing was set).
   std::string classify_locked(JobRequest& req, TenantId tenant);

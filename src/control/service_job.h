@@ -67,6 +67,14 @@ struct Service::Job {
   JobSpec round_spec;
   std::string resizing;
   double ran_seconds = 0;
+  // Datasets (service_datasets.cc; serve --dataset-dir): placed and waiting for its dataset to
+  // be staged; holding it in the cache (never evicted while held); whether this placement asked
+  // for the staging (a failure it sees then fails it; an older one is retried); and why it
+  // waits for room in the cache ("" = it does not).
+  bool staging = false;
+  bool data_held = false;
+  bool stage_requested = false;
+  std::string staging_why;
 };
 
 }  // namespace tessera

@@ -65,6 +65,21 @@ std::pair<std::string, std::string> Service::why_pending_locked(const Job& j, bo
     return {"Preempting",
             "starting: placed, waiting for preempted job " + ids + " to exit (checkpoint grace)"};
   }
+  if (j.staging) {
+    if (!text) return {"Staging", ""};
+    const DatasetCache::Entry* e = datasets_ ? datasets_->find(j.row.spec.dataset) : nullptr;
+    if (!j.staging_why.empty()) {
+      return {"Staging", "starting: placed, waiting for room to stage dataset " +
+                             j.row.spec.dataset + ": " + j.staging_why};
+    }
+    return {"Staging",
+            fmt::format("starting: placed, waiting for dataset {} to be staged into the cache "
+                        "({:.0f} s so far)",
+                        j.row.spec.dataset,
+                        e != nullptr && e->state == DatasetCache::State::kStaging
+                            ? std::max(0.0, now() - e->stage_started)
+                            : 0.0)};
+  }
   if (adaptive_locked(j) && j.round_members == 0) {
     if (!text) return {"GoodputRound", ""};
     return {"GoodputRound",
@@ -377,6 +392,14 @@ ServiceMetrics Service::metrics() const {
   ServiceMetrics m = counters_;
   m.store_write_failures = static_cast<uint64_t>(health_.failures_total());
   m.store_writable = health_.ok();
+  if (datasets_) {
+    m.datasets = true;
+    m.stagings_ok = datasets_->stagings_done();
+    m.stagings_failed = datasets_->stagings_failed();
+    m.dataset_evictions = datasets_->evictions();
+    m.dataset_cache_used_gb = datasets_->used_gb();
+    m.dataset_cache_capacity_gb = datasets_->capacity_gb();
+  }
   std::vector<ServiceMetrics::Tenant> by(tenants_.size());
   for (TenantId t = 0; t < tenants_.size(); ++t) by[t].name = tenants_.name(t);
   for (TenantId t = 0; t < by.size(); ++t) by[t].pending = pending_.count(t);

@@ -104,6 +104,11 @@ struct ServiceMetrics {
   uint64_t starts = 0, preemptions = 0, completions = 0;
   // --policy goodput: rounds run, and running jobs they stopped to run at another size (or none).
   uint64_t goodput_rounds = 0, resizes = 0;
+  // serve --dataset-dir: stagings that ended (ok or failed), datasets evicted, the cache's use
+  // and capacity (GB; 0: no bound). `datasets` false: none of it is shown.
+  bool datasets = false;
+  uint64_t stagings_ok = 0, stagings_failed = 0, dataset_evictions = 0;
+  double dataset_cache_used_gb = 0, dataset_cache_capacity_gb = 0;
   uint64_t jobs_in_memory = 0;        // jobs the server holds (retention evicts finished ones)
   uint64_t jobs_evicted = 0;          // finished jobs retention moved out of memory
   uint64_t audit_suppressed = 0;      // refused anonymous calls beyond the audit budget

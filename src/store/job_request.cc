@@ -70,7 +70,7 @@ class Reader {
     check_keys(j, "",
                {"name", "tenant", "gang", "resources", "priority_class", "span", "sla",
                 "duration_estimate", "checkpoint_grace", "time_limit", "after_ok", "after_any",
-                "command", "env", "array", "adaptive"});
+                "command", "env", "array", "adaptive", "dataset"});
     JobRequest r;
     r.name = name(required(j, "name", ""), "name");
     if (const json* v = optional(j, "tenant")) r.tenant = tenant(*v, "tenant");
@@ -117,6 +117,7 @@ class Reader {
       parse_array_spec(text, "array", r.array_indices, r.array_throttle);
     }
     if (const json* v = optional(j, "adaptive")) adaptive(*v, r);
+    if (const json* v = optional(j, "dataset")) dataset(*v, r);
     return r;
   }
 
@@ -339,6 +340,23 @@ class Reader {
     if (!r.array_indices.empty()) {
       fail("adaptive", "an array's tasks cannot be adaptive (each task is a job of its own)");
     }
+  }
+
+  // A dataset by name (a built-in one's size is known), or {name, size_gb}.
+  void dataset(const json& v, JobRequest& r) const {
+    if (v.is_object()) {
+      check_keys(v, "dataset", {"name", "size_gb"});
+      r.dataset = name(required(v, "name", "dataset"), "dataset.name");
+      if (const json* g = optional(v, "size_gb")) {
+        double d = 0;
+        if (!number(*g, d) || !(d > 0) || d > 1e9) {
+          fail("dataset.size_gb", "expected a number of GB > 0, got " + show(*g));
+        }
+        r.dataset_gb = d;
+      }
+      return;
+    }
+    r.dataset = name(v, "dataset");
   }
 
   double duration(const json& v, const std::string& field) const {
@@ -575,6 +593,13 @@ nlohmann::json to_json(const JobRequest& r) {
     j["adaptive"] = {{"batch", a.batch},
                      {"max_batch", a.max_batch},
                      {"per_gpu", {{"min", a.min_per_gpu}, {"max", a.max_per_gpu}}}};
+  }
+  if (!r.dataset.empty()) {
+    if (r.dataset_gb > 0) {
+      j["dataset"] = {{"name", r.dataset}, {"size_gb", r.dataset_gb}};
+    } else {
+      j["dataset"] = r.dataset;
+    }
   }
   return j;
 }

@@ -27,6 +27,9 @@
 //     batch: 128                     # gang's min..max) and global batch, from what it reports
 //     max_batch: 4096                # (serve --policy goodput; docs/goodput.md). The batch it
 //     per_gpu: {min: 16, max: 256}   # was tuned for, the largest, and what fits one GPU.
+//   dataset: imagenet                # optional: the dataset it reads, staged into the
+//                                    # server's dataset cache before it starts (serve
+//                                    # --dataset-dir; docs/data.md), or {name, size_gb}
 //
 // Unknown fields are errors (a typo must not be silently ignored).
 #pragma once
@@ -79,6 +82,10 @@ struct JobRequest {
   std::vector<int32_t> array_indices;
   int32_t array_throttle = 0;
   AdaptiveBatch adaptive;  // batch 0: not adaptive
+  // The dataset it reads ("" = none), by a name as job names are, and its size when given
+  // (GB; -1: unknown, or the built-in dataset's size).
+  std::string dataset;
+  double dataset_gb = -1;
   bool operator==(const JobRequest&) const = default;
 };
 
