@@ -573,3 +573,66 @@ TEST(Placement, RandomIsDeterministicForASeed) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Issue 20: the topology scorer's domain search bounds its scan with the cluster's NVLink slack
+// (not one scanned per gang). On random clusters mixing nodes of one, two and four NVLink
+// domains, randomly filled, a gang that fits one domain still goes to the tightest one: the
+// fewest free GPUs among the domains that hold it, as a brute-force scan finds.
+TEST(TopologyDomains, AGangGoesToTheTightestDomainThatHoldsIt) {
+  Rng rng(2026);
+  const auto scorer = make_scorer("topology");
+  for (int trial = 0; trial < 200; ++trial) {
+    ClusterBuilder b;
+    const int nodes = 4 + static_cast<int>(rng.below(12));
+    for (int n = 0; n < nodes; ++n) {
+      const uint16_t dom = static_cast<uint16_t>(8 >> rng.below(3));  // 8, 4 or 2
+      b.add_node("s", "r" + std::to_string(n % 3), "n" + std::to_string(n), 0, 8, 64000, 512 * 1024,
+                 dom);
+    }
+    const Cluster c = b.build();
+    ClusterState s(c);
+    for (GpuId g = 0; g < c.num_gpus(); ++g) {
+      if (rng.below(2) == 0) {
+        Allocation a;
+        a.gpus_per_member = 1;
+        a.member_node = {c.node_of_gpu(g)};
+        a.shares = {GpuShare{g, 1000}};
+        s.allocate(a);
+      }
+    }
+    const int members = 2 + static_cast<int>(rng.below(3));
+    // Brute force: the fewest free GPUs of a domain holding `members`.
+    int best = INT32_MAX;
+    for (const Node& node : c.nodes()) {
+      const int dom = node.gpus_per_nvl_domain;
+      for (GpuId first = node.first_gpu; first < node.first_gpu + node.num_gpus; first += dom) {
+        int free = 0;
+        for (GpuId g = first; g < first + dom; ++g) free += s.gpu_free(g) == 1000;
+        if (free >= members) best = std::min(best, free);
+      }
+    }
+    if (best == INT32_MAX) continue;
+    Allocation a;
+    ASSERT_TRUE(scorer->place(s, gang("g", members), members, rng, a)) << "trial " << trial;
+    // Every member in one domain, and that domain had `best` free before.
+    const Node& node = c.node(a.member_node.front());
+    const GpuId first = node.first_gpu + (a.shares.front().gpu - node.first_gpu) /
+                                             node.gpus_per_nvl_domain * node.gpus_per_nvl_domain;
+    int free_before = members;  // what it took, plus what it left free there
+    for (const GpuShare& g : a.shares) {
+      EXPECT_EQ(c.node_of_gpu(g.gpu), a.member_node.front());
+      EXPECT_GE(g.gpu, first);
+      EXPECT_LT(g.gpu, first + node.gpus_per_nvl_domain);
+    }
+    for (GpuId g = first; g < first + node.gpus_per_nvl_domain; ++g) {
+      free_before += s.gpu_free(g) == 1000;
+    }
+    EXPECT_EQ(free_before, best) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace tessera

@@ -282,12 +282,10 @@ bool place_in_tightest_domain(ClusterState& state, const JobSpec& job, int32_t m
   // A node with k free GPUs has at most `slack` of them outside any one domain, so its
   // tightest domain that fits has at least max(need, k - slack) free: scanning nodes by free
   // GPUs ascending, stop once that bound reaches the best found (at the first fit when every
-  // node is a single NVLink domain).
-  int64_t slack = 0;
-  for (NodeId n = r.lo; n < r.hi; ++n) {
-    const Node& node = state.cluster().node(n);
-    slack = std::max<int64_t>(slack, node.num_gpus - domain_size(node));
-  }
+  // node is a single NVLink domain). The cluster's slack bounds the range's (kept by the
+  // cluster, not scanned per gang: the scan was O(nodes) per gang, issue 20); a looser bound
+  // only scans further, and what it scans cannot beat the best found, so the choice is the same.
+  const int64_t slack = state.cluster().max_nvl_slack();
   const auto types = allowed_types(state, job);
   for (int k = static_cast<int>(need); k <= max_k(state); ++k) {
     if (std::max<int64_t>(need, k - slack) >= best_free) break;

@@ -73,14 +73,14 @@ struct ClusterPower {
 // Every dataset is in the object store; a shared cache (one per rack, or one for the cluster)
 // and each node's local NVMe hold copies of what was read through them.
 struct ClusterStorage {
-  bool present = false;     // `storage:` was given (else datasets cost nothing to reach)
-  double object_gbs = 0;    // the object store's bandwidth, shared by its transfers
-  double per_job_gbs = 0;   // the most one transfer from it gets
+  bool present = false;    // `storage:` was given (else datasets cost nothing to reach)
+  double object_gbs = 0;   // the object store's bandwidth, shared by its transfers
+  double per_job_gbs = 0;  // the most one transfer from it gets
   bool cache_per_rack = true;
-  double cache_gb = 0;      // each cache's capacity; 0: no cache tier
-  double cache_gbs = 0;     // a transfer out of a cache
-  double nvme_gb = 0;       // each node's local NVMe for datasets; 0: none
-  double nvme_gbs = 0;      // reading from it
+  double cache_gb = 0;   // each cache's capacity; 0: no cache tier
+  double cache_gbs = 0;  // a transfer out of a cache
+  double nvme_gb = 0;    // each node's local NVMe for datasets; 0: none
+  double nvme_gbs = 0;   // reading from it
 };
 
 class Cluster {
@@ -102,6 +102,9 @@ class Cluster {
   uint32_t max_gpus_per_node(GpuTypeMask mask) const;
   uint32_t num_gpus_matching(GpuTypeMask mask) const;
   uint16_t max_node_gpus() const { return max_node_gpus_; }
+  // The most GPUs of one node outside any one of its NVLink domains (num_gpus minus the domain
+  // size; 0 when every node is one domain): a bound placement's domain search stops on.
+  uint16_t max_nvl_slack() const { return max_nvl_slack_; }
   // Which types occur at all (bit t set when some node has type t).
   GpuTypeMask present_types() const { return present_types_; }
   const ClusterPower& power() const { return power_; }
@@ -122,6 +125,7 @@ class Cluster {
   GpuTypeTable types_ = GpuTypeTable::builtin();
   Link links_[kNumLevels] = {};
   uint16_t max_node_gpus_ = 0;
+  uint16_t max_nvl_slack_ = 0;
   GpuTypeMask present_types_ = 0;
 };
 
