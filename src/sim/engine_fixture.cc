@@ -54,6 +54,19 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
       workload_.jobs.push_back(s);
     }
   }
+  if (spec.freed_gpus > 0 && !fill_allocs_.empty()) {
+    // A job on node 0 ended: the first `freed_gpus` of its GPUs are free again.
+    Allocation& a = fill_allocs_.front();
+    const int n = std::min<int>(spec.freed_gpus, static_cast<int>(a.shares.size()));
+    Allocation gone;
+    gone.gpus_per_member = n;
+    gone.member_node.push_back(0);
+    gone.shares.assign(a.shares.begin(), a.shares.begin() + n);
+    state_->release(gone);
+    a.shares.erase(a.shares.begin(), a.shares.begin() + n);
+    a.gpus_per_member -= n;
+    workload_.jobs.front().demand.gpus -= n;
+  }
   const size_t first_pending = workload_.jobs.size();
   for (int i = 0; i < spec.pending; ++i) {
     JobSpec s;
@@ -75,6 +88,13 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
     pending_.push_back(
         PendingJob{static_cast<JobId>(i), &workload_.jobs[i], 0, workload_.jobs[i].submit_time});
   }
+  if (spec.order != nullptr) {
+    queue_ = std::make_unique<PendingQueue>(*spec.order);
+    for (PendingJob p : pending_) {
+      p.wants_reason = false;
+      queue_->add(p);
+    }
+  }
 }
 
 Snapshot EngineFixture::snapshot() const {
@@ -82,6 +102,10 @@ Snapshot EngineFixture::snapshot() const {
   s.now = 1e6;
   s.state = state_.get();
   s.pending = pending_;
+  if (queue_) {
+    s.pending = queue_->jobs();
+    s.pending_queue = queue_.get();
+  }
   s.running = running_;
   return s;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/pending_queue.h"
 #include "engine/snapshot.h"
 #include "model/cluster.h"
 #include "model/cluster_state.h"
@@ -20,6 +21,12 @@ struct EngineFixtureSpec {
   int gang = 1;       // members per job, one GPU each
   double fill = 0.0;  // fraction of GPUs already allocated (by single-GPU jobs) before the cycle
   int tenants = 1;    // jobs (pending and running) go to tenants round-robin
+  // After the fill, this many GPUs of node 0 free again (a job ended there).
+  int freed_gpus = 0;
+  // When set, the pending jobs are kept in a PendingQueue of this order with their reasons
+  // already known (PendingJob::wants_reason false), as the simulator keeps them between
+  // cycles: the cycle after a change then costs what the change can start (issue 20).
+  const QueueOrder* order = nullptr;
 };
 
 class EngineFixture {
@@ -35,6 +42,7 @@ class EngineFixture {
   std::vector<PendingJob> pending_;
   std::vector<Allocation> fill_allocs_;
   std::vector<RunningJob> running_;
+  std::unique_ptr<PendingQueue> queue_;
 };
 
 }  // namespace tessera
