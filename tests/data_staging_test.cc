@@ -327,6 +327,12 @@ TEST(DataStagingSim, PrestagingHidesStagingForWaitingJobs) {
   EXPECT_GT(pre.data.prestaged_gb, 0);
   EXPECT_LT(pre.data.staging_gpu_seconds, plain.data.staging_gpu_seconds);
   EXPECT_LE(pre.last_finish, plain.last_finish);
+  // The first wave starts as it arrives: its staging is what no pre-staging could hide (4 GPUs
+  // each, 20 GB at the store's share when each transfer starts: 0.5, 0.5, 1/3 and 0.25 GB/s, so
+  // 40 + 40 + 60 + 80 s); the later waves waited in the queue.
+  EXPECT_DOUBLE_EQ(plain.data.unqueued_staging_gpu_seconds, 4 * (40 + 40 + 60 + 80.0));
+  EXPECT_DOUBLE_EQ(pre.data.unqueued_staging_gpu_seconds, 4 * (40 + 40 + 60 + 80.0));
+  EXPECT_GT(plain.data.staging_gpu_seconds, plain.data.unqueued_staging_gpu_seconds);
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ struct DataStats {
   double object_gb = 0;            // moved out of the object store (pre-staging included)
   double cache_gb = 0;             // moved out of caches
   double prestaged_gb = 0;         // of object_gb + cache_gb, moved ahead by pre-staging
+  // Of staging_gpu_seconds, that of runs that started in the event they were submitted or
+  // requeued in: they never waited in the queue, so no pre-staging could have hidden it.
+  double unqueued_staging_gpu_seconds = 0;
 };
 
 class DataStaging {
@@ -84,6 +87,9 @@ class DataStaging {
   // How many waiting or running jobs want each dataset (queue-aware eviction reads it).
   void set_wanted(std::vector<int32_t> wanted) { wanted_ = std::move(wanted); }
   const DataStats& stats() const { return stats_; }
+  void add_unqueued_staging(double gpu_seconds) {
+    stats_.unqueued_staging_gpu_seconds += gpu_seconds;
+  }
 
  private:
   struct Copy {
