@@ -60,20 +60,6 @@ Workload jobs(const std::string& jsonl) {
   return parse_workload(jsonl, "jobs.jsonl", TraceFormat::kJsonl, {});
 }
 
-std::vector<SiteView> views(const Sites& s, double t) {
-  std::vector<SiteView> v;
-  for (const Site& x : s.sites) {
-    SiteView sv;
-    sv.name = x.name;
-    sv.main = x.main;
-    sv.access_rtt_ms = x.access_rtt_ms;
-    sv.link = x.link_at(t);
-    sv.nominal = x.main ? sv.link : LinkState{true, x.link_mbps, x.link_rtt_ms};
-    v.push_back(sv);
-  }
-  return v;
-}
-
 const EdgeServiceResult& service(const EdgeResult& r, const std::string& name) {
   for (const EdgeServiceResult& s : r.services) {
     if (s.name == name) return s;
@@ -129,7 +115,7 @@ TEST(Sites, BadFilesAreErrorsNamingTheLineAndField) {
 
 TEST(SiteRouting, ARequestCostsItsPathAndALinkItsLoad) {
   const Sites s = two_sites(4);
-  std::vector<SiteView> v = views(s, 0);
+  std::vector<SiteView> v = site_views(s, 0);
   InferenceService sv{"east", 300, 5, 50, 2, 25};
   // At the edge: access and compute.
   const RequestOutcome edge = request_outcome(sv, v, 1, 1, false);
@@ -154,7 +140,7 @@ TEST(SiteRouting, ARequestCostsItsPathAndALinkItsLoad) {
 
 TEST(SiteRouting, EdgeFirstFallsBackToMainOnlyWhileItsLinkMeetsTheSlo) {
   const Sites s = two_sites(4);
-  std::vector<SiteView> v = views(s, 0);
+  std::vector<SiteView> v = site_views(s, 0);
   JobSpec j;
   InferenceService sv{"east", 300, 5, 50, 2, 25};
   SiteRoute r = route_job(j, &sv, v, 0, SitePolicy::kEdgeFirst);

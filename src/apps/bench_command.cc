@@ -1,8 +1,10 @@
 // tessera bench: how fast one scheduling cycle is on a large synthetic cluster.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <utility>
 
 #include "apps/commands.h"
 #include "engine/cycle.h"
@@ -24,6 +26,25 @@ CLI::App* add_bench_command(CLI::App& app, BenchArgs& a) {
   return b;
 }
 
+namespace {
+
+// The best of `repeat` timings of one cycle on the fixture's snapshot (seconds), and how many
+// jobs that cycle started.
+std::pair<double, size_t> time_cycle(const EngineFixture& fx, const Policy& policy, int repeat) {
+  double best = 1e300;
+  size_t starts = 0;
+  for (int i = 0; i < repeat; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Decisions d = schedule_cycle(fx.snapshot(), policy);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, s);
+    starts = d.starts.size();
+  }
+  return {best, starts};
+}
+
+}  // namespace
+
 int run_bench(const BenchArgs& a) {
   const Policy policy = make_policy(a.policy, 1);
   if (static_cast<int64_t>(a.gang) > static_cast<int64_t>(a.nodes) * a.gpus_per_node &&
@@ -40,15 +61,7 @@ int run_bench(const BenchArgs& a) {
     spec.gang = a.gang;
     spec.fill = fill;
     const EngineFixture fx(spec);
-    double best = 1e300;
-    size_t starts = 0;
-    for (int i = 0; i < a.repeat; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const Decisions d = schedule_cycle(fx.snapshot(), policy);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      best = std::min(best, s);
-      starts = d.starts.size();
-    }
+    const auto [best, starts] = time_cycle(fx, policy, a.repeat);
     // The cluster's own counts, not the flags: what was timed is what is printed.
     std::cout << fmt::format(
         "{} nodes x {} GPUs ({} GPUs), {} pending {}-GPU jobs, cluster {} full, {}: cycle "
@@ -70,15 +83,7 @@ int run_bench(const BenchArgs& a) {
     spec.freed_gpus = 1;
     spec.order = policy.order.get();
     const EngineFixture fx(spec);
-    double best = 1e300;
-    size_t starts = 0;
-    for (int i = 0; i < a.repeat; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const Decisions d = schedule_cycle(fx.snapshot(), policy);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      best = std::min(best, s);
-      starts = d.starts.size();
-    }
+    const auto [best, starts] = time_cycle(fx, policy, a.repeat);
     std::cout << fmt::format(
         "{} nodes x {} GPUs, one GPU freed on the full cluster, {} pending {}-GPU jobs with "
         "known reasons in a kept queue, {}: cycle {:.3f} ms, {} placed\n",

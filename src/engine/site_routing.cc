@@ -16,6 +16,21 @@ std::string_view to_string(SitePolicy p) {
   return p == SitePolicy::kEdgeFirst ? "edge-first" : "main-only";
 }
 
+std::vector<SiteView> site_views(const Sites& sites, double t) {
+  std::vector<SiteView> v;
+  v.reserve(sites.sites.size());
+  for (const Site& s : sites.sites) {
+    SiteView x;
+    x.name = s.name;
+    x.main = s.main;
+    x.access_rtt_ms = s.access_rtt_ms;
+    x.link = s.link_at(t);
+    x.nominal = s.main ? x.link : LinkState{true, s.link_mbps, s.link_rtt_ms};
+    v.push_back(x);
+  }
+  return v;
+}
+
 // kB/request x requests/s x 8 kbit/kB / 1000 kbit/Mbit.
 double request_mbps(const InferenceService& s) {
   return s.request_rate * s.request_kb * 8.0 / 1000.0;

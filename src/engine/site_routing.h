@@ -46,6 +46,10 @@ struct SiteView {
   double link_load_mbps = 0;
 };
 
+// The sites as routing sees them at time t: their links' states (from the connectivity
+// series) and best states, with no load on any link (the caller adds what runs).
+std::vector<SiteView> site_views(const Sites& sites, double t);
+
 // Mbit/s of one service's requests (to the serving site) and responses (back), each direction.
 double request_mbps(const InferenceService& s);
 double response_mbps(const InferenceService& s);

@@ -140,16 +140,7 @@ class EdgeSim {
  private:
   // Sites as routing sees them at t, with the load the services running now put on links.
   std::vector<SiteView> views(double t) const {
-    std::vector<SiteView> v;
-    for (const Site& s : sites_.sites) {
-      SiteView x;
-      x.name = s.name;
-      x.main = s.main;
-      x.access_rtt_ms = s.access_rtt_ms;
-      x.link = s.link_at(t);
-      x.nominal = s.main ? x.link : LinkState{true, s.link_mbps, s.link_rtt_ms};
-      v.push_back(x);
-    }
+    std::vector<SiteView> v = site_views(sites_, t);
     for (const EJob& j : jobs_) {
       if (j.st != St::kRunning || j.service == nullptr) continue;
       const size_t at = static_cast<size_t>(j.site);
