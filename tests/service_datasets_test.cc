@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "cli_util.h"
 #include "service_fixture.h"
 
 namespace tessera {
@@ -220,6 +221,14 @@ TEST_F(ServiceDatasets, WithoutACacheAJobIsToldItsDatasetAndTheOptionsGoTogether
     FAIL() << "accepted --dataset-dir without --stage-command";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--stage-command"), std::string::npos);
+  }
+}
+
+TEST(ServeDatasetOptions, CacheOptionsWithoutACacheAreRefused) {
+  for (const char* flag : {"--prestage-datasets 2", "--dataset-cache-gb 10"}) {
+    const auto r = testing::run_tessera(std::string("serve --db /nonexistent/x.db ") + flag);
+    EXPECT_NE(r.status, 0) << flag;
+    EXPECT_NE(r.output.find("need --dataset-dir"), std::string::npos) << r.output;
   }
 }
 

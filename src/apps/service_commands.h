@@ -16,7 +16,7 @@ struct ServeArgs {
   std::string dataset_dir;
   std::string stage_command;
   double dataset_cache_gb = 0;
-  int prestage_datasets = 1;
+  int prestage_datasets = -1;  // -1: not given (1 with --dataset-dir)
   std::string db = "tessera.db";
   std::string work_dir;  // empty: <db>.jobs next to the database
   int virtual_gpus = 0;
