@@ -205,7 +205,9 @@ TEST(EdgeSimulation, WithTheLinkDownAServiceWaitsAtItsEdgeInsteadOfStartingOutOf
   // b waits at the edge (SiteUnreachable) and starts there when a ends at 300 s.
   EXPECT_EQ(service(edge, "b").first_site, "east");
   EXPECT_DOUBLE_EQ(service(edge, "b").first_start, 300);
-  EXPECT_DOUBLE_EQ(edge.site_unreachable_seconds, 290);
+  EXPECT_DOUBLE_EQ(edge.site_unreachable_seconds(), 290);
+  // Main-only never waits for a link: b starts at the main site on arrival.
+  EXPECT_DOUBLE_EQ(to_json(edge)["wait_seconds_by_reason"]["SiteUnreachable"].get<double>(), 290);
   // Its requests before 300 s fail; after, all are answered at the edge.
   EXPECT_DOUBLE_EQ(service(edge, "b").tally.requests, 5000);
   EXPECT_DOUBLE_EQ(service(edge, "b").tally.served, 5 * 710);

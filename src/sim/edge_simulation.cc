@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 
 #include "engine/admission.h"
 #include "engine/cycle.h"
@@ -39,7 +40,9 @@ struct EJob {
   double remaining = 0;  // a training job's work left at run_start
   double attained_gpu_seconds = 0;
   double queued_since = 0;
-  bool link_waiting = false;  // waiting at its edge site for the main one (SiteUnreachable)
+  // Why it waits (a cycle's reason, or SiteUnreachable: at its edge site for the main one);
+  // nullopt while it runs, or before a cycle has looked at it.
+  std::optional<PendingCode> reason;
   std::unique_ptr<bool[]> hosts_store;  // by site: could it ever host the job (admission)
   std::span<const bool> hosts;
   size_t result = 0;  // index into EdgeResult::services or ::jobs
@@ -161,7 +164,9 @@ class EdgeSim {
     if (b <= a) return;
     const std::vector<SiteView> v = views(a);
     for (EJob& j : jobs_) {
-      if (j.st == St::kWaiting && j.link_waiting) result_.site_unreachable_seconds += b - a;
+      if (j.st == St::kWaiting && j.reason) {
+        result_.wait_seconds[static_cast<size_t>(*j.reason)] += b - a;
+      }
       if (j.service == nullptr || j.st == St::kFuture) continue;
       const double lo = std::max(a, j.spec->submit_time), hi = std::min(b, j.window_end());
       if (hi <= lo) continue;
@@ -256,7 +261,7 @@ class EdgeSim {
     j.site = static_cast<int>(site);
     j.st = St::kRunning;
     j.run_start = t;
-    j.link_waiting = false;
+    j.reason.reset();
     (sites_.sites[site].main ? result_.starts_at_main : result_.starts_at_edge) += 1;
     if (j.service != nullptr) {
       EdgeServiceResult& r = result_.services[j.result];
@@ -282,7 +287,7 @@ class EdgeSim {
           continue;
         }
         if (r.status == RouteStatus::kWait) {
-          j.link_waiting = true;
+          j.reason = PendingCode::kSiteUnreachable;
           continue;
         }
         lists[r.sites.front()].push_back(
@@ -387,6 +392,8 @@ class EdgeSim {
       states_[s].allocate(r.alloc);
       j.alloc = r.alloc;
     }
+    std::unordered_map<JobId, PendingCode> why;
+    for (const PendingReason& r : d.pending) why.emplace(r.job, r.code);
     for (size_t k = 0; k < cands.size(); ++k) {
       if (started[k]) continue;
       const Candidate& c = cands[k];
@@ -395,8 +402,10 @@ class EdgeSim {
         lists[c.rest.front()].push_back({c.job,
                                          std::vector<uint32_t>(c.rest.begin() + 1, c.rest.end()),
                                          false, c.link_blocked});
-      } else {
-        jobs_[c.job].link_waiting = c.link_blocked && jobs_[c.job].service != nullptr;
+      } else if (c.link_blocked && jobs_[c.job].service != nullptr) {
+        jobs_[c.job].reason = PendingCode::kSiteUnreachable;
+      } else if (const auto it = why.find(static_cast<JobId>(c.job)); it != why.end()) {
+        jobs_[c.job].reason = it->second;
       }
     }
   }
@@ -448,7 +457,12 @@ nlohmann::ordered_json to_json(const EdgeResult& r) {
   j["starts"] = {{"edge", r.starts_at_edge}, {"main", r.starts_at_main}};
   j["migrations"] = r.migrations;
   j["preemptions"] = r.preemptions;
-  j["site_unreachable_seconds"] = r.site_unreachable_seconds;
+  j["site_unreachable_seconds"] = r.site_unreachable_seconds();
+  nlohmann::ordered_json waits = nlohmann::ordered_json::object();
+  for (size_t c = 0; c < kNumPendingCodes; ++c) {
+    if (r.wait_seconds[c] > 0) waits[reason_code(static_cast<PendingCode>(c))] = r.wait_seconds[c];
+  }
+  j["wait_seconds_by_reason"] = std::move(waits);
   j["end_time"] = r.end_time;
   double jct = 0;
   int finished = 0;

@@ -15,12 +15,14 @@
 // SLO) moves to its edge site when a cycle there finds it room (edge-first only).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/decisions.h"
 #include "engine/site_routing.h"
 #include "model/job.h"
 #include "model/sites.h"
@@ -82,8 +84,12 @@ struct EdgeResult {
   int migrations = 0;
   int preemptions = 0;
   std::vector<std::pair<std::string, std::string>> rejected;  // job, why
-  // Seconds services waited at their edge site because the main one was cut off or too slow.
-  double site_unreachable_seconds = 0;
+  // Seconds jobs waited, by the reason they waited for (PendingCode; SiteUnreachable: a
+  // service at its edge site because the main one was cut off or too slow for its SLO).
+  std::array<double, kNumPendingCodes> wait_seconds{};
+  double site_unreachable_seconds() const {
+    return wait_seconds[static_cast<size_t>(PendingCode::kSiteUnreachable)];
+  }
   double end_time = 0;
 };
 
