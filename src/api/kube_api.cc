@@ -36,6 +36,9 @@ std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetr
   o += "# HELP tessera_power_limit_patches_total Running pods whose power-limit annotation was "
        "changed (--power-shifting).\n# TYPE tessera_power_limit_patches_total counter\n";
   o += fmt::format("tessera_power_limit_patches_total {}\n", k.power_limit_patches);
+  o += "# HELP tessera_stage_requests_total Nodes asked to stage a waiting gang's dataset "
+       "(--prestage-datasets).\n# TYPE tessera_stage_requests_total counter\n";
+  o += fmt::format("tessera_stage_requests_total {}\n", k.stage_requests);
   o += "# HELP tessera_kube_api_errors_total Failed writes to the Kubernetes API.\n";
   o += "# TYPE tessera_kube_api_errors_total counter\n";
   o += fmt::format("tessera_kube_api_errors_total {}\n", k.api_errors);

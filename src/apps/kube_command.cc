@@ -39,6 +39,11 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
                 "seconds for nodes labelled as holding it (data.tessera.io/NAME) before going "
                 "elsewhere (docs/data.md)")
       ->check(CLI::Range(0.0, 86400.0 * 30));
+  k->add_option("--prestage-datasets", a.prestage_datasets,
+                "ask at most this many nodes at once to stage a waiting gang's dataset ahead "
+                "(annotation stage.data.tessera.io/NAME, for a data agent that labels the node "
+                "data.tessera.io/NAME when done; docs/data.md); 0: none")
+      ->check(CLI::Range(0, 100000));
   add_goodput_round_option(*k, a.goodput);
   k->add_flag("--leader-elect", a.leader_elect,
               "run as one of several replicas: only the holder of the Lease schedules");
@@ -143,6 +148,7 @@ int run_kube(const KubeArgs& a) {
   opt.goodput = goodput_allocation(a.goodput);
   opt.goodput_round = a.goodput.round_seconds;
   opt.locality_wait = a.locality_wait;
+  opt.prestage_datasets = a.prestage_datasets;
   warn_unused_goodput_options("kube", a.policy, a.goodput);
   opt.checkpoint_grace = a.checkpoint_grace;
   opt.gang_timeout = a.gang_timeout;

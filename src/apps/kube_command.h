@@ -18,6 +18,7 @@ struct KubeArgs {
   std::string policy = "fair";
   GoodputArgs goodput;  // --policy goodput
   double locality_wait = 0;
+  int prestage_datasets = 0;
   bool leader_elect = false;
   std::string lease_namespace = "kube-system";
   std::string lease_name = "tessera-scheduler";

@@ -88,3 +88,70 @@ TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
 
 }  // namespace
 }  // namespace tessera::kube
+
+namespace tessera::kube {
+namespace {
+
+using nlohmann::json;
+
+// Pre-staging (--prestage-datasets): a gang that waits for room has its dataset asked for on
+// the node it is likely to get (annotation stage.data.tessera.io/NAME); the test plays the
+// node's data agent, labels that node when "copied", and the gang lands there once room frees.
+class KubePrestage : public testing::KubeEnv {
+ protected:
+  json node(const std::string& name) {
+    return emu_->request("GET", "/api/v1/nodes/" + name).json_body();
+  }
+  std::string node_of(const std::string& pod) {
+    const json all = pods();
+    for (const json& p : all) {
+      if (p["metadata"]["name"] == pod) return p["spec"].value("nodeName", "");
+    }
+    return "";
+  }
+};
+
+TEST_F(KubePrestage, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
+  start_emulator(2, 4);
+  create_namespace("team-a");
+  SchedulerOptions opt = scheduler_options();
+  opt.prestage_datasets = 1;
+  start_scheduler(opt);
+  create_pod("team-a", "big", 4);
+  create_pod("team-a", "small", 2);
+  ASSERT_TRUE(wait_for([&] { return !node_of("big").empty() && !node_of("small").empty(); }, 20));
+  // A 4-GPU reader waits; the node with 2 free GPUs is where it is likely to start.
+  json reader = pod_json("team-a", "reader", 4);
+  reader["metadata"]["annotations"][kDatasetAnnotation] = "imagenet";
+  post_pod(reader);
+  const std::string likely = node_of("small");
+  const std::string key = std::string(kStageAnnotationPrefix) + "imagenet";
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const json n = node(likely);
+        return n["metadata"].value("annotations", json::object()).contains(key);
+      },
+      20));
+  // The value names the gang (ns/group; a lone pod's group is empty).
+  EXPECT_EQ(node(likely)["metadata"]["annotations"][key].get<std::string>().rfind("team-a/", 0), 0u)
+      << node(likely).dump();
+  // Only one ask at once: the other node was not asked.
+  const std::string other = node_of("big");
+  EXPECT_FALSE(node(other)["metadata"].value("annotations", json::object()).contains(key));
+  // The agent copies and labels the node; the space frees; the reader goes to its data.
+  const auto r = emu_->request(
+      "PATCH", "/api/v1/nodes/" + likely,
+      json{{"metadata", {{"labels", {{std::string(kDataLabelPrefix) + "imagenet", "true"}}}}}}
+          .dump(),
+      "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const char* gone : {"small", "big"}) {
+    const auto d = emu_->request("DELETE", std::string("/api/v1/namespaces/team-a/pods/") + gone);
+    ASSERT_LT(d.status, 300) << d.body;
+  }
+  ASSERT_TRUE(wait_for([&] { return !node_of("reader").empty(); }, 20));
+  EXPECT_EQ(node_of("reader"), likely);
+}
+
+}  // namespace
+}  // namespace tessera::kube

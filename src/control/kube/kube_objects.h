@@ -63,6 +63,10 @@ inline constexpr const char* kReportTokenAnnotation = "tessera.io/report-token";
 // datasets a node holds (data.tessera.io/imagenet: "true", set by whatever caches them there).
 inline constexpr const char* kDatasetAnnotation = "tessera.io/dataset";
 inline constexpr const char* kDataLabelPrefix = "data.tessera.io/";
+// Pre-staging (docs/data.md, "In tessera kube"): the scheduler asks a node's data agent to copy
+// a dataset ahead of a waiting gang with annotation stage.data.tessera.io/NAME (value: the
+// gang, ns/group); the agent labels the node data.tessera.io/NAME once the copy is there.
+inline constexpr const char* kStageAnnotationPrefix = "stage.data.tessera.io/";
 
 using Labels = std::map<std::string, std::string>;
 

@@ -464,6 +464,7 @@ void KubeScheduler::run_cycle() {
   counters_.cycle_seconds_sum += secs;
   add_bucket(counters_.cycle_bucket_counts, counters_.cycle_bucket_bounds, secs);
   apply(d, in, t);
+  ask_prestaging(in, d);
   write_status(in, d, t);
   write_group_status();
 }
@@ -550,6 +551,74 @@ void KubeScheduler::write_power_limit(const Gang& g, double limit_w) {
                    (lower ? " to fit under the power cap" : ": power freed under the cap") +
                    " (annotation " + kPowerLimitAnnotation +
                    "; advisory, for a node agent to apply)");
+  }
+}
+
+void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
+  if (opt_.prestage_datasets <= 0) return;
+  std::set<JobId> started;
+  for (const Start& st : d.starts) started.insert(st.job);
+  std::set<std::string> wanted;  // datasets of gangs still waiting
+  for (const PendingJob& pj : in.pending) {
+    if (!started.contains(pj.id) && !in.by_job[pj.id]->dataset.empty()) {
+      wanted.insert(in.by_job[pj.id]->dataset);
+    }
+  }
+  const auto holds = [&](const NodeInfo& n, const std::string& dataset) {
+    const auto l = n.labels.find(kDataLabelPrefix + dataset);
+    return l != n.labels.end() && l->second != "false";
+  };
+  // Asks answered (the node holds it now), or moot (nobody waiting reads it), are forgotten.
+  std::erase_if(stage_asked_, [&](const auto& kv) {
+    const auto n = model_.nodes().find(kv.first);
+    return n == model_.nodes().end() || holds(n->second, kv.second) || !wanted.contains(kv.second);
+  });
+  const Cluster& c = model_.cluster();
+  const ClusterState& ledger = model_.ledger();
+  const int per_node = std::max<int>(1, c.max_node_gpus());
+  for (const PendingJob& pj : in.pending) {
+    if (stage_asked_.size() >= static_cast<size_t>(opt_.prestage_datasets)) break;
+    const Gang& g = *in.by_job[pj.id];
+    if (started.contains(pj.id) || g.dataset.empty()) continue;
+    const JobSpec& s = *pj.spec;
+    // The nodes it would span, less those that hold or are being given its dataset.
+    int need = std::max(1, (std::max(1, s.demand.gpus) * s.min_members + per_node - 1) / per_node);
+    std::vector<NodeId> candidates;
+    for (NodeId id = 0; id < c.nodes().size() && need > 0; ++id) {
+      const std::string& name = c.node(id).name;
+      const auto asked = stage_asked_.find(name);
+      if (holds(model_.nodes().at(name), g.dataset) ||
+          (asked != stage_asked_.end() && asked->second == g.dataset)) {
+        --need;
+      } else if (asked == stage_asked_.end() &&
+                 (s.eligible_nodes == nullptr || s.eligible_nodes->contains(id)) &&
+                 (s.allowed_types == kAnyGpuType ||
+                  ((s.allowed_types >> c.node(id).gpu_type) & 1u) != 0)) {
+        candidates.push_back(id);
+      }
+    }
+    // Where it is likely to start: the nodes with the most free GPUs.
+    std::stable_sort(candidates.begin(), candidates.end(), [&](NodeId a, NodeId b) {
+      return ledger.node_free_whole(a) > ledger.node_free_whole(b);
+    });
+    for (const NodeId id : candidates) {
+      if (need <= 0 || stage_asked_.size() >= static_cast<size_t>(opt_.prestage_datasets)) break;
+      const std::string node = c.node(id).name;
+      stage_asked_[node] = g.dataset;
+      --need;
+      ++kube_counters_.stage_requests;
+      const json body = {
+          {"metadata",
+           {{"annotations", {{kStageAnnotationPrefix + g.dataset, g.ns + "/" + g.group}}}}}};
+      actions_->push([this, node, body] {
+        Response res = client_->patch(object_path(kNodes, "", node), body, PatchType::kMerge);
+        if (!res.ok() && res.status != 404) {
+          ++api_errors_;
+          std::fprintf(stderr, "tessera kube: asking node %s to stage a dataset: %s\n",
+                       node.c_str(), res.describe().c_str());
+        }
+      });
+    }
   }
 }
 

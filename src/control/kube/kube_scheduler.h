@@ -82,6 +82,9 @@ struct SchedulerOptions {
   // nodes labelled as holding it when it fits there, and waits up to this long (from its pods'
   // creation) for them before going elsewhere (reason DataLocality).
   double locality_wait = 0;
+  // Pre-staging: at most this many nodes asked at once (annotation stage.data.tessera.io/NAME)
+  // to copy a waiting gang's dataset ahead, the nodes with the most free GPUs first; 0: none.
+  int prestage_datasets = 0;
 };
 
 // Counters for /metrics beyond the service's.
@@ -90,6 +93,7 @@ struct KubeMetrics {
   uint64_t evictions = 0, status_writes = 0, events = 0, api_errors = 0;
   uint64_t gang_rollbacks = 0;       // gangs whose bound members were evicted after a failed bind
   uint64_t power_limit_patches = 0;  // running pods' power-limit annotations changed
+  uint64_t stage_requests = 0;       // nodes asked to stage a waiting gang's dataset
   std::vector<double> bind_bucket_bounds;    // create -> bind latency, seconds
   std::vector<uint64_t> bind_bucket_counts;  // cumulative
   double bind_latency_sum = 0;
@@ -151,6 +155,9 @@ class KubeScheduler {
   // A running gang's new GPU power limit (Decisions::power_limits): each bound pod's
   // annotation patched, with an Event.
   void write_power_limit(const Gang& g, double limit_w);
+  // Pre-staging (SchedulerOptions::prestage_datasets): asks nodes' data agents to copy the
+  // datasets of gangs still waiting after this cycle, within the bound on asks outstanding.
+  void ask_prestaging(const CycleInput& in, const Decisions& d);
   // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.
   void evict_pods(const std::vector<std::string>& uids, const std::string& why, double grace);
   void roll_back_partial_gangs(double now);
@@ -213,6 +220,9 @@ class KubeScheduler {
   std::map<std::string, std::pair<int32_t, int32_t>> done_;
   ServiceMetrics counters_;
   KubeMetrics kube_counters_;
+  // Pre-staging asks outstanding: node -> dataset, until the node is labelled as holding it or
+  // no waiting gang reads that dataset any more.
+  std::map<std::string, std::string> stage_asked_;
   HistoryLog history_;
   HistorySampler history_sampler_;
   std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
