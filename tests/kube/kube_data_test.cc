@@ -86,32 +86,10 @@ TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
   EXPECT_TRUE(node_of("waiter").empty());
 }
 
-}  // namespace
-}  // namespace tessera::kube
-
-namespace tessera::kube {
-namespace {
-
-using nlohmann::json;
-
 // Pre-staging (--prestage-datasets): a gang that waits for room has its dataset asked for on
 // the node it is likely to get (annotation stage.data.tessera.io/NAME); the test plays the
 // node's data agent, labels that node when "copied", and the gang lands there once room frees.
-class KubePrestage : public testing::KubeEnv {
- protected:
-  json node(const std::string& name) {
-    return emu_->request("GET", "/api/v1/nodes/" + name).json_body();
-  }
-  std::string node_of(const std::string& pod) {
-    const json all = pods();
-    for (const json& p : all) {
-      if (p["metadata"]["name"] == pod) return p["spec"].value("nodeName", "");
-    }
-    return "";
-  }
-};
-
-TEST_F(KubePrestage, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
+TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
   start_emulator(2, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
@@ -126,6 +104,9 @@ TEST_F(KubePrestage, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
   post_pod(reader);
   const std::string likely = node_of("small");
   const std::string key = std::string(kStageAnnotationPrefix) + "imagenet";
+  const auto node = [&](const std::string& name) {
+    return emu_->request("GET", "/api/v1/nodes/" + name).json_body();
+  };
   ASSERT_TRUE(wait_for(
       [&] {
         const json n = node(likely);
