@@ -205,6 +205,22 @@ TEST_F(ServiceDatasets, ARestartedServerFindsWhatIsStagedOnDisk) {
   EXPECT_EQ(state(*s, id), JobState::kRunning);
 }
 
+TEST_F(ServiceDatasets, ACopyDeletedBehindTheServersBackIsStagedAgain) {
+  auto s = make_cached(2);
+  open_gate("movielens");
+  const int64_t first = submit(*s, "first", "movielens");
+  ASSERT_TRUE(tick_until(*s, [&] { return state(*s, first) == JobState::kRunning; }));
+  backend_->exit(first, 0, 0);
+  now_ += 1;
+  s->tick();
+  // An operator cleans the cache; the next job must not start on a missing directory.
+  fs::remove_all(cache_ + "/movielens");
+  const int64_t next = submit(*s, "next", "movielens");
+  ASSERT_TRUE(tick_until(*s, [&] { return state(*s, next) == JobState::kRunning; }));
+  EXPECT_TRUE(fs::exists(cache_ + "/movielens/data"));
+  EXPECT_EQ(s->metrics().stagings_ok, 2u);
+}
+
 TEST_F(ServiceDatasets, WithoutACacheAJobIsToldItsDatasetAndTheOptionsGoTogether) {
   auto s = make(2);
   const int64_t id = submit(*s, "train", "imagenet");

@@ -95,6 +95,16 @@ const DatasetCache::Entry* DatasetCache::find(const std::string& name) const {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+bool DatasetCache::ready(const std::string& name) {
+  const auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.state != State::kReady) return false;
+  std::error_code ec;
+  if (fs::exists(fs::path(dir_of(name)) / kMarker, ec)) return true;
+  it->second.state = State::kAbsent;
+  it->second.size_gb = 0;
+  return false;
+}
+
 std::string DatasetCache::dir_of(const std::string& name) const {
   return (fs::path(opt_.dir) / name).string();
 }

@@ -58,6 +58,9 @@ class DatasetCache {
   DatasetCache& operator=(const DatasetCache&) = delete;
 
   const Entry* find(const std::string& name) const;
+  // Whether `name` is ready, checked on disk: a copy whose marker is gone (an operator cleaned
+  // the cache) is absent again, to be staged anew.
+  bool ready(const std::string& name);
   // Starts staging `name` unless it is ready or staging. Returns false, saying why, when it
   // cannot start now: no room (held datasets fill the cache) or the command could not start
   // (then its state is kFailed). A speculative staging (ahead of any job) evicts nothing.

@@ -25,8 +25,7 @@ double declared_gb(const JobRequest& r) {
 
 bool Service::needs_staging_locked(const Job& j) const {
   if (datasets_ == nullptr || j.row.spec.dataset.empty()) return false;
-  const DatasetCache::Entry* e = datasets_->find(j.row.spec.dataset);
-  return e == nullptr || e->state != DatasetCache::State::kReady;
+  return !datasets_->ready(j.row.spec.dataset);
 }
 
 Service::DataState Service::stage_for_locked(Job& j, std::vector<const JobRow*>& dirty) {
@@ -37,7 +36,7 @@ Service::DataState Service::stage_for_locked(Job& j, std::vector<const JobRow*>&
     j.data_held = true;
   }
   const DatasetCache::Entry* e = datasets_->find(name);
-  if (e != nullptr && e->state == DatasetCache::State::kReady) {
+  if (datasets_->ready(name)) {
     j.staging = false;
     j.stage_requested = false;
     j.staging_why.clear();
