@@ -20,7 +20,9 @@ namespace {
 // A main site of 2 x 8 GPUs and one edge site "east" of `edge_gpus` T4s; the link gives
 // 10 Mbit/s with a 200 ms round trip and follows `csv` (a connectivity series, "" for none).
 Sites two_sites(int edge_gpus, const std::string& csv = "") {
-  const std::string dir = ::testing::TempDir() + "edge_sites";
+  // One folder per test: ctest runs tests in parallel processes, and each writes its own series.
+  const std::string dir = ::testing::TempDir() + "edge_sites_" +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name();
   std::filesystem::create_directories(dir);
   std::string link = "{bandwidth_mbps: 10, rtt_ms: 200}";
   if (!csv.empty()) {
