@@ -225,11 +225,7 @@ int run_serve(const ServeArgs& a) {
   opt.dataset_dir = a.dataset_dir;
   opt.stage_command = a.stage_command;
   opt.dataset_cache_gb = a.dataset_cache_gb;
-  if (a.dataset_dir.empty() && (a.prestage_datasets >= 0 || a.dataset_cache_gb > 0)) {
-    throw std::invalid_argument(
-        "--prestage-datasets and --dataset-cache-gb need --dataset-dir (the dataset cache)");
-  }
-  opt.prestage_datasets = a.prestage_datasets < 0 ? 1 : a.prestage_datasets;
+  opt.prestage_datasets = a.prestage_datasets;
   opt.virtual_gpu_type = a.virtual_gpu_type;
   opt.node_power_w = a.node_power;
   opt.pue = a.pue;

@@ -231,6 +231,23 @@ ServiceOptions checked_energy_settings(ServiceOptions opt) {
   return opt;
 }
 
+// The dataset cache's settings, refused before anything opens (a cache needs its staging
+// command and the command its cache; the cache's options need the cache); pre-staging's default
+// filled in.
+ServiceOptions checked_dataset_settings(ServiceOptions opt) {
+  if (opt.dataset_dir.empty() != opt.stage_command.empty()) {
+    throw std::invalid_argument(
+        "--dataset-dir and --stage-command go together: the cache needs a command that stages "
+        "a dataset into it, and the command a cache to stage into");
+  }
+  if (opt.dataset_dir.empty() && (opt.prestage_datasets >= 0 || opt.dataset_cache_gb > 0)) {
+    throw std::invalid_argument(
+        "--prestage-datasets and --dataset-cache-gb need --dataset-dir (the dataset cache)");
+  }
+  if (opt.prestage_datasets < 0) opt.prestage_datasets = 1;
+  return opt;
+}
+
 constexpr double kCycleBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                     0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
@@ -242,7 +259,7 @@ double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
 }
 
 Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
-    : opt_(checked_energy_settings(std::move(opt))),
+    : opt_(checked_dataset_settings(checked_energy_settings(std::move(opt)))),
       cluster_(build_cluster(opt_, gpu_index_, real_gpus_)),
       store_(open_store(opt_, /*local_backend=*/!backend)),
       backend_(backend
@@ -262,14 +279,6 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       throw std::invalid_argument("--classify: unknown classifier '" + opt_.classifier +
                                   "' (one of logistic, threshold, majority)");
     }
-  }
-  if (opt_.dataset_dir.empty() != opt_.stage_command.empty()) {
-    throw std::invalid_argument(
-        "--dataset-dir and --stage-command go together: the cache needs a command that stages "
-        "a dataset into it, and the command a cache to stage into");
-  }
-  if (opt_.dataset_dir.empty() && (opt_.dataset_cache_gb > 0)) {
-    throw std::invalid_argument("--dataset-cache-gb needs --dataset-dir");
   }
   if (!opt_.dataset_dir.empty()) {
     datasets_ = std::make_unique<DatasetCache>(

@@ -144,11 +144,12 @@ struct ServiceOptions {
   // job's `dataset` is only told to it, TESSERA_DATASET), the command that stages one there
   // (control/dataset_cache.h), the cache's capacity in GB (0 = no bound), and how many
   // datasets may be staged at once ahead of the waiting jobs that read them (0 = none; such
-  // staging only uses free room, it never evicts).
+  // staging only uses free room, it never evicts; -1 = not given: 1 with a cache). The cache
+  // options without a cache are refused.
   std::string dataset_dir;
   std::string stage_command;
   double dataset_cache_gb = 0;
-  int prestage_datasets = 1;
+  int prestage_datasets = -1;
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 

@@ -50,9 +50,7 @@ Service::DataState Service::stage_for_locked(Job& j, std::vector<const JobRow*>&
     j.row.state = JobState::kFailed;
     j.row.finished_at = t;
     j.row.message = "staging dataset " + name + " failed: " + e->error;
-    j.staging = false;
-    j.stage_requested = false;
-    release_locked(j);
+    release_locked(j);  // its GPUs and its hold on the dataset (release_dataset_locked)
     dirty.push_back(&j.row);
     return DataState::kFailed;
   }

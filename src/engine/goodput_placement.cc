@@ -16,9 +16,7 @@ std::vector<double> member_speedup_curve(const GoodputModel& m, int max_gpus, in
 }
 
 int nodes_of(const Allocation& a) {
-  std::vector<NodeId> nodes = a.member_node;
-  std::sort(nodes.begin(), nodes.end());
-  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+  return static_cast<int>(a.nodes().size());
 }
 
 bool place_best_size(ClusterState& state, const JobSpec& s, int min_members, int max_members,

@@ -217,17 +217,11 @@ int64_t free_in(const ClusterState& state, const JobSpec& job, NodeRange r) {
   return free;
 }
 
-// GPUs per NVLink domain of a node.
-int domain_size(const Node& node) {
-  return node.gpus_per_nvl_domain > 0 ? std::min<int>(node.gpus_per_nvl_domain, node.num_gpus)
-                                      : node.num_gpus;
-}
-
 // The NVLink domain of node n (its first GPU) with the fewest free whole GPUs that still holds
 // `need`, and that free count; kNoId when none does.
 std::pair<GpuId, int> tightest_domain(const ClusterState& state, NodeId n, int64_t need) {
   const Node& node = state.cluster().node(n);
-  const int dom = domain_size(node);
+  const int dom = node.nvl_domain_size();
   GpuId best = kNoId;
   int best_free = INT32_MAX;
   if (dom <= 0 || need > dom) return {best, best_free};
@@ -252,7 +246,7 @@ bool place_in_domain(ClusterState& state, const JobSpec& job, int32_t members, N
   begin(job, out);
   if (state.capacity_for(n, d) < members) return false;
   const Node& node = state.cluster().node(n);
-  const GpuId end = std::min<GpuId>(first + domain_size(node), node.first_gpu + node.num_gpus);
+  const GpuId end = std::min<GpuId>(first + node.nvl_domain_size(), node.first_gpu + node.num_gpus);
   std::vector<GpuId> free;
   for (GpuId g = first; g < end; ++g) {
     if (state.gpu_free(g) == kMilliPerGpu) free.push_back(g);

@@ -1,6 +1,7 @@
 // Where a running gang's members sit: one node per member and the GPU shares it holds.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,13 @@ struct Allocation {
     return m;
   }
   bool empty() const { return member_node.empty(); }
+  // The distinct nodes its members sit on, ascending.
+  std::vector<NodeId> nodes() const {
+    std::vector<NodeId> n = member_node;
+    std::sort(n.begin(), n.end());
+    n.erase(std::unique(n.begin(), n.end()), n.end());
+    return n;
+  }
 };
 
 }  // namespace tessera

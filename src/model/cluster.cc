@@ -113,10 +113,8 @@ Cluster ClusterBuilder::build() const {
     c.max_gpus_by_type_[n.gpu_type] =
         std::max<uint32_t>(c.max_gpus_by_type_[n.gpu_type], n.num_gpus);
     c.max_node_gpus_ = std::max(c.max_node_gpus_, n.num_gpus);
-    const int dom =
-        n.gpus_per_nvl_domain > 0 ? std::min<int>(n.gpus_per_nvl_domain, n.num_gpus) : n.num_gpus;
-    c.max_nvl_slack_ =
-        std::max<uint16_t>(c.max_nvl_slack_, static_cast<uint16_t>(n.num_gpus - dom));
+    c.max_nvl_slack_ = std::max<uint16_t>(c.max_nvl_slack_,
+                                          static_cast<uint16_t>(n.num_gpus - n.nvl_domain_size()));
     if (n.num_gpus > 0) c.present_types_ |= GpuTypeMask{1} << n.gpu_type;
     c.racks_[n.rack].num_nodes++;
     c.nodes_.push_back(std::move(n));

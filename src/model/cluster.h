@@ -7,6 +7,7 @@
 // A Cluster is immutable; what is allocated lives in ClusterState.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +44,10 @@ struct Node {
   int64_t cpu_milli = 0;
   int64_t mem_mib = 0;
   GpuId first_gpu = 0;
+  // GPUs per NVLink domain (the whole node when gpus_per_nvl_domain is 0 or larger).
+  int nvl_domain_size() const {
+    return gpus_per_nvl_domain > 0 ? std::min<int>(gpus_per_nvl_domain, num_gpus) : num_gpus;
+  }
 };
 
 struct Rack {

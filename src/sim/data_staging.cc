@@ -73,9 +73,7 @@ double DataStaging::object_transfer(double gb, double t, double cap, bool presta
 double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, double t,
                           double gpus) {
   ++stats_.starts;
-  std::vector<NodeId> nodes = a.member_node;
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const std::vector<NodeId> nodes = a.nodes();
   const double gb = ds.size_gb;
   double ready_all = t;
   // When the dataset is in each cache for this start (one object transfer fills a cache; the
@@ -127,10 +125,7 @@ double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, do
 }
 
 void DataStaging::release(uint32_t d, const Allocation& a) {
-  std::vector<NodeId> nodes = a.member_node;
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  for (const NodeId n : nodes) {
+  for (const NodeId n : a.nodes()) {
     if (Copy* c = find(nvme_[n], d); c != nullptr && c->in_use > 0) --c->in_use;
   }
 }

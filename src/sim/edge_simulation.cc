@@ -43,9 +43,8 @@ struct EJob {
   // Why it waits (a cycle's reason, or SiteUnreachable: at its edge site for the main one);
   // nullopt while it runs, or before a cycle has looked at it.
   std::optional<PendingCode> reason;
-  std::unique_ptr<bool[]> hosts_store;  // by site: could it ever host the job (admission)
-  std::span<const bool> hosts;
-  size_t result = 0;  // index into EdgeResult::services or ::jobs
+  std::unique_ptr<bool[]> hosts;  // by site: could it ever host the job (admission)
+  size_t result = 0;              // index into EdgeResult::services or ::jobs
   double window_end() const { return spec->submit_time + spec->work_seconds; }
 };
 
@@ -60,19 +59,19 @@ struct Candidate {
 class EdgeSim {
  public:
   EdgeSim(const Sites& sites, const Workload& w, const EdgeOptions& opt)
-      : sites_(sites), w_(w), opt_(opt), policy_(make_policy(opt.policy, opt.seed)) {
+      : sites_(sites), opt_(opt), policy_(make_policy(opt.policy, opt.seed)) {
     for (const Site& s : sites_.sites) {
       states_.emplace_back(s.cluster);
-      QueueTree tree = s.queues ? *s.queues : QueueTree::flat(w_.tenants);
-      tree.bind(w_.tenants, "the workload (site " + s.name + ")");
+      QueueTree tree = s.queues ? *s.queues : QueueTree::flat(w.tenants);
+      tree.bind(w.tenants, "the workload (site " + s.name + ")");
       trees_.push_back(std::move(tree));
       result_.sites.push_back(s.name);
     }
     result_.placement = std::string(to_string(opt.placement));
     result_.degraded_mbps = opt.degraded_mbps;
     result_.policy = opt.policy;
-    jobs_.reserve(w_.jobs.size());
-    for (const JobSpec& j : w_.jobs) {
+    jobs_.reserve(w.jobs.size());
+    for (const JobSpec& j : w.jobs) {
       EJob e;
       e.spec = &j;
       const auto fail = [&](const std::string& field, const std::string& msg) {
@@ -84,7 +83,7 @@ class EdgeSim {
       }
       if (!j.site.empty() && !sites_.find(j.site)) fail("site", "no site named " + j.site);
       if (j.service != kNoId) {
-        e.service = &w_.services[j.service];
+        e.service = &w.services[j.service];
         e.origin = sites_.find(e.service->region);
         if (!e.origin) fail("service.region", "no site named " + e.service->region);
         e.result = result_.services.size();
@@ -100,11 +99,10 @@ class EdgeSim {
         result_.jobs.push_back(r);
       }
       e.remaining = j.work_seconds;
-      e.hosts_store = std::make_unique<bool[]>(sites_.sites.size());
+      e.hosts = std::make_unique<bool[]>(sites_.sites.size());
       for (size_t k = 0; k < sites_.sites.size(); ++k) {
-        e.hosts_store[k] = !infeasible_reason(sites_.sites[k].cluster, j).has_value();
+        e.hosts[k] = !infeasible_reason(sites_.sites[k].cluster, j).has_value();
       }
-      e.hosts = std::span<const bool>(e.hosts_store.get(), sites_.sites.size());
       jobs_.push_back(std::move(e));
     }
   }
@@ -281,7 +279,8 @@ class EdgeSim {
     for (size_t i = 0; i < jobs_.size(); ++i) {
       EJob& j = jobs_[i];
       if (j.st == St::kWaiting) {
-        const SiteRoute r = route_job(*j.spec, j.service, v, sites_.main, opt_.placement, j.hosts);
+        const SiteRoute r = route_job(*j.spec, j.service, v, sites_.main, opt_.placement,
+                                      std::span<const bool>(j.hosts.get(), n));
         if (r.status == RouteStatus::kNever) {
           reject(j, r.why);
           continue;
@@ -411,7 +410,6 @@ class EdgeSim {
   }
 
   const Sites& sites_;
-  const Workload& w_;
   const EdgeOptions& opt_;
   Policy policy_;
   std::vector<ClusterState> states_;

@@ -390,12 +390,9 @@ std::shared_ptr<const NodeSet> ClusterModel::data_nodes(const std::string& datas
   const std::string key = std::string(1, '\x01') + "data:" + dataset;
   auto it = eligible_.find(key);
   if (it != eligible_.end()) return it->second;
-  const std::string label = kDataLabelPrefix + dataset;
   std::vector<NodeId> with;
   for (NodeId id = 0; id < cluster_->nodes().size(); ++id) {
-    const NodeInfo& n = nodes_.at(cluster_->node(id).name);
-    const auto l = n.labels.find(label);
-    if (l != n.labels.end() && l->second != "false") with.push_back(id);
+    if (holds_dataset(nodes_.at(cluster_->node(id).name), dataset)) with.push_back(id);
   }
   std::shared_ptr<const NodeSet> set;
   if (!with.empty()) set = std::make_shared<const NodeSet>(std::span<const NodeId>(with));

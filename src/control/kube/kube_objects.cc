@@ -299,6 +299,11 @@ std::string format_micro_time(double unix_seconds) {
   return buf;
 }
 
+bool holds_dataset(const NodeInfo& n, const std::string& dataset) {
+  const auto l = n.labels.find(kDataLabelPrefix + dataset);
+  return l != n.labels.end() && l->second != "false";
+}
+
 NodeInfo parse_node(const json& node) {
   NodeInfo n;
   const json& meta = field(node, "metadata");

@@ -168,6 +168,9 @@ struct PodGroupInfo {
 // metadata.name, say). A pod whose request Tessera cannot honour parses fine with `invalid`
 // set, so it can be told why.
 NodeInfo parse_node(const nlohmann::json& node);
+// Whether node `n` is labelled as holding `dataset` (data.tessera.io/<dataset>, any value but
+// "false").
+bool holds_dataset(const NodeInfo& n, const std::string& dataset);
 PodInfo parse_pod(const nlohmann::json& pod);
 PodGroupInfo parse_pod_group(const nlohmann::json& group);
 // Exactly the fields each parser reads (the reflectors parse nothing else). A field a parser

@@ -564,14 +564,11 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
       wanted.insert(in.by_job[pj.id]->dataset);
     }
   }
-  const auto holds = [&](const NodeInfo& n, const std::string& dataset) {
-    const auto l = n.labels.find(kDataLabelPrefix + dataset);
-    return l != n.labels.end() && l->second != "false";
-  };
   // Asks answered (the node holds it now), or moot (nobody waiting reads it), are forgotten.
   std::erase_if(stage_asked_, [&](const auto& kv) {
     const auto n = model_.nodes().find(kv.first);
-    return n == model_.nodes().end() || holds(n->second, kv.second) || !wanted.contains(kv.second);
+    return n == model_.nodes().end() || holds_dataset(n->second, kv.second) ||
+           !wanted.contains(kv.second);
   });
   const Cluster& c = model_.cluster();
   const ClusterState& ledger = model_.ledger();
@@ -587,7 +584,7 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
     for (NodeId id = 0; id < c.nodes().size() && need > 0; ++id) {
       const std::string& name = c.node(id).name;
       const auto asked = stage_asked_.find(name);
-      if (holds(model_.nodes().at(name), g.dataset) ||
+      if (holds_dataset(model_.nodes().at(name), g.dataset) ||
           (asked != stage_asked_.end() && asked->second == g.dataset)) {
         --need;
       } else if (asked == stage_asked_.end() &&
