@@ -14,10 +14,15 @@
 #include "engine/cycle.h"
 #include "engine/policy.h"
 #include "engine/queue_order.h"
+#include "engine/running_set.h"
+#include "insight/power_model.h"
+#include "insight/runtime_predictor.h"
 #include "model/cluster_spec.h"
+#include "sim/generator.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/trace_readers.h"
+#include "sim_test_util.h"
 #include "test_util.h"
 
 namespace tessera {
@@ -253,9 +258,16 @@ void expect_same_cycle(const World& w, const Policy& policy, std::mt19937_64& rn
   const Snapshot plain = w.snapshot(3);
   const Decisions ref = schedule_cycle(plain, policy);
   const PendingQueue q = queue_of(w, *policy.order, &rng);
+  // The running jobs as a caller keeps them too (engine/running_set.h): shares and ranks from
+  // its sums.
+  RunningSet rs(w.cluster, w.queues != nullptr ? w.queues->settings() : FairnessSettings{},
+                policy.order.get());
+  for (const RunningJob& r : w.running) rs.add(r);
   Snapshot lazy = plain;
   lazy.pending = q.jobs();
   lazy.pending_queue = &q;
+  lazy.running = rs.jobs();
+  lazy.running_set = &rs;
   const Decisions got = schedule_cycle(lazy, policy);
   auto starts = [](const Decisions& d) {
     std::vector<std::pair<JobId, std::vector<NodeId>>> v;
@@ -417,6 +429,68 @@ TEST(IncrementalCycle, ReplaysPhillyExactlyAsTheFullWalk) {
     EXPECT_EQ(why, ref_why) << what;
     EXPECT_EQ(cycles, ref_cycles) << what;
     EXPECT_GT(std::count(events.begin(), events.end(), '\n'), 3000) << what;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Every change to a running job the simulator makes outside a start and a stop, kept in its
+// running set as it happens (a power limit moves its speed, an elastic gang grows and shrinks,
+// a node failure ends it, a predictor's expected end moves with the clock): the incremental
+// simulator writes the same event log and metrics as the reference that rebuilds the running
+// jobs every cycle.
+TEST(IncrementalCycle, KeepsRunningJobsAsTheFullWalkUnderPowerFailuresAndPrediction) {
+  GeneratorOptions g;
+  g.jobs = 300;
+  g.tenants = 3;
+  g.mean_interarrival_s = 90;
+  Workload w = generate_workload(g);
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    JobSpec& j = w.jobs[i];
+    if (j.min_members > 1 && j.demand.gpus > 0 && i % 3 == 0) j.max_members = j.min_members * 2;
+    j.duration_estimate = j.work_seconds * (i % 2 == 0 ? 0.5 : 1.5);  // some run past it
+  }
+  const Cluster c = make_uniform_cluster(1, 2, 4, 8);
+  PowerModel::TypeCurves v100;
+  v100[""] = PowerCurve({{100, 0.6, 95}, {150, 0.85, 130}, {200, 0.97, 165}, {250, 1.0, 200}});
+  const PowerModel power({{"V100", v100}});
+  const testing::UnitSpeed model;
+  for (const std::string& name : {std::string("fifo"), std::string("fair"), std::string("qssf")}) {
+    auto run = [&](bool full) {
+      std::ostringstream events;
+      Policy p = make_policy(name, 1);
+      p.elastic = true;
+      p.power_shifting = true;
+      SimOptions opt;
+      opt.events = &events;
+      opt.full_cycles = full;
+      opt.power = &power;
+      opt.energy.node_base_w = 200;
+      opt.energy.cap_w = 8 * (200 + 4 * 250.0) * 0.6;
+      opt.failures = {NodeFailure{3000, 1, 2000}, NodeFailure{9000, 5, 600}};
+      const auto predictor = make_mean_predictor(600);
+      if (name == "qssf") opt.predictor = predictor.get();
+      const SimResult r = simulate(w, c, p, model, opt);
+      return std::make_tuple(events.str(), r.cycles, r.resizes, r.energy.limit_changes);
+    };
+    const auto [ref_events, ref_cycles, ref_resizes, ref_limits] = run(true);
+    const auto [events, cycles, resizes, limits] = run(false);
+    // The first line where the logs part (not both logs whole: they are long).
+    std::istringstream a(events), b(ref_events);
+    std::string la, lb;
+    size_t line = 0;
+    while (std::getline(a, la) && std::getline(b, lb) && la == lb) ++line;
+    EXPECT_EQ(events.size(), ref_events.size())
+        << name << ": line " << line << ": " << la << " / " << lb;
+    EXPECT_TRUE(events == ref_events) << name << ": line " << line << ": " << la << " / " << lb;
+    EXPECT_EQ(cycles, ref_cycles) << name;
+    EXPECT_GT(resizes + limits, 0u) << name;  // the changes this test is about happened
+    EXPECT_EQ(resizes, ref_resizes) << name;
+    EXPECT_EQ(limits, ref_limits) << name;
   }
 }
 

@@ -17,6 +17,7 @@
 #include "engine/power_budget.h"
 #include "engine/queue_order.h"
 #include "engine/rng.h"
+#include "engine/running_set.h"
 #include "model/carbon_intensity.h"
 
 namespace tessera {
@@ -114,14 +115,9 @@ class Cycle {
         cluster_(snap.state->cluster()),
         scratch_(*snap.state),
         rng_(mix_seed(policy.seed, snap.cycle)),
-        evicted_(snap.running.size(), false),
-        resized_(snap.running.size(), 0),
         shares_(compute_queue_shares(snap, shares_needed(snap, policy))),
         tree_(*shares_.tree),
         live_(shares_.usage) {
-    running_leaf_.reserve(snap.running.size());
-    for (const RunningJob& r : snap.running)
-      running_leaf_.push_back(shares_.leaf_of(r.spec->tenant));
     init_type_usage();
     // Running jobs are the ledger's first holders: holder i is snap.running[i].
     if (snap.power != nullptr) {
@@ -130,7 +126,7 @@ class Cycle {
         const RunningJob& r = snap.running[i];
         power_->add(r.id, *r.spec, *r.alloc, r.power_limit_w,
                     preferred_limit(*snap.power, cluster_, *r.spec, *r.alloc,
-                                    energy_weight(running_leaf_[i])));
+                                    energy_weight(running_leaf(i))));
       }
     }
   }
@@ -335,7 +331,7 @@ class Cycle {
     }
     if (!has_type_quotas_) return;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
-      for (QueueId q = running_leaf_[i]; q != kNoId; q = tree_.queue(q).parent) {
+      for (QueueId q = running_leaf(i); q != kNoId; q = tree_.queue(q).parent) {
         const auto& types = tree_.queue(q).by_type;
         for (size_t k = 0; k < types.size(); ++k) {
           type_live_[q][k] +=
@@ -855,7 +851,7 @@ class Cycle {
     preempt_tenants_.assign(queue_->tenants(), false);
     if (!policy_.preemption || snap_.running.empty()) return false;
     const PendingQueue& q = *queue_;
-    rank_running();
+    rank_bounds();
     for (auto it = q.ranks().rbegin(); it != q.ranks().rend() && it->first > min_running_rank_;
          ++it) {
       if (it->second > visited(rank_visited_, it->first)) return preempt_all_ = true;
@@ -929,14 +925,55 @@ class Cycle {
   }
 
   // Ranks are fixed for the cycle (attained service is as of the snapshot): computed once.
+  // The lowest and whether any running job is best-effort: from the caller's running set when
+  // it keeps them for this order (rank_bounds), else with every running job's rank.
+  void rank_bounds() {
+    if (rank_bounds_known_) return;
+    rank_bounds_known_ = true;
+    const RunningSet* rs = snap_.running_set;
+    if (rs != nullptr && rs->ranks_for(*policy_.order)) {
+      min_running_rank_ = rs->min_rank();
+      any_best_effort_running_ = rs->count(PriorityClass::kBestEffort) > 0;
+      return;
+    }
+    rank_running();
+  }
   void rank_running() {
     if (!running_rank_.empty() || snap_.running.empty()) return;
     running_rank_.reserve(snap_.running.size());
+    int64_t lowest = std::numeric_limits<int64_t>::max();
+    bool best_effort = false;
     for (const RunningJob& r : snap_.running) {
-      running_rank_.push_back(policy_.order->rank(*r.spec, r.attained_gpu_seconds));
-      min_running_rank_ = std::min(min_running_rank_, running_rank_.back());
-      any_best_effort_running_ |= r.spec->priority == PriorityClass::kBestEffort;
+      running_rank_.push_back(policy_.order->rank(*r.spec, r.attained_at(snap_.now)));
+      lowest = std::min(lowest, running_rank_.back());
+      best_effort |= r.spec->priority == PriorityClass::kBestEffort;
     }
+    min_running_rank_ = lowest;
+    any_best_effort_running_ = best_effort;
+    rank_bounds_known_ = true;
+  }
+
+  // By index in snap_.running, filled on first use (most cycles preempt, shrink and grow
+  // nobody, and need none of them): its leaf queue, whether it was evicted this cycle, and
+  // the members it was resized to.
+  QueueId running_leaf(size_t i) const {
+    if (running_leaf_.empty()) {
+      running_leaf_.reserve(snap_.running.size());
+      for (const RunningJob& r : snap_.running) {
+        running_leaf_.push_back(shares_.leaf_of(r.spec->tenant));
+      }
+    }
+    return running_leaf_[i];
+  }
+  bool evicted(size_t i) const { return i < evicted_.size() && evicted_[i]; }
+  void set_evicted(size_t i) {
+    if (evicted_.empty()) evicted_.assign(snap_.running.size(), false);
+    evicted_[i] = true;
+  }
+  int32_t resized(size_t i) const { return i < resized_.size() ? resized_[i] : 0; }
+  void set_resized(size_t i, int32_t members) {
+    if (resized_.empty()) resized_.assign(snap_.running.size(), 0);
+    resized_[i] = members;
   }
 
   // EASY's test for a job that would hold `overlap` milli-GPUs of the reserved types: it may
@@ -990,7 +1027,7 @@ class Cycle {
     std::vector<std::pair<double, int64_t>> ends;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       const RunningJob& r = snap_.running[i];
-      if (evicted_[i] || r.expected_end < 0) continue;
+      if (evicted(i) || r.expected_end < 0) continue;
       ends.emplace_back(std::max(r.expected_end, snap_.now), reserved_milli(*r.alloc));
     }
     for (const auto& [end, s] : started_) {
@@ -1022,7 +1059,7 @@ class Cycle {
   Kind victim_kind(const JobSpec& job, int64_t rank, bool may_reclaim, const Amounts& need,
                    size_t i) const {
     const int64_t rr = running_rank_[i];
-    if (!policy_.reclaim || running_leaf_[i] == current_leaf_) {
+    if (!policy_.reclaim || running_leaf(i) == current_leaf_) {
       return rr < rank ? Kind::kPriority : Kind::kNo;
     }
     const PriorityClass mine = job.priority;
@@ -1036,7 +1073,7 @@ class Cycle {
         snap_.now >= r.reclaim_protected_until &&
         (within_guarantee_ || tree_.settings().reclaim_min_runtime_seconds <= 0 ||
          snap_.now - r.start_time >= tree_.settings().reclaim_min_runtime_seconds)) {
-      const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
+      const QueueId side = victim_side(current_leaf_, running_leaf(i));
       // A starving gang takes from queues that were borrowing when the cycle began, as much as
       // it needs (it is larger than its share, so they may end below theirs for its turn).
       if (starving_ ? !all_le(shares_.usage[side], shares_.entitled[side])
@@ -1045,8 +1082,8 @@ class Cycle {
       }
     }
     if (type_room_ != 0 && theirs <= mine && theirs != PriorityClass::kInferenceCritical &&
-        snap_.now >= r.reclaim_protected_until && !in_subtree(running_leaf_[i], guarantor_) &&
-        over_type_guarantee(victim_side(guarantor_, running_leaf_[i]), *r.alloc)) {
+        snap_.now >= r.reclaim_protected_until && !in_subtree(running_leaf(i), guarantor_) &&
+        over_type_guarantee(victim_side(guarantor_, running_leaf(i)), *r.alloc)) {
       return Kind::kTypeReclaim;
     }
     return Kind::kNo;
@@ -1057,7 +1094,7 @@ class Cycle {
   bool gave_back(Kind kind, size_t i) const {
     if (kind == Kind::kReclaim) {
       if (starving_) return false;
-      const QueueId side = victim_side(current_leaf_, running_leaf_[i]);
+      const QueueId side = victim_side(current_leaf_, running_leaf(i));
       if (all_le(live_[side], shares_.entitled[side])) return true;
       // Within the tolerance band (above guarantees only: a guarantee is taken back exactly).
       const double tol = tree_.settings().reclaim_tolerance;
@@ -1066,7 +1103,7 @@ class Cycle {
                  (1 + tol) * static_cast<double>(shares_.entitled[side][kGpuDim]);
     }
     if (kind == Kind::kTypeReclaim) {
-      return !over_type_guarantee(victim_side(guarantor_, running_leaf_[i]),
+      return !over_type_guarantee(victim_side(guarantor_, running_leaf(i)),
                                   *snap_.running[i].alloc);
     }
     return false;
@@ -1221,7 +1258,7 @@ class Cycle {
       }
     }
     for (size_t i = 0; i < snap_.running.size(); ++i) {
-      if (evicted_[i]) continue;
+      if (evicted(i)) continue;
       const RunningJob& r = snap_.running[i];
       const double was = r.power_limit_w > 0 ? r.power_limit_w : default_limit(i);
       if (std::abs(power_->limit(i) - was) > 1e-6) {
@@ -1262,7 +1299,7 @@ class Cycle {
     } else {
       scratch_.allocate(one);
     }
-    add_usage(running_leaf_[i], *snap_.running[i].spec, one, sign);
+    add_usage(running_leaf(i), *snap_.running[i].spec, one, sign);
   }
 
   // Shrinks the elastic gangs among `cands` (victim order), one member at a time and never
@@ -1300,7 +1337,7 @@ class Cycle {
       return false;
     }
     for (const auto& [i, keep] : shrunk) {
-      resized_[i] = keep;
+      set_resized(i, keep);
       out_.resizes.push_back(
           Resize{snap_.running[i].id, members_of(*snap_.running[i].alloc, 0, keep), false, pj.id});
     }
@@ -1325,7 +1362,7 @@ class Cycle {
     std::vector<Surplus> cands;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       const RunningJob& r = snap_.running[i];
-      if (evicted_[i] || resized_[i] != 0 || r.alloc->members() <= r.spec->min_members) continue;
+      if (evicted(i) || resized(i) != 0 || r.alloc->members() <= r.spec->min_members) continue;
       // Only gangs holding GPUs it could use: its types, on its eligible nodes.
       if (milli_on_types(cluster_, *r.alloc, job.allowed_types, job.eligible_nodes.get()) == 0) {
         continue;
@@ -1352,7 +1389,7 @@ class Cycle {
     std::vector<size_t> order;
     for (size_t i = 0; i < snap_.running.size(); ++i) {
       const RunningJob& r = snap_.running[i];
-      if (evicted_[i] || resized_[i] != 0 || r.alloc->members() >= r.spec->max_members) continue;
+      if (evicted(i) || resized(i) != 0 || r.alloc->members() >= r.spec->max_members) continue;
       if (snap_.now - r.start_time < policy_.resize_interval) continue;
       if (r.expected_end >= 0 && r.expected_end - snap_.now < policy_.resize_interval) continue;
       order.push_back(i);
@@ -1363,7 +1400,7 @@ class Cycle {
     });
     for (size_t i : order) {
       const RunningJob& r = snap_.running[i];
-      current_leaf_ = running_leaf_[i];
+      current_leaf_ = running_leaf(i);
       const int32_t members = r.alloc->members();
       for (int32_t k = r.spec->max_members - members; k > 0; --k) {
         if (over_limit(current_leaf_, amounts_of(*r.spec, k)) != kNoId) continue;
@@ -1378,7 +1415,7 @@ class Cycle {
         grown.member_node.insert(grown.member_node.end(), add.member_node.begin(),
                                  add.member_node.end());
         grown.shares.insert(grown.shares.end(), add.shares.begin(), add.shares.end());
-        resized_[i] = members + k;
+        set_resized(i, members + k);
         out_.resizes.push_back(Resize{r.id, std::move(grown), true, kNoId});
         break;
       }
@@ -1437,7 +1474,7 @@ class Cycle {
   bool try_preempt(const PendingJob& pj, uint32_t idx) {
     const JobSpec& job = *pj.spec;
     const int64_t rank = policy_.order->rank(job, pj.attained_gpu_seconds);
-    rank_running();
+    rank_bounds();
     const Amounts need = amounts_of(job, job.min_members);
     // Whether the job's queues stay within their share is checked per victim (only the queues
     // below the common ancestor change usage), in victim_kind. A starving gang (larger than
@@ -1475,6 +1512,7 @@ class Cycle {
     if (rank <= min_running_rank_ && !cross_queue) return false;  // outranks nobody
     const PreemptKey key{shape_of(job), current_leaf_, rank, may_reclaim, starving_};
     if (preempt_failed_.contains(key)) return false;  // nothing changed since it last failed
+    rank_running();
     struct Candidate {
       int64_t rank;
       double lost;
@@ -1490,7 +1528,7 @@ class Cycle {
     int64_t available = only == nullptr ? scratch_.free_milli_matching(place_as->allowed_types)
                                         : free_on_nodes(place_as->allowed_types, *only);
     for (size_t i = 0; i < snap_.running.size(); ++i) {
-      if (evicted_[i] || resized_[i] != 0) continue;
+      if (evicted(i) || resized(i) != 0) continue;
       const Kind kind = victim_kind(job, rank, may_reclaim, need, i);
       if (kind == Kind::kNo) continue;
       const RunningJob& r = snap_.running[i];
@@ -1524,7 +1562,7 @@ class Cycle {
       } else {
         scratch_.allocate(va);
       }
-      add_usage(running_leaf_[v], *snap_.running[v].spec, va, sign);
+      add_usage(running_leaf(v), *snap_.running[v].spec, va, sign);
     };
     for (const Candidate& c : cands) {
       if (gave_back(c.kind, c.index)) continue;
@@ -1586,7 +1624,7 @@ class Cycle {
       }
     }
     for (size_t v : needed) {
-      evicted_[v] = true;
+      set_evicted(v);
       const PreemptionCause cause = kinds[v] == Kind::kReclaim       ? PreemptionCause::kReclaim
                                     : kinds[v] == Kind::kTypeReclaim ? PreemptionCause::kTypeReclaim
                                                                      : PreemptionCause::kPriority;
@@ -1673,11 +1711,12 @@ class Cycle {
   // Shapes no shrinking of elastic surplus could place since capacity last changed.
   std::unordered_set<ShapeKey, ShapeHash> shrink_failed_;
   bool any_best_effort_running_ = false;
+  bool rank_bounds_known_ = false;
   QueueShares shares_;
   const QueueTree& tree_;
   std::vector<Amounts> live_;                    // by QueueId: usage on the scratch state
   std::vector<std::vector<int64_t>> type_live_;  // by QueueId, then its by_type entries
-  std::vector<QueueId> running_leaf_;            // by index in snap_.running
+  mutable std::vector<QueueId> running_leaf_;    // by index in snap_.running (running_leaf)
   QueueId current_leaf_ = kRootQueue;            // the leaf of the job being considered
   bool starving_ = false;  // ... and whether it is a starving gang (try_preempt)
   // ... and, when it reclaims by a per-GPU-type guarantee, the types and the guaranteed queue.

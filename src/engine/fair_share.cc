@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/pending_queue.h"
+#include "engine/running_set.h"
 
 namespace tessera {
 
@@ -38,29 +39,32 @@ std::vector<int64_t> split(int64_t amount, const std::vector<int64_t>& want,
   int64_t left = amount;
   for (int64_t g : got) left -= g;
   // Then by weight among those that want more, until nothing is left or nobody wants more.
-  while (left > 0) {
+  // `active` lists them in index order (a round passes over them only: with many queues and
+  // few wanting more, a round costs those few).
+  std::vector<uint32_t> active;
+  for (size_t i = 0; i < n; ++i) {
+    if (got[i] < want[i]) active.push_back(static_cast<uint32_t>(i));
+  }
+  while (left > 0 && !active.empty()) {
     double w_total = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (got[i] < want[i]) w_total += weight[i];
-    }
+    for (uint32_t i : active) w_total += weight[i];
     if (w_total <= 0) break;
     int64_t given = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (got[i] >= want[i]) continue;
+    for (uint32_t i : active) {
       const int64_t x = std::min(want[i] - got[i], scaled(left, weight[i], w_total));
       got[i] += x;
       given += x;
     }
     if (given == 0) {
       // Less left than children wanting more (rounding): one unit each, by index.
-      for (size_t i = 0; i < n && left - given > 0; ++i) {
-        if (got[i] < want[i]) {
-          ++got[i];
-          ++given;
-        }
+      for (uint32_t i : active) {
+        if (left - given <= 0) break;
+        ++got[i];
+        ++given;
       }
     }
     left -= given;
+    std::erase_if(active, [&](uint32_t i) { return got[i] >= want[i]; });
   }
   return got;
 }
@@ -142,12 +146,8 @@ Amounts amounts_of(const Allocation& a) {
 }
 
 Amounts cluster_capacity(const Cluster& c) {
-  Amounts cap{static_cast<int64_t>(c.num_gpus()) * kMilliPerGpu, 0, 0};
-  for (const Node& n : c.nodes()) {
-    cap[kCpuDim] += n.cpu_milli;
-    cap[kMemDim] += n.mem_mib;
-  }
-  return cap;
+  return Amounts{static_cast<int64_t>(c.num_gpus()) * kMilliPerGpu, c.total_cpu_milli(),
+                 c.total_mem_mib()};
 }
 
 int64_t effective_gpu_milli(const Cluster& c, const JobSpec& job, const Allocation& a) {
@@ -210,7 +210,14 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
     } else {
       for (const PendingJob& p : snap.pending) max_tenant = std::max(max_tenant, p.spec->tenant);
     }
-    for (const RunningJob& r : snap.running) max_tenant = std::max(max_tenant, r.spec->tenant);
+    if (snap.running_set != nullptr) {
+      const RunningSet& rs = *snap.running_set;
+      for (TenantId t = 0; t < rs.tenants(); ++t) {
+        if (rs.count(t) > 0) max_tenant = std::max(max_tenant, t);
+      }
+    } else {
+      for (const RunningJob& r : snap.running) max_tenant = std::max(max_tenant, r.spec->tenant);
+    }
     Interner names;
     for (TenantId t = 0; t <= max_tenant; ++t) names.intern("tenant-" + std::to_string(t));
     s.owned = std::make_unique<QueueTree>(QueueTree::flat(names));
@@ -226,11 +233,22 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
   }
   // Usage and demand are summed up each path (water_fill reads only the leaves' demand).
   const Cluster& cluster = snap.state->cluster();
-  for (const RunningJob& r : snap.running) {
-    const QueueId leaf = s.leaf_of(r.spec->tenant);
-    const Amounts a = fair_amounts_of(tree.settings(), cluster, *r.spec, *r.alloc);
-    add_to_path(tree, s.usage, leaf, a);
-    if (r.spec->priority != PriorityClass::kBestEffort) add_to_path(tree, s.demand, leaf, a);
+  const RunningSet* rs = snap.running_set;
+  if (rs != nullptr && &rs->cluster() == &cluster && rs->count() == tree.settings().count) {
+    // The caller keeps each tenant's usage: a pass per tenant, not per running job.
+    for (TenantId t = 0; t < rs->tenants(); ++t) {
+      if (rs->count(t) == 0) continue;
+      const QueueId leaf = s.leaf_of(t);
+      add_to_path(tree, s.usage, leaf, rs->usage(t));
+      add_to_path(tree, s.demand, leaf, rs->demand(t));
+    }
+  } else {
+    for (const RunningJob& r : snap.running) {
+      const QueueId leaf = s.leaf_of(r.spec->tenant);
+      const Amounts a = fair_amounts_of(tree.settings(), cluster, *r.spec, *r.alloc);
+      add_to_path(tree, s.usage, leaf, a);
+      if (r.spec->priority != PriorityClass::kBestEffort) add_to_path(tree, s.demand, leaf, a);
+    }
   }
   if (snap.pending_queue != nullptr) {
     // The queue keeps each tenant's pending demand: a pass per tenant, not per job.

@@ -2,6 +2,7 @@
 // backend, Kubernetes backend) as of the cycle's start. The engine never keeps it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,6 +28,7 @@ struct PendingJob {
 };
 
 class PendingQueue;
+class RunningSet;
 struct PowerView;       // engine/power_budget.h
 class CarbonIntensity;  // model/carbon_intensity.h
 
@@ -35,11 +37,19 @@ struct RunningJob {
   const JobSpec* spec = nullptr;      // not owned
   const Allocation* alloc = nullptr;  // not owned
   double start_time = 0;
-  double attained_gpu_seconds = 0;     // including this run so far
+  // Service received, this run included up to now; or, where attaining_gpus > 0, up to
+  // start_time only (a caller that keeps its running jobs between cycles, RunningSet, leaves
+  // the accrual to attained_at instead of updating every job every cycle).
+  double attained_gpu_seconds = 0;
+  double attaining_gpus = 0;           // GPUs accruing service since start_time (see above)
   double expected_end = kUnknown;      // from the duration estimate; kUnknown if none
   double last_checkpoint = 0;          // time of the last checkpoint (start if none yet)
   double reclaim_protected_until = 0;  // not reclaimed before this time (a starving gang's turn)
   double power_limit_w = 0;            // its GPUs' power limit now; 0: their default (TDP)
+
+  double attained_at(double now) const {
+    return attained_gpu_seconds + attaining_gpus * std::max(0.0, now - start_time);
+  }
 };
 
 struct Snapshot {
@@ -52,6 +62,9 @@ struct Snapshot {
   // instead of passing over every pending job (engine/pending_queue.h). Null: `pending` only.
   const PendingQueue* pending_queue = nullptr;  // not owned
   std::span<const RunningJob> running;
+  // The caller's running set, when it keeps one: `running` is then its jobs(), and the queue
+  // shares read its per-tenant sums instead of summing every running job (engine/running_set.h).
+  const RunningSet* running_set = nullptr;  // not owned
   // The queue tree, bound to the jobs' tenants (QueueTree::bind); null means one queue per
   // tenant, equal weights, no quotas.
   const QueueTree* queues = nullptr;  // not owned

@@ -116,6 +116,8 @@ Cluster ClusterBuilder::build() const {
     c.max_nvl_slack_ = std::max<uint16_t>(c.max_nvl_slack_,
                                           static_cast<uint16_t>(n.num_gpus - n.nvl_domain_size()));
     if (n.num_gpus > 0) c.present_types_ |= GpuTypeMask{1} << n.gpu_type;
+    c.total_cpu_milli_ += n.cpu_milli;
+    c.total_mem_mib_ += n.mem_mib;
     c.racks_[n.rack].num_nodes++;
     c.nodes_.push_back(std::move(n));
   }

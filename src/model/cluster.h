@@ -112,6 +112,9 @@ class Cluster {
   uint16_t max_nvl_slack() const { return max_nvl_slack_; }
   // Which types occur at all (bit t set when some node has type t).
   GpuTypeMask present_types() const { return present_types_; }
+  // Every node's CPU and memory together (a cycle's capacity, without a pass over the nodes).
+  int64_t total_cpu_milli() const { return total_cpu_milli_; }
+  int64_t total_mem_mib() const { return total_mem_mib_; }
   const ClusterPower& power() const { return power_; }
   void set_power(ClusterPower p) { power_ = std::move(p); }
   const ClusterStorage& storage() const { return storage_; }
@@ -132,6 +135,7 @@ class Cluster {
   uint16_t max_node_gpus_ = 0;
   uint16_t max_nvl_slack_ = 0;
   GpuTypeMask present_types_ = 0;
+  int64_t total_cpu_milli_ = 0, total_mem_mib_ = 0;
 };
 
 // Assembles a Cluster. Nodes may be added in any order; build() groups them by rack and

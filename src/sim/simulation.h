@@ -30,6 +30,7 @@
 #include "engine/fair_share.h"
 #include "engine/pending_queue.h"
 #include "engine/rng.h"
+#include "engine/running_set.h"
 #include "insight/runtime_predictor.h"
 #include "sim/event_queue.h"
 #include "sim/gavel_rounds.h"
@@ -53,7 +54,6 @@ struct JobState {
   double ran = 0;           // productive seconds over all runs (what a predictor observes)
   double queued_since = 0;
   uint32_t generation = 0;
-  uint32_t slot = 0;  // index in running_ while running
   Allocation alloc;
   bool begun = false;  // running and past its victims' grace (holds its GPUs in the metrics)
   double reclaim_protected_until = 0;
@@ -105,7 +105,6 @@ class Simulation {
   void predict_duration(JobId j);
   void submit(JobId j);
   void add_pending(JobId j);
-  void remove_from(std::vector<JobId>& v, JobId j);
   double run_gpus(const JobState& js) const {
     return static_cast<double>(js.alloc.gpu_milli()) / kMilliPerGpu;
   }
@@ -180,9 +179,8 @@ class Simulation {
   ClusterState state_;
   std::vector<JobState> jobs_;
   PendingQueue pending_;
-  std::vector<JobId> running_;
-  std::vector<RunningJob> snap_running_;
-  std::vector<JobId> preemptors_;  // jobs that preempted others in this cycle
+  std::vector<RunningJob> snap_running_;  // SimOptions::full_cycles: the running jobs anew
+  std::vector<JobId> preemptors_;         // jobs that preempted others in this cycle
   // Round-based scheduling: jobs the current round's plan gives a type.
   std::vector<JobId> planned_jobs_;
   GavelPlanner planner_;
@@ -249,6 +247,10 @@ class Simulation {
   std::unique_ptr<QueueTree> own_tree_;
   const QueueTree& tree_;
   FairnessTracker fair_;
+  // The running jobs, kept as the engine sees them: each entry is set when its run starts or
+  // changes (running_entry), so a cycle neither rebuilds the list nor sums it per tenant.
+  RunningSet running_;
+  RunningJob running_entry(JobId j) const;
   EventQueue events_;
   bool tick_pending_ = false;
   double now_ = 0;

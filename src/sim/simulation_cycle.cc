@@ -11,40 +11,69 @@
 
 namespace tessera::sim_detail {
 
+// A running job as the engine sees it, from its state: set when its run starts and whenever
+// the run changes (resize, rerate), not rebuilt every cycle (attained_at accrues its service).
+RunningJob Simulation::running_entry(JobId j) const {
+  const JobState& js = jobs_[j];
+  const JobSpec& s = w_.jobs[j];
+  RunningJob r;
+  r.id = j;
+  r.spec = &s;
+  r.alloc = &js.alloc;
+  r.start_time = js.run_start;
+  r.attained_gpu_seconds = js.attained;
+  r.attaining_gpus = run_gpus(js);
+  // What the scheduler may believe: the estimate, scaled by the work already done.
+  if (s.duration_estimate >= 0) {
+    const double frac_left = js.remaining / s.work_seconds;
+    r.expected_end = js.run_start + js.restart_cost + s.duration_estimate * frac_left;
+  }
+  r.last_checkpoint = js.run_start;
+  r.reclaim_protected_until = js.reclaim_protected_until;
+  r.power_limit_w = js.limit_w;
+  return r;
+}
+
 void Simulation::cycle() {
   ++result_.cycles;
-  snap_running_.clear();
-  for (JobId j : running_) {
-    const JobState& js = jobs_[j];
-    const JobSpec& s = w_.jobs[j];
-    RunningJob r;
-    r.id = j;
-    r.spec = &s;
-    r.alloc = &js.alloc;
-    r.start_time = js.run_start;
-    r.attained_gpu_seconds = js.attained + run_gpus(js) * std::max(0.0, now_ - js.run_start);
-    // What the scheduler may believe: the estimate, scaled by the work already done.
-    if (s.duration_estimate >= 0) {
-      const double frac_left = js.remaining / s.work_seconds;
-      r.expected_end = js.run_start + js.restart_cost + s.duration_estimate * frac_left;
-      // A job that outlived its predicted duration (SimOptions::predictor) is expected to run
-      // as long again as it has run (durations are heavy-tailed), not to end now.
-      if (opt_.predictor != nullptr && r.expected_end < now_) {
-        r.expected_end = now_ + (now_ - js.run_start);
+  // A job that outlived its predicted duration (SimOptions::predictor) is expected to run as
+  // long again as it has run (durations are heavy-tailed), not to end now: with a predictor,
+  // the expected ends move with the clock.
+  auto overdue = [&](RunningJob& r) {
+    if (opt_.predictor != nullptr && r.spec->duration_estimate >= 0 && r.expected_end < now_) {
+      r.expected_end = now_ + (now_ - r.start_time);
+      return true;
+    }
+    return false;
+  };
+  Snapshot snap;
+  if (opt_.full_cycles) {
+    // The reference the incremental cycle is tested against: every running job anew, its
+    // service as of now, the shares summed over them.
+    snap_running_.clear();
+    for (const RunningJob& kept : running_.jobs()) {
+      RunningJob r = running_entry(kept.id);
+      r.attained_gpu_seconds = r.attained_at(now_);
+      r.attaining_gpus = 0;
+      overdue(r);
+      snap_running_.push_back(r);
+    }
+    snap.running = snap_running_;
+  } else {
+    if (opt_.predictor != nullptr) {
+      for (const RunningJob& kept : running_.jobs()) {
+        RunningJob r = running_entry(kept.id);
+        if (overdue(r) || r.expected_end != kept.expected_end) running_.update(r);
       }
     }
-    r.last_checkpoint = js.run_start;
-    r.reclaim_protected_until = js.reclaim_protected_until;
-    r.power_limit_w = js.limit_w;
-    snap_running_.push_back(r);
+    snap.running = running_.jobs();
+    snap.running_set = &running_;
+    snap.pending_queue = &pending_;
   }
-  Snapshot snap;
   snap.now = now_;
   snap.cycle = result_.cycles;
   snap.state = &state_;
   snap.pending = pending_.jobs();
-  if (!opt_.full_cycles) snap.pending_queue = &pending_;
-  snap.running = snap_running_;
   snap.queues = &tree_;
   snap.decayed_usage = fair_.decayed_usage();
   snap.inference_reserve_milli = reserve_ ? reserve_->reserve_milli(now_) : 0;
@@ -104,8 +133,8 @@ void Simulation::cycle() {
 
 // Whether a running elastic gang is below its maximum (only asked with policy.elastic).
 bool Simulation::any_growable() const {
-  for (JobId j : running_) {
-    if (jobs_[j].alloc.members() < w_.jobs[j].max_members) return true;
+  for (const RunningJob& r : running_.jobs()) {
+    if (r.alloc->members() < r.spec->max_members) return true;
   }
   return false;
 }
@@ -139,6 +168,7 @@ void Simulation::resize(Resize& r, bool released) {
   if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
   events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                js.generation);
+  running_.update(running_entry(j));
   result_.resizes++;
   if (js.history >= 0) {
     note(j, "{} from {} to {} members{}", r.grow ? "grown" : "shrunk", had, js.alloc.members(),

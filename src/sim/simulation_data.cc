@@ -110,7 +110,7 @@ void Simulation::prestage_more() {
   // Where a waiting job is expected to go: nodes with the most whole GPUs free now, then those
   // whose running jobs are expected to end first (what the scheduler believes: estimates).
   std::vector<double> frees_at(c_.nodes().size(), 0);
-  for (const RunningJob& r : snap_running_) {
+  for (const RunningJob& r : running_.jobs()) {
     const double end =
         r.expected_end >= 0 ? r.expected_end : std::numeric_limits<double>::infinity();
     for (const NodeId n : r.alloc->member_node) frees_at[n] = std::max(frees_at[n], end);

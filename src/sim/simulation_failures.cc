@@ -31,7 +31,8 @@ bool Simulation::node_fail(uint32_t i) {
   const NodeFailure& f = opt_.failures[i];
   if (f.node >= down_.size() || down_[f.node]) return false;
   std::vector<JobId> hit;
-  for (JobId j : running_) {
+  for (const RunningJob& r : running_.jobs()) {
+    const JobId j = r.id;
     const auto& nodes = jobs_[j].alloc.member_node;
     if (std::find(nodes.begin(), nodes.end(), f.node) != nodes.end()) hit.push_back(j);
   }

@@ -56,19 +56,11 @@ void Simulation::submit(JobId j) {
 
 // A job waits: in pending_, ordered for the policy, as of now (its spec, attained service
 // and queued_since do not change while it waits). Its reason is wanted until one is
-// recorded (JobOutcome::first_reason), and always for an explained job. running_ is
-// unordered and removes by swapping with its last element.
+// recorded (JobOutcome::first_reason), and always for an explained job.
 void Simulation::add_pending(JobId j) {
   const JobState& js = jobs_[j];
   pending_.add(PendingJob{j, &w_.jobs[j], js.attained, js.queued_since,
                           !result_.jobs[j].has_first_reason || js.history >= 0});
-}
-
-void Simulation::remove_from(std::vector<JobId>& v, JobId j) {
-  const uint32_t slot = jobs_[j].slot;
-  v[slot] = v.back();
-  jobs_[v[slot]].slot = slot;
-  v.pop_back();
 }
 
 // Accounts the current run of j up to now: GPU time, effective time, work done.
@@ -132,7 +124,7 @@ void Simulation::stop_run(JobId j, bool keep_usage) {
   // the ledger hands its GPUs on now (a job starting on them in this cycle draws from now).
   set_drawing(j, false);
   fair_.add_demand(s, held, -1);
-  remove_from(running_, j);
+  running_.remove(j);
   nodes_released(js.alloc);
   js.alloc = Allocation{};
   js.generation++;
@@ -256,8 +248,7 @@ void Simulation::start(JobId j, Allocation alloc, double delay, double limit_w) 
   js.data_speed = data_ && s.dataset != kNoId ? join_stream(j) : 1.0;
   js.speed = run_speed(j) * js.power_speed * js.data_speed;
   if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);
-  js.slot = static_cast<uint32_t>(running_.size());
-  running_.push_back(j);
+  running_.add(running_entry(j));
   events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                js.generation);
   if (delay > 0) {

@@ -152,6 +152,7 @@ void Simulation::rerate(JobId j, const std::function<void()>& change) {
     js.restart_cost = restart_left;
   }
   change();
+  running_.update(running_entry(j));
   js.generation++;
   events_.push(js.run_start + js.restart_cost + js.remaining / js.speed, EventKind::kFinish, j,
                js.generation);

@@ -33,7 +33,9 @@ void Simulation::play_round() {
   // Last round's plan no longer holds (a job still checkpointing restarts where it can).
   for (JobId j : planned_jobs_) jobs_[j].planned = kNoGpuType;
   planned_jobs_.clear();
-  for (JobId j : running_) candidate(j, c_.node(jobs_[j].alloc.member_node.front()).gpu_type);
+  for (const RunningJob& r : running_.jobs()) {
+    candidate(r.id, c_.node(jobs_[r.id].alloc.member_node.front()).gpu_type);
+  }
   for (const PendingJob& p : pending_.jobs()) candidate(p.id, kNoGpuType);
   std::vector<GpuTypeId> plan =
       planner_.plan(c_, cands, policy_.heterogeneity, opt_.round_stay_factor, opt_.round_lp_jobs);
@@ -150,7 +152,8 @@ double Simulation::run_speed(JobId j) {
 void Simulation::play_goodput_round() {
   ++result_.rounds;
   std::vector<GoodputCandidate> cands;
-  for (JobId j : running_) {
+  for (const RunningJob& r : running_.jobs()) {
+    const JobId j = r.id;
     const JobState& js = jobs_[j];
     const double elapsed = std::max(0.0, now_ - js.run_start);
     if (goodput_->adaptive(j)) {

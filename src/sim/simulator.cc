@@ -45,7 +45,8 @@ Simulation::Simulation(const Workload& w, const Cluster& c, const Policy& p,
       jobs_(w.jobs.size()),
       pending_(*p.order),
       tree_(tree_for(w, o, own_tree_)),
-      fair_(tree_, c, w, o.series_interval, w.jobs.empty() ? 0.0 : w.jobs.front().submit_time) {
+      fair_(tree_, c, w, o.series_interval, w.jobs.empty() ? 0.0 : w.jobs.front().submit_time),
+      running_(c, tree_.settings(), p.order.get()) {
   result_.jobs.resize(w.jobs.size());
   result_.tenants.resize(std::max<size_t>(w.tenants.size(), 1));
   for (TenantId t = 0; t < result_.tenants.size(); ++t) {
