@@ -1,7 +1,7 @@
-// `tessera serve`'s scheduling tick with a long queue that cannot start (issue 20): one job
-// holds every GPU and N one-GPU jobs wait, four tenants; each timed tick polls the running
-// job's process and runs a cycle in which nothing changed. Local backend, virtual GPUs, a
-// real `sleep` as the running job.
+// `tessera serve`'s scheduling tick with a long queue that cannot start (issue 20): four
+// tenants each hold their fair share of the 8 GPUs and N one-GPU jobs of theirs wait; each
+// timed tick polls the running jobs' processes and runs a cycle in which nothing changed.
+// Local backend, virtual GPUs, a real `sleep` as each running job.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -34,10 +34,15 @@ void BM_ServiceTickLongQueue(benchmark::State& state) {
     o.limits.submissions_per_second = 0;
     Service s(o);
     const RequestContext admin{Caller{true, ""}, "POST", "/v1/jobs"};
-    s.submit(admin,
-             parse_job_request("name: big\ntenant: t0\nresources: {gpus: 8}\n"
-                               "command: [sleep, '3600']\n"),
-             "", nullptr);
+    // Each of the four tenants holds its fair share (2 of the 8 GPUs): no waiting job may
+    // start, by its queue's share or by reclaim.
+    for (int t = 0; t < 4; ++t) {
+      s.submit(
+          admin,
+          parse_job_request("name: big" + std::to_string(t) + "\ntenant: t" + std::to_string(t) +
+                            "\nresources: {gpus: 2}\ncommand: [sleep, '3600']\n"),
+          "", nullptr);
+    }
     s.tick();
     for (int i = 0; i < pending; ++i) {
       s.submit(admin,
@@ -51,7 +56,8 @@ void BM_ServiceTickLongQueue(benchmark::State& state) {
       now += 1;
       s.tick();
     }
-    s.cancel(admin, 1, true);
+    if (s.metrics().starts != 4) state.SkipWithError("jobs of the long queue started");
+    for (int64_t id = 1; id <= 4; ++id) s.cancel(admin, id, true);
     for (int i = 0; i < 100; ++i) s.tick();
   }
   std::filesystem::remove_all(dir);

@@ -571,6 +571,48 @@ TEST_F(ServiceTest, AQueueGivesItsDefaultTimeLimitAndRefusesMoreThanItsMaximum) 
   }
 }
 
+// Issue 20: a cycle gives a reason only to jobs without one; every reason_refresh_seconds it
+// gives every waiting job its reason anew. A job's reason that another's arrival changed is
+// kept until then, and is then what a server that refreshes every cycle says.
+TEST_F(ServiceTest, AWaitingJobKeepsItsReasonUntilTheNextRefresh) {
+  struct Seen {
+    std::string first, kept, refreshed;
+  };
+  auto run = [&](double refresh) {
+    ServiceOptions o = options(3);
+    o.reason_refresh_seconds = refresh;
+    o.db_path = dir_.file("reasons-" + std::to_string(refresh) + ".db");
+    auto b = std::make_unique<FakeBackend>();
+    backend_ = b.get();
+    Service s(o, std::move(b));
+    now_ = 1000;
+    auto why = [&](int64_t id) { return s.job(Caller{true, ""}, id).pending_reason; };
+    submit_and_tick(s, "lab", "a", 1);
+    const int64_t ends = submit_and_tick(s, "lab", "a2", 1);
+    const int64_t waiting = submit_and_tick(s, "lab", "b", 3);
+    Seen seen;
+    seen.first = why(waiting);  // new to the queue: its reason at once
+    // A job ends: one GPU more is free, but the waiting job still cannot start.
+    backend_->exit(ends, 0, 0);
+    now_ += 1;
+    s.tick();
+    EXPECT_EQ(state(s, waiting), JobState::kPending);
+    EXPECT_EQ(state(s, ends), JobState::kSucceeded);
+    seen.kept = why(waiting);
+    now_ += 30;
+    s.tick();
+    seen.refreshed = why(waiting);
+    return seen;
+  };
+  const Seen truth = run(0);  // every cycle a refresh
+  ASSERT_FALSE(truth.first.empty());
+  ASSERT_NE(truth.first, truth.kept) << "the free GPUs in the waiting job's reason change";
+  const Seen kept = run(30);
+  EXPECT_EQ(kept.first, truth.first);
+  EXPECT_EQ(kept.kept, kept.first);  // kept while nothing refreshes it
+  EXPECT_EQ(kept.refreshed, truth.refreshed);
+}
+
 TEST_F(ServiceTest, AHeldJobWaitsUntilReleasedAndARequeuedJobRunsAgain) {
   // Issue 15: tessera hold / release / requeue, with the hold kept across a restart.
   auto s = make(1);

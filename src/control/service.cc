@@ -1065,60 +1065,99 @@ std::vector<int64_t> Service::process_caps_locked() const {
   return cap;
 }
 
-void Service::hold_for_process_limits_locked(std::vector<PendingJob>& pending) {
-  const std::vector<int64_t> running = running_members_locked();
-  const std::vector<int64_t> cap = process_caps_locked();
-  process_held_.clear();
-  std::erase_if(pending, [&](const PendingJob& p) {
-    const TenantId t = p.spec->tenant;
-    const int64_t would = (t < running.size() ? running[t] : 0) + p.spec->max_members;
-    if (t >= cap.size() || would <= cap[t]) return false;
-    process_held_.insert(static_cast<int64_t>(p.id));
-    return true;
-  });
-}
-
-void Service::hold_for_array_limits_locked(std::vector<PendingJob>& pending) {
-  array_held_.clear();
-  if (array_tasks_.empty()) return;  // no array has a task in memory: nothing to throttle
-  std::unordered_map<int64_t, int32_t> running;  // by array id: tasks placed or with processes
-  for (const auto& [id, jp] : active_) {
-    if (jp->row.array_id != 0 && jp->row.spec.array_throttle > 0) ++running[jp->row.array_id];
-  }
-  // `pending` is in arrival order, an array's tasks by index: the lowest indices go first.
-  std::erase_if(pending, [&](const PendingJob& p) {
-    const JobRow& row = jobs_.at(static_cast<int64_t>(p.id))->row;
-    if (row.array_id == 0 || row.spec.array_throttle <= 0) return false;
-    int32_t& n = running[row.array_id];
-    if (n < row.spec.array_throttle) {
-      ++n;
-      return false;
-    }
-    array_held_.insert(row.id);
-    return true;
-  });
+const JobSpec* Service::cycle_spec_locked(const Job& j) const {
+  if (!j.unrunnable.empty() || j.row.held) return nullptr;
+  if (dependencies_locked(j.row).state != DependencyState::kMet) return nullptr;
+  if (!adaptive_locked(j)) return &j.spec;
+  // An adaptive job starts at the size its goodput round gave it, and not before one did.
+  return j.round_members > 0 ? &j.round_spec : nullptr;
 }
 
 std::vector<PendingJob> Service::pending_snapshot_locked() const {
   std::vector<PendingJob> out;
   out.reserve(pending_.size());
   for (const Job* j : pending_) {
-    if (!j->unrunnable.empty() || j->row.held) continue;  // no decision can start it
-    if (dependencies_locked(j->row).state != DependencyState::kMet) continue;
-    const JobSpec* spec = &j->spec;
-    if (adaptive_locked(*j)) {
-      // An adaptive job starts at the size its goodput round gave it, and not before one did.
-      if (j->round_members <= 0) continue;
-      spec = &j->round_spec;
+    if (const JobSpec* spec = cycle_spec_locked(*j)) {
+      out.push_back(PendingJob{static_cast<JobId>(j->row.id), spec, j->attained, j->queued_since});
     }
-    out.push_back(PendingJob{static_cast<JobId>(j->row.id), spec, j->attained, j->queued_since});
   }
   return out;
 }
 
+void Service::unqueue_locked(int64_t id) {
+  if (queue_ && queue_->contains(static_cast<JobId>(id))) queue_->remove(static_cast<JobId>(id));
+}
+
+// One pass over the waiting jobs in arrival order: each that a cycle may start is in queue_ as
+// it is now (a job whose spec, service or queueing time differs is put in anew), each that may
+// not is out, with why for the limits (process_held_, array_held_). Tree updates are only for
+// jobs whose standing changed; a job new to the queue wants its reason.
+void Service::sync_queue_locked() {
+  if (!queue_) queue_ = std::make_unique<PendingQueue>(*policy_.order);
+  // Processes of a tenant's running jobs against its limit; an array's running tasks and those
+  // let in (lowest index first, as pending_ holds them) against its throttle.
+  const std::vector<int64_t> procs = running_members_locked();
+  const std::vector<int64_t> caps = process_caps_locked();
+  std::unordered_map<int64_t, int32_t> array_running;
+  if (!array_tasks_.empty()) {
+    for (const auto& [id, jp] : active_) {
+      if (jp->row.array_id != 0 && jp->row.spec.array_throttle > 0) {
+        ++array_running[jp->row.array_id];
+      }
+    }
+  }
+  process_held_.clear();
+  array_held_.clear();
+  size_t eligible = 0;
+  ++queue_passes_;
+  for (Job* j : pending_) {
+    const auto id = static_cast<JobId>(j->row.id);
+    const JobSpec* spec = cycle_spec_locked(*j);
+    if (spec != nullptr) {
+      const TenantId t = spec->tenant;
+      if (t < caps.size() && (t < procs.size() ? procs[t] : 0) + spec->max_members > caps[t]) {
+        process_held_.insert(j->row.id);
+        spec = nullptr;
+      }
+    }
+    if (spec != nullptr && j->row.array_id != 0 && j->row.spec.array_throttle > 0) {
+      int32_t& n = array_running[j->row.array_id];
+      if (n < j->row.spec.array_throttle) {
+        ++n;
+      } else {
+        array_held_.insert(j->row.id);
+        spec = nullptr;
+      }
+    }
+    if (queue_->contains(id)) {
+      const PendingJob& in = queue_->jobs()[queue_->index_of(id)];
+      if (spec == in.spec && j->attained == in.attained_gpu_seconds &&
+          j->queued_since == in.queued_since) {
+        ++eligible;
+        j->queue_pass = queue_passes_;
+        continue;
+      }
+      queue_->remove(id);
+      reasons_.erase(j->row.id);
+    }
+    if (spec == nullptr) continue;
+    queue_->add(PendingJob{id, spec, j->attained, j->queued_since, true});
+    ++eligible;
+    j->queue_pass = queue_passes_;
+  }
+  if (queue_->size() == eligible) return;
+  // Some left pending_ since the last pass (cancelled): out.
+  std::vector<JobId> gone;
+  for (const PendingJob& p : queue_->jobs()) {
+    const auto it = jobs_.find(static_cast<int64_t>(p.id));
+    if (it == jobs_.end() || it->second->queue_pass != queue_passes_) gone.push_back(p.id);
+  }
+  for (const JobId id : gone) queue_->remove(id);
+}
+
 void Service::run_cycle() {
-  std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
+  bool refresh = false;
   std::shared_ptr<const QueueTree> tree;
   std::vector<Amounts> decayed;
   // The power view is fixed since construction (safe to read unlocked) but for the thermal
@@ -1130,11 +1169,15 @@ void Service::run_cycle() {
     std::lock_guard lock(mu_);
     // Decisions wait until the database can record them.
     if (!retry_writes_locked()) return;
+    // Something happened that may change which jobs may start: the queue is brought up to it.
+    queue_stale_ = queue_stale_ || dirty_;
     dirty_ = false;
     cancel_unmet_dependencies_locked(now());
     // Specs `tessera update` changed, swapped in now that no cycle reads them.
     for (const int64_t id : spec_updates_) {
       if (auto it = jobs_.find(id); it != jobs_.end() && it->second->next_spec) {
+        unqueue_locked(id);  // its place in the queue was taken by the spec it had
+        queue_stale_ = true;
         it->second->spec = std::move(*it->second->next_spec);
         it->second->next_spec.reset();
       }
@@ -1142,12 +1185,22 @@ void Service::run_cycle() {
     spec_updates_.clear();
     apply_drains_locked();
     evict_finished_locked(now());
-    if (goodput_round_due_locked(now())) goodput_round_locked(now());
+    if (goodput_round_due_locked(now())) {
+      goodput_round_locked(now());
+      queue_stale_ = true;
+    }
     snap.now = now();
     snap.cycle = ++cycle_no_;
-    pending = pending_snapshot_locked();
-    hold_for_process_limits_locked(pending);
-    hold_for_array_limits_locked(pending);
+    // Every reason_refresh_seconds the cycle walks the whole queue and gives every job its
+    // reason; between, it stops once nothing more can start.
+    refresh =
+        snap.now - reasons_refreshed_ >= opt_.reason_refresh_seconds || reasons_refreshed_ < 0;
+    if (refresh) reasons_refreshed_ = snap.now;
+    // Nothing changed since the last cycle: the queue is as it was (a refresh passes over it
+    // anyway, so that a change no event announced is not missed for longer).
+    reasons_only_ = !(queue_stale_ || dirty_ || refresh || !queue_);
+    if (!reasons_only_) sync_queue_locked();
+    queue_stale_ = false;
     for (const auto& [id, jp] : active_) {
       const Job& j = *jp;
       if (j.row.state != JobState::kRunning || j.alloc.empty() || j.stopping) continue;
@@ -1174,7 +1227,17 @@ void Service::run_cycle() {
   }
   snap.state = &state_;
   snap.decayed_usage = decayed;
-  snap.pending = pending;
+  // The queue is changed only here, on this thread: read unlocked as the ledger is. A refresh
+  // walks all of it, every job wanting its reason.
+  std::vector<PendingJob> everyone;
+  if (refresh) {
+    everyone.assign(queue_->jobs().begin(), queue_->jobs().end());
+    for (PendingJob& p : everyone) p.wants_reason = true;
+    snap.pending = everyone;
+  } else {
+    snap.pending = queue_->jobs();
+    snap.pending_queue = queue_.get();
+  }
   snap.running = running;
   snap.queues = tree.get();
   if (power_policies_) snap.power = thermal_view ? &*thermal_view : &power_view_;
@@ -1186,12 +1249,15 @@ void Service::run_cycle() {
   Decisions d = schedule_cycle(snap, policy_);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  std::unordered_map<int64_t, PendingReason> reasons;
-  reasons.reserve(d.pending.size());
-  for (const PendingReason& r : d.pending) reasons.emplace(r.job, r);
-
   std::lock_guard lock(mu_);
-  reasons_.swap(reasons);
+  // A job keeps its reason until a cycle gives it another; one given a reason wants no other
+  // until the next refresh.
+  for (const PendingReason& r : d.pending) {
+    reasons_.insert_or_assign(static_cast<int64_t>(r.job), r);
+    if (queue_->contains(r.job) && queue_->jobs()[queue_->index_of(r.job)].wants_reason) {
+      queue_->set_wants_reason(r.job, false);
+    }
+  }
   ++counters_.cycles;
   counters_.cycle_seconds_sum += secs;
   for (size_t b = 0; b < counters_.cycle_bucket_bounds.size(); ++b) {
@@ -1329,10 +1395,15 @@ void Service::run_cycle() {
   counters_.preemptions += preempted;
   if (!started.empty()) {
     pending_.erase_if([&](const Job* p) { return started.count(p->row.id) != 0; });
+    for (const int64_t id : started) {
+      unqueue_locked(id);
+      reasons_.erase(id);
+    }
   }
   for (Job* v : requeued) {
     v->queued_since = t;
     pending_.push_back(v);
+    queue_stale_ = true;
   }
   for (Job* v : to_stop) ask_to_stop_locked(*v, t);
   apply_gpu_power_limits_locked();  // before the new jobs' processes start
@@ -1344,7 +1415,18 @@ void Service::run_cycle() {
   }
   stage_ahead_locked(t);
   if (!launched.empty()) save_rows_locked(launched);
-  record_reason_changes_locked(t);
+  // With nothing changed but the reasons this cycle gave, only their jobs' may have changed.
+  if (reasons_only_ && started.empty()) {
+    std::vector<Job*> given;
+    for (const PendingReason& r : d.pending) {
+      if (auto it = jobs_.find(static_cast<int64_t>(r.job)); it != jobs_.end()) {
+        given.push_back(it->second.get());
+      }
+    }
+    record_reason_changes_locked(t, &given);
+  } else {
+    record_reason_changes_locked(t);
+  }
 }
 
 }  // namespace tessera

@@ -41,6 +41,7 @@
 #include "engine/decisions.h"
 #include "engine/goodput_allocation.h"
 #include "engine/goodput_model.h"
+#include "engine/pending_queue.h"
 #include "engine/policy.h"
 #include "engine/power_budget.h"
 #include "insight/workload_classifier.h"
@@ -70,7 +71,10 @@ struct ServiceOptions {
   double max_checkpoint_grace_seconds = 3600;
   double cycle_interval_seconds = 1.0;  // a cycle at least this often (besides events)
   double poll_interval_seconds = 0.05;  // how often processes are checked
-  bool sync_full = false;               // Store::Options::sync_full
+  // Every this often a cycle gives every waiting job its reason anew (a walk of the whole
+  // queue); between, only jobs without a reason get one. 0: every cycle.
+  double reason_refresh_seconds = 30;
+  bool sync_full = false;  // Store::Options::sync_full
   TenantLimits limits;
   // Whose uid jobs run as: their tenant's own (a server running as root: each tenant gets a
   // uid from tenant_uid_base up, kept in the database) or the server's.
@@ -402,6 +406,9 @@ class Service {
   // queue tree has no leaf for it, with nothing changed.
   void add_tenant_locked(const std::string& name, const std::string& field);
   std::vector<PendingJob> pending_snapshot_locked() const;
+  // The spec a cycle schedules a waiting job by (its round_spec for an adaptive job), or null
+  // when no decision can start it (held, unrunnable, dependencies unmet, no goodput round yet).
+  const JobSpec* cycle_spec_locked(const Job& j) const;
   // The server's limits, with those the tenant's queues set (tenant_limits) in their place.
   TenantLimits limits_for_locked(TenantId t) const;
   // Refuses a submission past the tenant's limits (gang size, waiting jobs, rate).
@@ -427,12 +434,6 @@ class Service {
   std::vector<int64_t> running_members_locked() const;
   // Each tenant's process limit, by tenant id.
   std::vector<int64_t> process_caps_locked() const;
-  // Takes out of `pending` the jobs that would take their tenant past its process limit, and
-  // remembers them for their pending_reason.
-  void hold_for_process_limits_locked(std::vector<PendingJob>& pending);
-  // Takes out of `pending` the array tasks beyond their array's throttle (the running tasks
-  // and those left in count against it, lowest index first), and remembers them.
-  void hold_for_array_limits_locked(std::vector<PendingJob>& pending);
   // Whether a cancel applies: the job has not ended, or it was cancelled (or preempted) and its
   // processes are still stopping (a second cancel is answered; `force` ends the grace).
   bool cancellable_locked(const Job& j) const;
@@ -461,8 +462,9 @@ class Service {
   // change, then `extra`); ServiceError kUnavailable, nothing changed, when the database refuses.
   void write_job_locked(const JobRow& next, const AuditEntry& audit,
                         std::optional<JobEvent> extra = {}, const std::string& released_by = "");
-  // After a cycle: a Pending event for each waiting job whose reason code changed.
-  void record_reason_changes_locked(double t);
+  // After a cycle: a Pending event for each waiting job whose reason code changed; of the jobs
+  // in `only` where given (those a cycle that changed nothing else gave a reason).
+  void record_reason_changes_locked(double t, const std::vector<Job*>* only = nullptr);
   // The job, if `caller` may see it (ServiceError kNotFound / kForbidden otherwise). Jobs are
   // owned through unique_ptr, so a const service still hands out the job for mutation by
   // callers that hold the lock.
@@ -628,8 +630,24 @@ class Service {
   // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
   // cycles walk, so their cost does not grow with the jobs ever submitted.
   std::map<int64_t, Job*> active_;
-  // Why each pending job waits, as of the last cycle (replaced whole each cycle).
+  // The jobs a cycle may start (pending, not held, dependencies met, within their tenant's and
+  // array's limits), kept between cycles for the policy's order (engine/pending_queue.h), so a
+  // cycle costs what can start rather than the length of the queue (issue 20). Changed only by
+  // the scheduler thread, under the lock (sync_queue_locked; the cycle reads it unlocked).
+  // Invariant: every job in it is in pending_ or was taken out of pending_ since the last sync,
+  // and its spec (or round_spec) is unchanged since it was added.
+  std::unique_ptr<PendingQueue> queue_;
+  uint64_t queue_passes_ = 0;  // sync_queue_locked's passes (Job::queue_pass: the last it saw)
+  bool queue_stale_ = true;    // something may have changed which jobs may start
+  bool reasons_only_ = false;  // this cycle's queue is the last one's: it changes only reasons
+  void sync_queue_locked();
+  void unqueue_locked(int64_t id);
+  // Why each pending job waits, as of the cycle that last gave it a reason. A cycle gives one
+  // only to jobs without one (new, or back in the queue) and, every reason_refresh_seconds, to
+  // every job (a full walk): in between, a job that cannot start keeps its reason, as
+  // kube-scheduler keeps an unschedulable pod's condition until it retries it.
   std::unordered_map<int64_t, PendingReason> reasons_;
+  double reasons_refreshed_ = -1;
   std::map<std::pair<std::string, std::string>, int64_t> idempotency_;  // (tenant, key) -> id
   uint64_t cycle_no_ = 0;
   // Long-term fairness (the tree's fairness.half_life): decayed usage by QueueId, and what

@@ -101,6 +101,7 @@ void Service::goodput_round_locked(double t) {
     const int g = gpus_per_member(j.spec);
     j.round_members = members[k];
     if (members[k] > 0) {
+      unqueue_locked(j.row.id);  // queued by the round_spec it had
       j.round_spec = j.spec;
       j.round_spec.min_members = j.round_spec.max_members = members[k];
     }

@@ -51,14 +51,15 @@ void Service::mark_recorded_locked(std::span<const JobRow* const> rows) {
   }
 }
 
-void Service::record_reason_changes_locked(double t) {
+void Service::record_reason_changes_locked(double t, const std::vector<Job*>* only) {
   std::vector<JobEvent> events;
   std::vector<std::pair<Job*, std::string>> changed;
-  for (Job* j : pending_) {
-    if (j->reason_events > kMaxReasonEvents) continue;
+  auto look_at = [&](Job* j) {
+    if (j->row.state != JobState::kPending) return;
+    if (j->reason_events > kMaxReasonEvents) return;
     auto [code, text] = why_pending_locked(*j, false);
     // Held has its own event (Held / Released); an undecided job has nothing to say yet.
-    if (code.empty() || code == j->reason_recorded) continue;
+    if (code.empty() || code == j->reason_recorded) return;
     if (code != "Held") {
       text = why_pending_locked(*j, true).second;
       if (j->reason_events == kMaxReasonEvents) {
@@ -68,6 +69,11 @@ void Service::record_reason_changes_locked(double t) {
       events.push_back(JobEvent{0, j->row.id, t, "Pending", code + ": " + text});
     }
     changed.emplace_back(j, std::move(code));
+  };
+  if (only != nullptr) {
+    for (Job* j : *only) look_at(j);
+  } else {
+    for (Job* j : pending_) look_at(j);
   }
   if (events.empty() && changed.empty()) return;
   try {

@@ -75,6 +75,8 @@ struct Service::Job {
   bool data_held = false;
   bool stage_requested = false;
   std::string staging_why;
+  // The last pass of Service::sync_queue_locked that found it may start (in the queue).
+  uint64_t queue_pass = 0;
 };
 
 }  // namespace tessera
