@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "test_util.h"
 
 namespace tessera {
@@ -94,6 +96,63 @@ TEST(ClusterState, IndexesDependOnlyOnWhatIsAllocated) {
   }
   const auto fp = forward.partial_nodes(0), bp = backward.partial_nodes(0);
   EXPECT_EQ(std::vector<NodeId>(fp.begin(), fp.end()), std::vector<NodeId>(bp.begin(), bp.end()));
+}
+
+// The journal a cycle uses on the caller's ledger (Snapshot::scratch): random allocations and
+// releases, whole and fractional, undone, leave every GPU, node, index and aggregate as before.
+TEST(ClusterState, UndoingTheJournalGivesTheLedgerBackExactly) {
+  const Cluster c = make_uniform_cluster(1, 2, 4, 4);
+  std::mt19937_64 rng(11);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  auto share_of = [&](NodeId n, int gpu, int32_t milli) {
+    Allocation a;
+    a.gpus_per_member = 1;
+    a.member_node = {n};
+    a.shares = {{c.node(n).first_gpu + static_cast<GpuId>(gpu), milli}};
+    a.cpu_milli_per_member = 100;
+    return a;
+  };
+  ClusterState s(c);
+  std::vector<Allocation> held;
+  auto step = [&]() {
+    if (!held.empty() && pick(3) == 0) {
+      const size_t i = static_cast<size_t>(pick(static_cast<int>(held.size())));
+      s.release(held[i]);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+    const auto n = static_cast<NodeId>(pick(8));
+    const Allocation a =
+        pick(2) == 0 ? share_of(n, pick(4), 250 * (1 + pick(3))) : whole_gpus(c, n, pick(4), 1);
+    if (!s.fits(a)) return;
+    s.allocate(a);
+    held.push_back(a);
+  };
+  for (int i = 0; i < 40; ++i) step();  // a ledger in use
+  for (int round = 0; round < 20; ++round) {
+    const ClusterState before = s;
+    const std::vector<Allocation> held_before = held;
+    s.start_journal();
+    EXPECT_THROW(s.start_journal(), std::logic_error);
+    for (int i = 0; i < 30; ++i) step();
+    s.undo_journal();
+    held = held_before;
+    EXPECT_FALSE(s.journaling());
+    expect_consistent(s);
+    EXPECT_EQ(s.allocated_milli(), before.allocated_milli());
+    for (GpuId g = 0; g < c.num_gpus(); ++g) ASSERT_EQ(s.gpu_free(g), before.gpu_free(g));
+    for (NodeId n = 0; n < c.nodes().size(); ++n) {
+      EXPECT_EQ(s.node_free_cpu(n), before.node_free_cpu(n));
+      EXPECT_EQ(s.node_free_whole(n), before.node_free_whole(n));
+    }
+    for (int k = 0; k <= c.max_node_gpus(); ++k) {
+      const auto a = s.bucket(0, k), b = before.bucket(0, k);
+      EXPECT_EQ(std::vector<NodeId>(a.begin(), a.end()), std::vector<NodeId>(b.begin(), b.end()));
+    }
+    const auto ap = s.partial_nodes(0), bp = before.partial_nodes(0);
+    EXPECT_EQ(std::vector<NodeId>(ap.begin(), ap.end()), std::vector<NodeId>(bp.begin(), bp.end()));
+    for (int i = 0; i < 5; ++i) step();  // moves on outside the journal
+  }
 }
 
 TEST(ClusterState, OverCommitThrowsInsteadOfCorrupting) {

@@ -118,6 +118,33 @@ TEST(WaterFill, NeverHandsOutMoreThanCapacityOrDemand) {
   }
 }
 
+// With room for every queue's demand, each is entitled to all of it (up to its limit), whatever
+// the weights and guarantees and however many queues there are.
+TEST(WaterFill, WithRoomForAllEachGetsWhatItWants) {
+  QueueTree t;
+  const int n = 40;
+  for (int i = 0; i < n; ++i) {
+    QueueSpec q = testing::queue_spec("q" + std::to_string(i), 1 + i % 3, i % 4);
+    if (i % 5 == 1) q.limit[kGpuDim] = q.guarantee[kGpuDim] + 2 * kMilliPerGpu;
+    t.add(kRootQueue, q);
+  }
+  t.finish();
+  std::vector<double> demand;
+  double total = 0;
+  for (int i = 0; i < n; ++i) {
+    demand.push_back(0.5 * (i % 9));
+    total += demand.back();
+  }
+  for (double cap : {total, total + 3, 10 * total}) {
+    const auto e = fill(t, cap, demand);
+    for (int i = 0; i < n; ++i) {
+      const QueueSpec& q = t.queue(static_cast<QueueId>(i + 1));
+      const int64_t want = std::min(gpus(demand[i])[kGpuDim], q.limit[kGpuDim]);
+      EXPECT_EQ(e[i + 1][kGpuDim], want) << "queue " << i << " capacity " << cap;
+    }
+  }
+}
+
 TEST(DominantRatio, IsTheLargestUsageOverEntitlement) {
   EXPECT_DOUBLE_EQ(dominant_ratio(Amounts{500, 3000, 0}, Amounts{1000, 4000, 0}), 0.75);
   EXPECT_DOUBLE_EQ(dominant_ratio(kZeroAmounts, kZeroAmounts), 0.0);

@@ -268,7 +268,18 @@ void expect_same_cycle(const World& w, const Policy& policy, std::mt19937_64& rn
   lazy.pending_queue = &q;
   lazy.running = rs.jobs();
   lazy.running_set = &rs;
+  // ... and lets the cycle try placements on its own ledger, which it gets back unchanged.
+  ClusterState ledger = w.state;
+  lazy.state = &ledger;
+  lazy.scratch = &ledger;
   const Decisions got = schedule_cycle(lazy, policy);
+  EXPECT_FALSE(ledger.journaling()) << what;
+  for (GpuId g = 0; g < w.cluster.num_gpus(); ++g) {
+    ASSERT_EQ(ledger.gpu_free(g), w.state.gpu_free(g)) << what << " GPU " << g;
+  }
+  for (NodeId n = 0; n < w.cluster.nodes().size(); ++n) {
+    ASSERT_EQ(ledger.node_free_cpu(n), w.state.node_free_cpu(n)) << what << " node " << n;
+  }
   auto starts = [](const Decisions& d) {
     std::vector<std::pair<JobId, std::vector<NodeId>>> v;
     for (const Start& s : d.starts) v.emplace_back(s.job, s.alloc.member_node);

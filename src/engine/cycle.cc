@@ -113,7 +113,9 @@ class Cycle {
       : snap_(snap),
         policy_(policy),
         cluster_(snap.state->cluster()),
-        scratch_(*snap.state),
+        own_scratch_(snap.scratch == nullptr ? std::optional<ClusterState>(*snap.state)
+                                             : std::nullopt),
+        scratch_(snap.scratch != nullptr ? *snap.scratch : *own_scratch_),
         rng_(mix_seed(policy.seed, snap.cycle)),
         shares_(compute_queue_shares(snap, shares_needed(snap, policy))),
         tree_(*shares_.tree),
@@ -129,7 +131,15 @@ class Cycle {
                                     energy_weight(running_leaf(i))));
       }
     }
+    // Last: from here on the destructor gives the caller's ledger back.
+    if (snap.scratch != nullptr) scratch_.start_journal();
   }
+
+  ~Cycle() {
+    if (snap_.scratch != nullptr) scratch_.undo_journal();
+  }
+  Cycle(const Cycle&) = delete;
+  Cycle& operator=(const Cycle&) = delete;
 
   Decisions run() {
     const auto walk = policy_.order->walk(snap_, shares_);
@@ -1669,7 +1679,10 @@ class Cycle {
   const Snapshot& snap_;
   const Policy& policy_;
   const Cluster& cluster_;
-  ClusterState scratch_;
+  // Where the cycle tries placements: the caller's ledger (Snapshot::scratch), journaled and
+  // given back unchanged when the cycle ends, or else a copy of the snapshot's.
+  std::optional<ClusterState> own_scratch_;
+  ClusterState& scratch_;
   Rng rng_;
   Decisions out_;
   // Power (snap_.power set): the ledger, the holder of each start (kNoHolder for starts that

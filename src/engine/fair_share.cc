@@ -118,10 +118,21 @@ std::vector<Amounts> water_fill(const QueueTree& tree, const Amounts& capacity,
       }
     }
     for (size_t d = 0; d < kNumDims; ++d) {
+      int64_t wanted = 0;
+      bool weighed = true;  // every child that wants more than its guarantee has a weight
       for (size_t i = 0; i < k; ++i) {
         const QueueSpec& c = tree.queue(s.children[i]);
         w[i] = std::min(want[s.children[i]][d], c.limit[d]);
         g[i] = c.guarantee[d];
+        wanted += w[i];
+        weighed = weighed && (w[i] <= g[i] || weight[i] > 0);
+      }
+      if (wanted <= ent[q][d] && weighed) {
+        // Room for what every child wants: split() would give each exactly that (its rounds
+        // end only once every child has it), so skip them; most cycles of a cluster with
+        // many queues and room to spare.
+        for (size_t i = 0; i < k; ++i) ent[s.children[i]][d] = w[i];
+        continue;
       }
       const std::vector<int64_t> got = split(ent[q][d], w, g, weight);
       for (size_t i = 0; i < k; ++i) ent[s.children[i]][d] = got[i];

@@ -56,6 +56,12 @@ struct Snapshot {
   double now = 0;
   uint64_t cycle = 0;                   // cycle number, mixed into the random seed
   const ClusterState* state = nullptr;  // not owned
+  // The caller's own ledger, equal to *state (usually the same object), for the cycle to try
+  // placements on: it journals its changes and undoes them before it returns (also when it
+  // throws), so the caller gets it back exactly as it was. Saves copying the ledger every cycle
+  // (1.4 MB at 200,000 GPUs). Null: the cycle works on a copy of *state. Not for a ledger that
+  // others read while the cycle runs.
+  ClusterState* scratch = nullptr;  // not owned
   std::span<const PendingJob> pending;
   // The caller's persistent pending queue, when it keeps one (the simulator): `pending` is then
   // its jobs(), and the cycle walks it lazily in the policy's order and reads its aggregates

@@ -232,6 +232,7 @@ void ClusterState::allocate_member(NodeId n, std::span<const GpuShare> shares, i
   for (const GpuShare& s : shares) set_gpu_free(s.gpu, gpu_free_[s.gpu] - s.milli);
   node_free_cpu_[n] -= cpu;
   node_free_mem_[n] -= mem;
+  if (journaling_) note(n, true, shares, cpu, mem);
 }
 
 void ClusterState::release_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu,
@@ -239,6 +240,35 @@ void ClusterState::release_member(NodeId n, std::span<const GpuShare> shares, in
   for (const GpuShare& s : shares) set_gpu_free(s.gpu, gpu_free_[s.gpu] + s.milli);
   node_free_cpu_[n] += cpu;
   node_free_mem_[n] += mem;
+  if (journaling_) note(n, false, shares, cpu, mem);
+}
+
+void ClusterState::note(NodeId n, bool allocated, std::span<const GpuShare> shares, int64_t cpu,
+                        int64_t mem) {
+  journal_.push_back(JournalEntry{n, allocated, static_cast<uint32_t>(journal_shares_.size()),
+                                  static_cast<uint32_t>(shares.size()), cpu, mem});
+  journal_shares_.insert(journal_shares_.end(), shares.begin(), shares.end());
+}
+
+void ClusterState::start_journal() {
+  if (journaling_) throw std::logic_error("the ledger's journal is already started");
+  journaling_ = true;
+  journal_.clear();
+  journal_shares_.clear();
+}
+
+void ClusterState::undo_journal() {
+  journaling_ = false;
+  for (auto it = journal_.rbegin(); it != journal_.rend(); ++it) {
+    const auto shares = std::span(journal_shares_).subspan(it->first, it->count);
+    if (it->allocated) {
+      release_member(it->node, shares, it->cpu, it->mem);
+    } else {
+      allocate_member(it->node, shares, it->cpu, it->mem);
+    }
+  }
+  journal_.clear();
+  journal_shares_.clear();
 }
 
 Allocation ClusterState::free_on_node(NodeId n) const {

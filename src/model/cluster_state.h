@@ -74,6 +74,15 @@ class ClusterState {
   void allocate_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu, int64_t mem);
   void release_member(NodeId n, std::span<const GpuShare> shares, int64_t cpu, int64_t mem);
 
+  // A journal of changes: after start_journal(), every allocate and release is noted, and
+  // undo_journal() reverts them all, newest first, leaving the ledger exactly as it was (the
+  // invariants above make "as it was" exact, buckets included). What lets a scheduling cycle
+  // try placements on the caller's own ledger and give it back unchanged, instead of copying a
+  // ledger of 200,000 GPUs every cycle (Snapshot::scratch).
+  void start_journal();
+  void undo_journal();
+  bool journaling() const { return journaling_; }
+
  private:
   size_t bucket_index(GpuTypeId t, int k) const { return size_t{t} * (max_k_ + 1) + k; }
   void set_gpu_free(GpuId g, int32_t value);
@@ -91,6 +100,17 @@ class ClusterState {
   int64_t allocated_milli_ = 0;
   std::vector<std::vector<NodeId>> buckets_;
   std::vector<std::vector<NodeId>> partial_;
+  // The journal (start_journal): each member change, its shares in journal_shares_.
+  struct JournalEntry {
+    NodeId node = 0;
+    bool allocated = false;
+    uint32_t first = 0, count = 0;  // in journal_shares_
+    int64_t cpu = 0, mem = 0;
+  };
+  void note(NodeId n, bool allocated, std::span<const GpuShare> shares, int64_t cpu, int64_t mem);
+  bool journaling_ = false;
+  std::vector<JournalEntry> journal_;
+  std::vector<GpuShare> journal_shares_;
 };
 
 }  // namespace tessera

@@ -94,6 +94,8 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
       p.wants_reason = false;
       queue_->add(p);
     }
+    running_set_ = std::make_unique<RunningSet>(*cluster_, FairnessSettings{}, spec.order);
+    for (const RunningJob& r : running_) running_set_->add(r);
   }
 }
 
@@ -102,11 +104,14 @@ Snapshot EngineFixture::snapshot() const {
   s.now = 1e6;
   s.state = state_.get();
   s.pending = pending_;
+  s.running = running_;
   if (queue_) {
     s.pending = queue_->jobs();
     s.pending_queue = queue_.get();
+    s.running = running_set_->jobs();
+    s.running_set = running_set_.get();
+    s.scratch = state_.get();
   }
-  s.running = running_;
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/pending_queue.h"
+#include "engine/running_set.h"
 #include "engine/snapshot.h"
 #include "model/cluster.h"
 #include "model/cluster_state.h"
@@ -24,7 +25,8 @@ struct EngineFixtureSpec {
   // After the fill, this many GPUs of node 0 free again (a job ended there).
   int freed_gpus = 0;
   // When set, the pending jobs are kept in a PendingQueue of this order with their reasons
-  // already known (PendingJob::wants_reason false), as the simulator keeps them between
+  // already known (PendingJob::wants_reason false), the running ones in a RunningSet, and the
+  // cycle tries placements on the fixture's own ledger, as the simulator keeps them between
   // cycles: the cycle after a change then costs what the change can start (issue 20).
   const QueueOrder* order = nullptr;
 };
@@ -43,6 +45,7 @@ class EngineFixture {
   std::vector<Allocation> fill_allocs_;
   std::vector<RunningJob> running_;
   std::unique_ptr<PendingQueue> queue_;
+  std::unique_ptr<RunningSet> running_set_;
 };
 
 }  // namespace tessera

@@ -69,6 +69,7 @@ void Simulation::cycle() {
     snap.running = running_.jobs();
     snap.running_set = &running_;
     snap.pending_queue = &pending_;
+    snap.scratch = &state_;
   }
   snap.now = now_;
   snap.cycle = result_.cycles;
