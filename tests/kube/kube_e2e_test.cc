@@ -315,6 +315,9 @@ TEST_F(KubeE2E, CordonedAndTaintedNodesSelectorsAndTolerationsAreHonoured) {
       {{"key", "dedicated"}, {"operator", "Equal"}, {"value", "infer"}, {"effect", "NoSchedule"}}};
   tol["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "gpu-node-0001"}};
   post_pod(tol);
+  // They are placed before the plain pods come: pods created in the same second are taken in
+  // the order the scheduler learns of them, and a list gives them by name.
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 2; }, 20));
   for (int i = 0; i < 16; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 17; }, 20));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -264,6 +264,7 @@ void ClusterModel::attach(PodRecord& r) {
     g.key = key;
     g.ns = r.info.ns;
     g.group = r.info.group;
+    g.serial = next_serial_++;
   }
   g.pods.insert(r.info.uid);
 }
@@ -552,8 +553,8 @@ CycleInput ClusterModel::prepare(double now) {
         g.running_spec.min_members = g.running_spec.max_members = a.members();
         g.running_alloc = std::move(a);
         g.running_since = since;
-        g.running_id = static_cast<JobId>(in.by_job.size());
-        in.by_job.push_back(&g);
+        g.running_id = 2 * g.serial + 1;
+        in.by_job.emplace(g.running_id, &g);
         RunningJob rj;
         rj.id = g.running_id;
         rj.spec = &g.running_spec;
@@ -645,8 +646,8 @@ CycleInput ClusterModel::prepare(double now) {
     } else {
       g.partial_since = 0;
     }
-    g.pending_id = static_cast<JobId>(in.by_job.size());
-    in.by_job.push_back(&g);
+    g.pending_id = 2 * g.serial;
+    in.by_job.emplace(g.pending_id, &g);
     PendingJob pj;
     pj.id = g.pending_id;
     pj.spec = &g.pending_spec;

@@ -68,6 +68,10 @@ struct PodRecord {
 struct Gang {
   std::string key;  // ns/group or pod:uid
   std::string ns, group;
+  // Its number, given when it is first seen and never reused: the engine knows its waiting
+  // part as JobId 2 * serial and its running part as 2 * serial + 1, the same every cycle (the
+  // scheduler keeps its waiting gangs queued between cycles by these ids).
+  uint32_t serial = 0;
   std::set<std::string> pods;  // uids, ordered so members map to pods deterministically
   // Filled by prepare():
   std::vector<std::string> pending_pods, bound_pods, terminating_pods;
@@ -111,7 +115,13 @@ struct Gang {
 struct CycleInput {
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
-  std::vector<Gang*> by_job;  // JobId -> gang
+  std::unordered_map<JobId, Gang*> by_job;  // JobId -> gang (Gang::serial)
+
+  // The gang behind a JobId of this cycle, or null.
+  Gang* gang_of(JobId id) const {
+    const auto it = by_job.find(id);
+    return it == by_job.end() ? nullptr : it->second;
+  }
 };
 
 class ClusterModel {
@@ -198,6 +208,7 @@ class ClusterModel {
   std::map<std::string, Gang> gangs_;                // by gang key
   bool nodes_changed_ = true, dirty_ = true;
   uint64_t cluster_generation_ = 0, overflow_pods_ = 0;
+  uint32_t next_serial_ = 0;  // the next gang's Gang::serial
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<ClusterState> ledger_;
   std::unordered_map<std::string, NodeId> node_ids_;

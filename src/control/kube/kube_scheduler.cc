@@ -441,7 +441,7 @@ void KubeScheduler::run_cycle() {
   // Data locality: the nodes labelled as holding each waiting gang's dataset.
   std::unordered_map<JobId, std::shared_ptr<const NodeSet>> preferred;
   for (const PendingJob& pj : in.pending) {
-    const Gang& g = *in.by_job[pj.id];
+    const Gang& g = *in.gang_of(pj.id);
     if (g.dataset.empty()) continue;
     if (auto nodes = model_.data_nodes(g.dataset)) preferred.emplace(pj.id, std::move(nodes));
   }
@@ -484,20 +484,20 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
   std::map<JobId, std::vector<JobId>> victims_of;
   for (const Preemption& p : d.preemptions) victims_of[p.for_job].push_back(p.job);
   for (const Start& s : d.starts) {
-    Gang& g = *in.by_job[s.job];
+    Gang& g = *in.gang_of(s.job);
     auto v = victims_of.find(s.job);
     if (v != victims_of.end()) {
       // A victim whose binds are still in flight is evicted only once they have landed (an
       // eviction must not race its own bind): decide again next cycle.
       const bool settling = std::any_of(v->second.begin(), v->second.end(),
-                                        [&](JobId vj) { return in.by_job[vj]->binding; });
+                                        [&](JobId vj) { return in.gang_of(vj)->binding; });
       if (settling) {
         model_.mark_dirty();
         continue;
       }
       // The preemptor waits until its victims are gone: their GPUs are not free before.
       for (JobId vj : v->second) {
-        Gang& victim = *in.by_job[vj];
+        Gang& victim = *in.gang_of(vj);
         victim.round_members = -1;  // an adaptive victim is planned afresh when it waits
         evict_pods(victim.bound_pods,
                    "preempted by " + g.key + " (queue " + g.pending_spec.name + ")",
@@ -516,8 +516,9 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
   }
   // Running gangs' limits lowered to make room under the power cap, or raised as power freed.
   for (const PowerLimit& p : d.power_limits) {
-    if (p.job >= in.by_job.size() || in.by_job[p.job]->running_id != p.job) continue;
-    write_power_limit(*in.by_job[p.job], p.limit_w);
+    Gang* g = in.gang_of(p.job);
+    if (g == nullptr || g->running_id != p.job) continue;
+    write_power_limit(*g, p.limit_w);
   }
 }
 
@@ -560,8 +561,8 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
   for (const Start& st : d.starts) started.insert(st.job);
   std::set<std::string> wanted;  // datasets of gangs still waiting
   for (const PendingJob& pj : in.pending) {
-    if (!started.contains(pj.id) && !in.by_job[pj.id]->dataset.empty()) {
-      wanted.insert(in.by_job[pj.id]->dataset);
+    if (!started.contains(pj.id) && !in.gang_of(pj.id)->dataset.empty()) {
+      wanted.insert(in.gang_of(pj.id)->dataset);
     }
   }
   // Asks answered (the node holds it now), or moot (nobody waiting reads it), are forgotten.
@@ -575,7 +576,7 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
   const int per_node = std::max<int>(1, c.max_node_gpus());
   for (const PendingJob& pj : in.pending) {
     if (stage_asked_.size() >= static_cast<size_t>(opt_.prestage_datasets)) break;
-    const Gang& g = *in.by_job[pj.id];
+    const Gang& g = *in.gang_of(pj.id);
     if (started.contains(pj.id) || g.dataset.empty()) continue;
     const JobSpec& s = *pj.spec;
     // The nodes it would span, less those that hold or are being given its dataset.
@@ -806,8 +807,9 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
   };
   std::map<const Gang*, Why> why;
   for (const PendingReason& r : d.pending) {
-    const Gang* g = in.by_job[r.job];
-    const std::string blocker = r.blocker < in.by_job.size() ? in.by_job[r.blocker]->key : "";
+    const Gang* g = in.gang_of(r.job);
+    const Gang* b = in.gang_of(r.blocker);
+    const std::string blocker = b != nullptr ? b->key : "";
     const std::string queue =
         r.queue < model_.tree().size() ? model_.tree().queue(r.queue).path : "";
     why[g] = {std::string(to_string(r.code)) + " " + queue + " " + blocker,
@@ -849,7 +851,7 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
     }
   }
   std::map<std::string, PendingReason> reasons;
-  for (const PendingReason& r : d.pending) reasons[in.by_job[r.job]->key] = r;
+  for (const PendingReason& r : d.pending) reasons[in.gang_of(r.job)->key] = r;
   reasons_.clear();
   for (auto& [k, r] : reasons) reasons_.emplace(k, r);
 }
