@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <sstream>
+
 #include "engine/cycle.h"
 #include "engine/policy.h"
 
@@ -155,6 +158,139 @@ TEST(ClusterModel, AssumedBindsHoldCapacityUntilForgotten) {
   EXPECT_EQ(m.ledger().node_free_whole(n), 2);
   m.forget("uid-q");
   EXPECT_EQ(m.ledger().node_free_whole(n), 4);
+}
+
+// What prepare() derived, gang by gang, and what it offered (in order): two prepare() calls
+// that agree on this offer the engine the same cycle.
+std::string derived(const ClusterModel& m, const CycleInput& in) {
+  std::ostringstream o;
+  for (const auto& [key, g] : m.gangs()) {
+    o << key << " wait[" << g.waiting << "] p" << g.pending_id << " r" << g.running_id << " b"
+      << g.binding << " pods";
+    for (const auto& u : g.pending_pods) o << " " << u;
+    o << " |";
+    for (const auto& u : g.bound_pods) o << " " << u;
+    o << " |";
+    for (const auto& u : g.terminating_pods) o << " " << u;
+    if (g.pending_id != kNoId) {
+      o << " spec " << g.pending_spec.min_members << "-" << g.pending_spec.max_members << "x"
+        << g.pending_spec.demand.gpus << " t" << g.pending_spec.tenant << " n"
+        << (g.pending_spec.eligible_nodes ? g.pending_spec.eligible_nodes->size() : 0);
+    }
+    if (g.running_id != kNoId) {
+      o << " run " << g.running_alloc.members() << " since " << g.running_since << " limit "
+        << g.running_limit_w;
+      for (NodeId n : g.running_alloc.member_node) o << " " << n;
+    }
+    o << "\n";
+  }
+  for (const PendingJob& p : in.pending) o << "P" << p.id << "@" << p.queued_since << " ";
+  for (const RunningJob& r : in.running) {
+    o << "R" << r.id << "@" << r.start_time << "+" << r.attained_at(1000) << " ";
+  }
+  return o.str();
+}
+
+// prepare() derives again only the gangs something touched: after every kind of change (pods
+// created, bound, deleted, evicted, assumed and forgotten, power limits, groups, nodes), what
+// it offers equals what deriving every gang again offers.
+TEST(ClusterModel, DerivesOnlyTouchedGangsAndOffersWhatDerivingAllWould) {
+  ClusterModel m(options());
+  for (int i = 0; i < 6; ++i)
+    m.upsert_node(gpu_node("n" + std::to_string(i), "r" + std::to_string(i / 3)));
+  m.refresh();
+  std::mt19937_64 rng(5);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  std::vector<std::string> names;
+  double now = 200;
+  int checked = 0;
+  for (int step = 0; step < 600; ++step) {
+    now += 1;
+    const int what = pick(10);
+    if (what <= 2 || names.empty()) {  // a new pod, alone or in one of 4 groups
+      const std::string name = "p" + std::to_string(step);
+      const std::string group = pick(2) == 0 ? "" : "g" + std::to_string(pick(4));
+      PodInfo p = gpu_pod(name, 1 + pick(2), group);
+      p.created = now;
+      m.upsert_pod(p, now);
+      names.push_back(name);
+    } else {
+      const std::string name = names[static_cast<size_t>(pick(static_cast<int>(names.size())))];
+      PodRecord* r = m.pod("uid-" + name);
+      if (r == nullptr) continue;
+      PodInfo p = r->info;
+      const NodeId node = static_cast<NodeId>(pick(6));
+      switch (what) {
+        case 3:  // bound by the watch (where it fits)
+          if (p.node_name.empty() && m.ledger().node_free_whole(node) >= p.demand.gpus) {
+            p.node_name = m.cluster().node(node).name;
+            p.phase = "Running";
+            p.bound_at = pick(4) == 0 ? 0 : now;
+            m.forget(p.uid);
+            m.upsert_pod(p, now);
+          }
+          break;
+        case 4:  // assumed (a bind in flight), or forgotten
+          if (p.node_name.empty() && r->assumed_node.empty() &&
+              m.ledger().node_free_whole(node) >= p.demand.gpus) {
+            std::vector<GpuShare> shares;
+            const GpuId first = m.cluster().node(node).first_gpu;
+            for (GpuId g = first; g < first + 8 && shares.size() < size_t(p.demand.gpus); ++g) {
+              if (m.ledger().gpu_free(g) == kMilliPerGpu) shares.push_back({g, kMilliPerGpu});
+            }
+            m.assume(p.uid, node, shares);
+          } else {
+            m.forget(p.uid);
+          }
+          break;
+        case 5:
+          m.remove_pod(p.uid);
+          break;
+        case 6:
+          m.mark_evicting(p.uid);
+          break;
+        case 7: {  // a power limit written to a running member
+          std::vector<std::string> running;
+          for (const auto& [key, g] : m.gangs()) {
+            if (g.running_id != kNoId) running.push_back(g.bound_pods.front());
+          }
+          const std::string uid =
+              running.empty()
+                  ? p.uid
+                  : running[static_cast<size_t>(pick(static_cast<int>(running.size())))];
+          m.note_power_limit(uid, 100.0 * (1 + pick(3)));
+          break;
+        }
+        case 8: {  // a group's minMember
+          PodGroupInfo g;
+          g.ns = "team-a";
+          g.name = "g" + std::to_string(pick(4));
+          g.min_member = 1 + pick(3);
+          if (pick(4) == 0) {
+            m.remove_group(g.key());
+          } else {
+            m.upsert_group(g);
+          }
+          break;
+        }
+        default: {  // a node's labels (eligibility) or capacity
+          NodeInfo n = gpu_node("n" + std::to_string(node), "r" + std::to_string(node / 3));
+          if (pick(2) == 0) n.labels["pool"] = "x" + std::to_string(pick(2));
+          m.upsert_node(n);
+          m.refresh();
+          break;
+        }
+      }
+    }
+    if (pick(4) == 0) continue;  // several changes between cycles, sometimes
+    const CycleInput kept = m.prepare(now);
+    const std::string got = derived(m, kept);
+    m.mark_all_stale();
+    const CycleInput all = m.prepare(now);
+    ASSERT_EQ(got, derived(m, all)) << "step " << step;
+    ++checked;
+  }
+  EXPECT_GT(checked, 300);
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ void ClusterModel::upsert_node(NodeInfo n) {
     eligible_.clear();
     ++cluster_generation_;  // node sets (and what was decided with them) are stale
     dirty_ = true;
+    all_stale_ = true;
   }
   if (it->second.thermal_headroom_w != n.thermal_headroom_w) dirty_ = true;  // decide again
   it->second = std::move(n);
@@ -108,6 +109,7 @@ void ClusterModel::retain_nodes(const std::set<std::string>& keep) {
 }
 
 void ClusterModel::rebuild() {
+  all_stale_ = true;
   // Release every slot first: the old ledger goes away with the old cluster.
   for (auto& [uid, r] : pods_) r.slot.reset();
   ClusterBuilder b;
@@ -204,10 +206,17 @@ void ClusterModel::place_slot(PodRecord& r) {
   if (!fits) ++overflow_pods_;
   ledger_->allocate_member(n, s.shares, s.cpu_milli, s.mem_mib);
   r.slot = std::move(s);
+  stale(r);
+}
+
+void ClusterModel::stale(const PodRecord& r) {
+  if (!r.ours) return;
+  if (auto it = gangs_.find(r.info.gang_key()); it != gangs_.end()) it->second.stale = true;
 }
 
 void ClusterModel::release_slot(PodRecord& r) {
   if (!r.slot) return;
+  stale(r);
   ledger_->release_member(r.slot->node, r.slot->shares, r.slot->cpu_milli, r.slot->mem_mib);
   r.slot.reset();
 }
@@ -216,6 +225,7 @@ void ClusterModel::assume(const std::string& uid, NodeId node, std::vector<GpuSh
   PodRecord* r = pod(uid);
   if (!r) return;
   release_slot(*r);
+  stale(*r);
   r->assumed_node = cluster_->node(node).name;
   PodSlot s;
   s.node = node;
@@ -229,6 +239,7 @@ void ClusterModel::assume(const std::string& uid, NodeId node, std::vector<GpuSh
 void ClusterModel::forget(const std::string& uid) {
   PodRecord* r = pod(uid);
   if (!r || r->assumed_node.empty()) return;
+  stale(*r);
   r->assumed_node.clear();
   if (r->info.node_name.empty()) release_slot(*r);
   dirty_ = true;
@@ -246,11 +257,17 @@ double ClusterModel::power_limit(const Gang& g) const {
 }
 
 void ClusterModel::note_power_limit(const std::string& uid, double limit_w) {
-  if (PodRecord* r = pod(uid)) r->limit_sent = limit_w;
+  if (PodRecord* r = pod(uid)) {
+    r->limit_sent = limit_w;
+    stale(*r);
+  }
 }
 
 void ClusterModel::mark_evicting(const std::string& uid) {
-  if (PodRecord* r = pod(uid)) r->evicting = true;
+  if (PodRecord* r = pod(uid)) {
+    r->evicting = true;
+    stale(*r);
+  }
   dirty_ = true;
 }
 
@@ -267,6 +284,7 @@ void ClusterModel::attach(PodRecord& r) {
     g.serial = next_serial_++;
   }
   g.pods.insert(r.info.uid);
+  g.stale = true;
 }
 
 void ClusterModel::detach(const PodRecord& r) {
@@ -274,6 +292,7 @@ void ClusterModel::detach(const PodRecord& r) {
   auto it = gangs_.find(r.info.gang_key());
   if (it == gangs_.end()) return;
   it->second.pods.erase(r.info.uid);
+  it->second.stale = true;
   if (it->second.pods.empty() && it->second.waits_for.empty()) gangs_.erase(it);
 }
 
@@ -295,6 +314,7 @@ void ClusterModel::upsert_pod(PodInfo p, double now) {
     return;
   }
   PodRecord& r = it->second;
+  stale(r);  // every change to one of our pods (its gang as it was; the new one below)
   const PodInfo& old = r.info;
   const bool relevant = old.node_name != p.node_name || old.deleting != p.deleting ||
                         old.gated != p.gated || old.gang_key() != p.gang_key() ||
@@ -323,6 +343,7 @@ void ClusterModel::upsert_pod(PodInfo p, double now) {
   }
   place_slot(r);
   if (regroup) attach(r);
+  stale(r);
   if (relevant) dirty_ = true;
 }
 
@@ -330,6 +351,7 @@ void ClusterModel::remove_pod(const std::string& uid) {
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   release_slot(it->second);
+  stale(it->second);
   detach(it->second);
   pods_.erase(it);
   dirty_ = true;
@@ -349,16 +371,19 @@ void ClusterModel::upsert_group(PodGroupInfo g) {
   const std::string key = g.key();
   auto it = groups_.find(key);
   if (it == groups_.end() || it->second.min_member != g.min_member) dirty_ = true;
+  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale = true;
   groups_[key] = std::move(g);
 }
 
 void ClusterModel::remove_group(const std::string& key) {
   if (groups_.erase(key) != 0) dirty_ = true;
+  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale = true;
 }
 
 void ClusterModel::retain_groups(const std::set<std::string>& keep) {
   for (auto it = groups_.begin(); it != groups_.end();) {
     if (keep.count(it->first) == 0) {
+      if (auto gang = gangs_.find(it->first); gang != gangs_.end()) gang->second.stale = true;
       it = groups_.erase(it);
       dirty_ = true;
     } else {
@@ -496,6 +521,46 @@ CycleInput ClusterModel::prepare(double now) {
   dirty_ = false;
   CycleInput in;
   for (auto& [key, g] : gangs_) {
+    // A gang nothing touched since it was last prepared is offered as it was (its derived
+    // state depends only on its pods, its group, the cluster and what the scheduler keeps on
+    // it, each of which marks it stale when it changes), unless it waits for victims (whose
+    // pods may have gone) or its running part's start is the clock's (a member bound at an
+    // unknown time).
+    if (all_stale_ || g.stale || !g.waits_for.empty() || g.clock_bound) prepare_gang(g, now);
+    if (g.running_id != kNoId) {
+      in.by_job.emplace(g.running_id, &g);
+      RunningJob rj;
+      rj.id = g.running_id;
+      rj.spec = &g.running_spec;
+      rj.alloc = &g.running_alloc;
+      rj.start_time = g.running_since;
+      rj.attaining_gpus = static_cast<double>(g.running_alloc.gpu_milli()) / 1000.0;
+      rj.last_checkpoint = g.running_since;
+      rj.power_limit_w = g.running_limit_w;
+      in.running.push_back(rj);
+    }
+    if (g.pending_id != kNoId) {
+      in.by_job.emplace(g.pending_id, &g);
+      PendingJob pj;
+      pj.id = g.pending_id;
+      pj.spec = &g.pending_spec;
+      pj.queued_since = g.pending_spec.submit_time;
+      in.pending.push_back(pj);
+    }
+  }
+  all_stale_ = false;
+  // The engine orders equal-ranked jobs by arrival: give it a stable order (oldest first).
+  std::stable_sort(
+      in.pending.begin(), in.pending.end(),
+      [](const PendingJob& a, const PendingJob& b) { return a.queued_since < b.queued_since; });
+  return in;
+}
+
+// Derives what prepare() offers of one gang from its pods, group and the cluster.
+void ClusterModel::prepare_gang(Gang& g, double now) {
+  g.stale = false;
+  g.clock_bound = false;
+  {
     g.pending_pods.clear();
     g.bound_pods.clear();
     g.terminating_pods.clear();
@@ -547,6 +612,7 @@ CycleInput ClusterModel::prepare(double now) {
         a.member_node.push_back(r.slot->node);
         a.shares.insert(a.shares.end(), r.slot->shares.begin(), r.slot->shares.end());
         since = std::min(since, r.info.bound_at > 0 ? r.info.bound_at : now);
+        g.clock_bound = g.clock_bound || r.info.bound_at <= 0;
       }
       if (exact) {
         fill_spec(g, bound, g.running_spec);
@@ -554,22 +620,12 @@ CycleInput ClusterModel::prepare(double now) {
         g.running_alloc = std::move(a);
         g.running_since = since;
         g.running_id = 2 * g.serial + 1;
-        in.by_job.emplace(g.running_id, &g);
-        RunningJob rj;
-        rj.id = g.running_id;
-        rj.spec = &g.running_spec;
-        rj.alloc = &g.running_alloc;
-        rj.start_time = since;
-        rj.attained_gpu_seconds =
-            (now - since) * static_cast<double>(g.running_alloc.gpu_milli()) / 1000.0;
-        rj.last_checkpoint = since;
-        rj.power_limit_w = power_limit(g);
-        in.running.push_back(rj);
+        g.running_limit_w = power_limit(g);
       }
     }
 
     if (opt_.goodput) plan_adaptive(g, pending, bound);
-    if (pending.empty()) continue;
+    if (pending.empty()) return;
     const PodInfo& first = *pending.front();
     g.dataset = first.dataset;
     int32_t min_member = 1;
@@ -581,7 +637,7 @@ CycleInput ClusterModel::prepare(double now) {
         min_member = first.min_member;
       } else {
         g.waiting = "waiting for PodGroup " + g.key + " (scheduling.x-k8s.io/v1alpha1)";
-        continue;
+        return;
       }
     }
     const auto have_bound = static_cast<int32_t>(g.bound_pods.size());
@@ -623,7 +679,7 @@ CycleInput ClusterModel::prepare(double now) {
         min_member = g.round_members;
       }
     }
-    if (!g.waiting.empty()) continue;
+    if (!g.waiting.empty()) return;
     fill_spec(g, pending, g.pending_spec);
     g.pending_spec.min_members = std::max(1, min_member - have_bound);
     g.pending_spec.max_members = g.adaptive.batch > 0 ? min_member : have_pending;
@@ -637,7 +693,7 @@ CycleInput ClusterModel::prepare(double now) {
     }
     if (g.admitted.never) {
       g.waiting = "no node set of this cluster can ever host it: " + *g.admitted.never;
-      continue;
+      return;
     }
     if (have_bound >= min_member) g.complete_once = true;
     // Members that finished leave a whole gang short: that is not a partly bound gang.
@@ -647,18 +703,7 @@ CycleInput ClusterModel::prepare(double now) {
       g.partial_since = 0;
     }
     g.pending_id = 2 * g.serial;
-    in.by_job.emplace(g.pending_id, &g);
-    PendingJob pj;
-    pj.id = g.pending_id;
-    pj.spec = &g.pending_spec;
-    pj.queued_since = g.pending_spec.submit_time;
-    in.pending.push_back(pj);
   }
-  // The engine orders equal-ranked jobs by arrival: give it a stable order (oldest first).
-  std::stable_sort(
-      in.pending.begin(), in.pending.end(),
-      [](const PendingJob& a, const PendingJob& b) { return a.queued_since < b.queued_since; });
-  return in;
 }
 
 }  // namespace tessera::kube

@@ -101,6 +101,13 @@ struct Gang {
   JobSpec round_spec;
   int32_t round_members = -1;
   std::string dataset;  // what its waiting pods read (tessera.io/dataset), filled by prepare()
+  // Whether what prepare() derived of it may be out of date: set by every change to its pods,
+  // its group, the cluster, and by the scheduler when it changes what it keeps on the gang
+  // (attempts_in_flight, waits_for, partial_since, round_members); prepare() then derives it
+  // again, and offers the others as they were.
+  bool stale = true;
+  bool clock_bound = false;    // its running part started "now" (a member's bind time unknown)
+  double running_limit_w = 0;  // its running members' power limit (ClusterModel::power_limit)
   // Admission's answer (infeasible_reason) for the shape and cluster it was asked about.
   struct Admission {
     uint64_t generation = ~uint64_t{0};
@@ -184,11 +191,17 @@ class ClusterModel {
   uint64_t overflow_pods() const { return overflow_pods_; }
   // Something changed since the last prepare() that may change a decision.
   bool dirty() const { return dirty_; }
+  // Every gang is derived again at the next prepare() (what it does after a node change): the
+  // reference the incremental prepare() is tested against.
+  void mark_all_stale() { all_stale_ = true; }
   void mark_dirty() { dirty_ = true; }
   bool ours(const PodInfo& p) const;
 
  private:
   void rebuild();
+  void prepare_gang(Gang& g, double now);
+  // The gang of pod r (one of ours) must be derived again.
+  void stale(const PodRecord& r);
   void place_slot(PodRecord& r);
   void release_slot(PodRecord& r);
   void attach(PodRecord& r);
@@ -207,6 +220,7 @@ class ClusterModel {
   std::map<std::string, PodGroupInfo> groups_;       // by ns/name
   std::map<std::string, Gang> gangs_;                // by gang key
   bool nodes_changed_ = true, dirty_ = true;
+  bool all_stale_ = true;  // every gang must be derived again (the cluster or its nodes changed)
   uint64_t cluster_generation_ = 0, overflow_pods_ = 0;
   uint32_t next_serial_ = 0;  // the next gang's Gang::serial
   std::unique_ptr<Cluster> cluster_;

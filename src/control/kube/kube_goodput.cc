@@ -80,6 +80,7 @@ bool KubeScheduler::goodput_round(double t) {
     const int32_t now_members = g.running_id != kNoId ? g.running_alloc.members() : 0;
     changed = changed || g.round_members != members[k];
     g.round_members = members[k];
+    g.stale = true;
     if (now_members == 0 || members[k] == now_members) continue;
     // Running at another size from now: evicted whole (its checkpoint grace), to be bound
     // again at the new size once its controller has made its pods again.

@@ -389,6 +389,7 @@ void KubeScheduler::drain_bind_results() {
     }
     if (Gang* g = model_.gang(a.gang); g != nullptr && g->attempts_in_flight > 0) {
       --g->attempts_in_flight;
+      g->stale = true;  // prepare() reads what the scheduler keeps on a gang too
     }
     attempts_.erase(it);
     model_.mark_dirty();
@@ -499,6 +500,7 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
       for (JobId vj : v->second) {
         Gang& victim = *in.gang_of(vj);
         victim.round_members = -1;  // an adaptive victim is planned afresh when it waits
+        victim.stale = true;
         evict_pods(victim.bound_pods,
                    "preempted by " + g.key + " (queue " + g.pending_spec.name + ")",
                    grace_for(victim));
@@ -506,6 +508,7 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
         ++counters_.preemptions;
       }
       g.waits_since = t;
+      g.stale = true;
       continue;
     }
     if (!model_.ledger().fits(s.alloc)) {
@@ -679,6 +682,7 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
     attempts_.erase(id);
   } else {
     ++g.attempts_in_flight;  // until drain_bind_results has every answer
+    g.stale = true;
   }
 }
 
@@ -731,6 +735,7 @@ void KubeScheduler::roll_back_partial_gangs(double t) {
     Gang* mg = model_.gang(key);
     std::vector<std::string> bound = mg->bound_pods;
     mg->partial_since = 0;
+    mg->stale = true;
     if (bound.empty()) continue;
     ++kube_counters_.gang_rollbacks;
     evict_pods(bound,
