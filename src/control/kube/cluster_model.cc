@@ -293,7 +293,10 @@ void ClusterModel::detach(const PodRecord& r) {
   if (it == gangs_.end()) return;
   it->second.pods.erase(r.info.uid);
   it->second.stale = true;
-  if (it->second.pods.empty() && it->second.waits_for.empty()) gangs_.erase(it);
+  if (it->second.pods.empty() && it->second.waits_for.empty()) {
+    changed_.push_back(2 * it->second.serial);
+    gangs_.erase(it);
+  }
 }
 
 void ClusterModel::upsert_pod(PodInfo p, double now) {
@@ -557,8 +560,15 @@ CycleInput ClusterModel::prepare(double now) {
 }
 
 // Derives what prepare() offers of one gang from its pods, group and the cluster.
+std::vector<JobId> ClusterModel::take_changed() {
+  std::vector<JobId> out;
+  out.swap(changed_);
+  return out;
+}
+
 void ClusterModel::prepare_gang(Gang& g, double now) {
   g.stale = false;
+  changed_.push_back(2 * g.serial);
   g.clock_bound = false;
   {
     g.pending_pods.clear();

@@ -194,6 +194,9 @@ class ClusterModel {
   // Every gang is derived again at the next prepare() (what it does after a node change): the
   // reference the incremental prepare() is tested against.
   void mark_all_stale() { all_stale_ = true; }
+  // The waiting parts' JobIds (2 * serial) of the gangs derived again or gone since the last
+  // call: what a queue kept between cycles must look at again (the others are as they were).
+  std::vector<JobId> take_changed();
   void mark_dirty() { dirty_ = true; }
   bool ours(const PodInfo& p) const;
 
@@ -221,6 +224,7 @@ class ClusterModel {
   std::map<std::string, Gang> gangs_;                // by gang key
   bool nodes_changed_ = true, dirty_ = true;
   bool all_stale_ = true;  // every gang must be derived again (the cluster or its nodes changed)
+  std::vector<JobId> changed_;  // take_changed(), in the order they changed
   uint64_t cluster_generation_ = 0, overflow_pods_ = 0;
   uint32_t next_serial_ = 0;  // the next gang's Gang::serial
   std::unique_ptr<Cluster> cluster_;

@@ -430,11 +430,23 @@ void KubeScheduler::run_cycle() {
       usage_saved_at_ = t;
     }
   }
+  sync_queue(in);
   Snapshot snap;
   snap.now = t;
   snap.cycle = ++cycle_no_;
   snap.state = &model_.ledger();
-  snap.pending = in.pending;
+  // Every reason_refresh one cycle walks the whole queue, every gang wanting its reason; the
+  // others stop once nothing more can start.
+  std::vector<PendingJob> everyone;
+  if (reasons_refreshed_ < 0 || t - reasons_refreshed_ >= opt_.reason_refresh) {
+    reasons_refreshed_ = t;
+    everyone.assign(queue_->jobs().begin(), queue_->jobs().end());
+    for (PendingJob& p : everyone) p.wants_reason = true;
+    snap.pending = everyone;
+  } else {
+    snap.pending = queue_->jobs();
+    snap.pending_queue = queue_.get();
+  }
   snap.running = in.running;
   snap.queues = &model_.tree();
   snap.decayed_usage = decayed_.view();
@@ -461,6 +473,12 @@ void KubeScheduler::run_cycle() {
   Decisions d;
   if (!in.pending.empty() || lowered) d = schedule_cycle(snap, policy_);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  // A gang given its reason wants no other until it changes or the next refresh.
+  for (const PendingReason& r : d.pending) {
+    if (queue_->contains(r.job) && queue_->jobs()[queue_->index_of(r.job)].wants_reason) {
+      queue_->set_wants_reason(r.job, false);
+    }
+  }
   ++counters_.cycles;
   counters_.cycle_seconds_sum += secs;
   add_bucket(counters_.cycle_bucket_counts, counters_.cycle_bucket_bounds, secs);
@@ -468,6 +486,37 @@ void KubeScheduler::run_cycle() {
   ask_prestaging(in, d);
   write_status(in, d, t);
   write_group_status();
+}
+
+// The gangs the model derived again (or lost) since the last cycle leave the queue and come
+// back as they are now, wanting their reason; the rest stay as they were queued.
+void KubeScheduler::sync_queue(const CycleInput& in) {
+  if (!queue_) queue_ = std::make_unique<PendingQueue>(*policy_.order);
+  for (const JobId id : model_.take_changed()) {
+    if (queue_->contains(id)) {
+      queue_->remove(id);
+      const auto it = queued_.find(id);
+      reasons_.erase(it->second.key);
+      queued_.erase(it);
+    }
+    const Gang* g = in.gang_of(id);
+    if (g == nullptr || g->pending_id != id) continue;
+    Queued& q = queued_[id] = Queued{g->pending_spec, g->key};
+    queue_->add(PendingJob{id, &q.spec, 0, q.spec.submit_time, true});
+  }
+  // Every gang offered is queued, and only those (a gang changes only through the model, which
+  // reports it): a queue out of step would be a bug, so it is said and the queue built anew.
+  if (queue_->size() != in.pending.size()) {
+    std::fprintf(stderr, "tessera kube: the kept queue holds %zu gangs, %zu are offered; rebuilt\n",
+                 queue_->size(), in.pending.size());
+    queue_ = std::make_unique<PendingQueue>(*policy_.order);
+    queued_.clear();
+    for (const PendingJob& pj : in.pending) {
+      const Gang* g = in.gang_of(pj.id);
+      Queued& q = queued_[pj.id] = Queued{g->pending_spec, g->key};
+      queue_->add(PendingJob{pj.id, &q.spec, 0, q.spec.submit_time, true});
+    }
+  }
 }
 
 double KubeScheduler::grace_for(const Gang& g) const {
@@ -855,10 +904,8 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
       post_event(r->info, "Warning", "FailedScheduling", "Scheduling", msg, events_.get());
     }
   }
-  std::map<std::string, PendingReason> reasons;
-  for (const PendingReason& r : d.pending) reasons[in.gang_of(r.job)->key] = r;
-  reasons_.clear();
-  for (auto& [k, r] : reasons) reasons_.emplace(k, r);
+  // Each waiting gang keeps its latest reason (one that leaves the queue loses it: sync_queue).
+  for (const PendingReason& r : d.pending) reasons_.insert_or_assign(in.gang_of(r.job)->key, r);
 }
 
 void KubeScheduler::write_group_status() {

@@ -41,6 +41,7 @@
 #include "control/service.h"
 #include "engine/decayed_usage.h"
 #include "engine/goodput_model.h"
+#include "engine/pending_queue.h"
 #include "engine/policy.h"
 
 namespace tessera::kube {
@@ -62,6 +63,10 @@ struct SchedulerOptions {
   // A waiting pod's condition and FailedScheduling event are rewritten when the kind of reason
   // changes, else at most this often.
   double event_interval = 300;
+  // Waiting gangs are kept in a queue between cycles, and a cycle stops once nothing more can
+  // start: a gang gets the engine's reason when it enters the queue (or changes), and every
+  // this often one cycle gives every waiting gang its reason anew. 0: every cycle.
+  double reason_refresh = 30;
   std::string reporting_instance = "tessera";  // Events' reportingInstance
   // Long-term usage (when the queue tree sets fairness.half_life) is saved this often, and on
   // the way out, to ConfigMap <lease.name>-usage in lease.ns; 0: kept in memory only.
@@ -212,8 +217,20 @@ class KubeScheduler {
   };
   std::unordered_map<std::string, Written> written_;        // by pod uid
   std::map<std::string, std::string> group_status_;         // podgroup key -> status JSON sent
-  std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> reason, last cycle
-  mutable std::map<std::string, int64_t> ids_;              // gang key -> read-API id
+  std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> its latest reason
+  // The waiting gangs offered to the engine, kept between cycles (engine/pending_queue.h) with
+  // a copy of each one's spec as it was queued (the gang's own is derived again in place), and
+  // its key (its reason goes when it leaves);
+  // brought up to date from ClusterModel::take_changed() (sync_queue).
+  std::unique_ptr<PendingQueue> queue_;
+  struct Queued {
+    JobSpec spec;
+    std::string key;  // the gang's
+  };
+  std::unordered_map<JobId, Queued> queued_;
+  double reasons_refreshed_ = -1;
+  void sync_queue(const CycleInput& in);
+  mutable std::map<std::string, int64_t> ids_;  // gang key -> read-API id
   mutable int64_t next_id_ = 1;
   // Pod-group members seen finishing (succeeded, failed), for PodGroup status: finished pods
   // leave the watch (it selects unfinished ones), so they are counted as they go.
