@@ -435,6 +435,9 @@ void KubeScheduler::run_cycle() {
   snap.now = t;
   snap.cycle = ++cycle_no_;
   snap.state = &model_.ledger();
+  // The cycle runs under mu_ (no reader sees the ledger meanwhile): it tries its placements on
+  // the model's own ledger and gives it back unchanged, rather than copying it.
+  snap.scratch = &model_.ledger();
   // Every reason_refresh one cycle walks the whole queue, every gang wanting its reason; the
   // others stop once nothing more can start.
   std::vector<PendingJob> everyone;
