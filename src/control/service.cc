@@ -1065,9 +1065,22 @@ std::vector<int64_t> Service::process_caps_locked() const {
   return cap;
 }
 
+Service::Standing Service::standing_locked(const Job& j) const {
+  if (j.row.held) return Standing::kHeld;
+  if ((!j.row.spec.after_ok.empty() || !j.row.spec.after_any.empty()) &&
+      dependencies_locked(j.row).state == DependencyState::kWaiting) {
+    return Standing::kDependency;
+  }
+  if (!j.unrunnable.empty()) return Standing::kUnrunnable;
+  return Standing::kGoodputRound;
+}
+
 const JobSpec* Service::cycle_spec_locked(const Job& j) const {
   if (!j.unrunnable.empty() || j.row.held) return nullptr;
-  if (dependencies_locked(j.row).state != DependencyState::kMet) return nullptr;
+  if ((!j.row.spec.after_ok.empty() || !j.row.spec.after_any.empty()) &&
+      dependencies_locked(j.row).state != DependencyState::kMet) {
+    return nullptr;
+  }
   if (!adaptive_locked(j)) return &j.spec;
   // An adaptive job starts at the size its goodput round gave it, and not before one did.
   return j.round_members > 0 ? &j.round_spec : nullptr;
@@ -1085,7 +1098,9 @@ std::vector<PendingJob> Service::pending_snapshot_locked() const {
 }
 
 void Service::unqueue_locked(int64_t id) {
-  if (queue_ && queue_->contains(static_cast<JobId>(id))) queue_->remove(static_cast<JobId>(id));
+  if (!queue_ || !queue_->contains(static_cast<JobId>(id))) return;
+  queue_->remove(static_cast<JobId>(id));
+  if (auto it = jobs_.find(id); it != jobs_.end()) it->second->queued_spec = nullptr;
 }
 
 // One pass over the waiting jobs in arrival order: each that a cycle may start is in queue_ as
@@ -1108,17 +1123,22 @@ void Service::sync_queue_locked() {
   }
   process_held_.clear();
   array_held_.clear();
+  restanding_.clear();
   size_t eligible = 0;
   ++queue_passes_;
   for (Job* j : pending_) {
     const auto id = static_cast<JobId>(j->row.id);
     const JobSpec* spec = cycle_spec_locked(*j);
+    Standing standing = Standing::kEligible;
     if (spec != nullptr) {
       const TenantId t = spec->tenant;
       if (t < caps.size() && (t < procs.size() ? procs[t] : 0) + spec->max_members > caps[t]) {
         process_held_.insert(j->row.id);
         spec = nullptr;
+        standing = Standing::kTenantLimit;
       }
+    } else {
+      standing = standing_locked(*j);
     }
     if (spec != nullptr && j->row.array_id != 0 && j->row.spec.array_throttle > 0) {
       int32_t& n = array_running[j->row.array_id];
@@ -1127,21 +1147,29 @@ void Service::sync_queue_locked() {
       } else {
         array_held_.insert(j->row.id);
         spec = nullptr;
+        standing = Standing::kArrayLimit;
       }
     }
-    if (queue_->contains(id)) {
-      const PendingJob& in = queue_->jobs()[queue_->index_of(id)];
-      if (spec == in.spec && j->attained == in.attained_gpu_seconds &&
-          j->queued_since == in.queued_since) {
+    if (standing != j->standing) {
+      j->standing = standing;
+      restanding_.push_back(j);
+    }
+    if (j->queued_spec != nullptr) {  // queued as it was then (no lookup: most are unchanged)
+      if (spec == j->queued_spec && j->attained == j->queued_attained &&
+          j->queued_since == j->queued_at) {
         ++eligible;
         j->queue_pass = queue_passes_;
         continue;
       }
       queue_->remove(id);
+      j->queued_spec = nullptr;
       reasons_.erase(j->row.id);
     }
     if (spec == nullptr) continue;
     queue_->add(PendingJob{id, spec, j->attained, j->queued_since, true});
+    j->queued_spec = spec;
+    j->queued_attained = j->attained;
+    j->queued_at = j->queued_since;
     ++eligible;
     j->queue_pass = queue_passes_;
   }
@@ -1152,7 +1180,7 @@ void Service::sync_queue_locked() {
     const auto it = jobs_.find(static_cast<int64_t>(p.id));
     if (it == jobs_.end() || it->second->queue_pass != queue_passes_) gone.push_back(p.id);
   }
-  for (const JobId id : gone) queue_->remove(id);
+  for (const JobId id : gone) unqueue_locked(id);
 }
 
 void Service::run_cycle() {
@@ -1415,17 +1443,25 @@ void Service::run_cycle() {
   }
   stage_ahead_locked(t);
   if (!launched.empty()) save_rows_locked(launched);
-  // With nothing changed but the reasons this cycle gave, only their jobs' may have changed.
-  if (reasons_only_ && started.empty()) {
-    std::vector<Job*> given;
-    for (const PendingReason& r : d.pending) {
-      if (auto it = jobs_.find(static_cast<int64_t>(r.job)); it != jobs_.end()) {
-        given.push_back(it->second.get());
+  // A reason code changes only with the engine's reason (the jobs given one this cycle) or with
+  // what holds a job out of the cycle (the jobs whose standing the queue's sync found changed);
+  // a refresh looks at every waiting job.
+  if (refresh) {
+    record_reason_changes_locked(t);
+  } else {
+    // (A job placed this cycle has left the waiting jobs: its placement is its news.)
+    std::vector<Job*> look;
+    if (!reasons_only_) {
+      for (Job* j : restanding_) {
+        if (started.count(j->row.id) == 0) look.push_back(j);
       }
     }
-    record_reason_changes_locked(t, &given);
-  } else {
-    record_reason_changes_locked(t);
+    for (const PendingReason& r : d.pending) {
+      if (auto it = jobs_.find(static_cast<int64_t>(r.job)); it != jobs_.end()) {
+        look.push_back(it->second.get());
+      }
+    }
+    record_reason_changes_locked(t, &look);
   }
 }
 

@@ -409,6 +409,20 @@ class Service {
   // The spec a cycle schedules a waiting job by (its round_spec for an adaptive job), or null
   // when no decision can start it (held, unrunnable, dependencies unmet, no goodput round yet).
   const JobSpec* cycle_spec_locked(const Job& j) const;
+  // What holds a waiting job out of the cycle, in why_pending_locked's order: a change of it is
+  // what may change the job's reason code apart from the engine's reasons.
+  enum class Standing : uint8_t {
+    kNotSeen,
+    kEligible,
+    kHeld,
+    kDependency,
+    kUnrunnable,
+    kTenantLimit,
+    kArrayLimit,
+    kGoodputRound,
+  };
+  // Why no cycle may start j (cycle_spec_locked gave null).
+  Standing standing_locked(const Job& j) const;
   // The server's limits, with those the tenant's queues set (tenant_limits) in their place.
   TenantLimits limits_for_locked(TenantId t) const;
   // Refuses a submission past the tenant's limits (gang size, waiting jobs, rate).
@@ -637,9 +651,10 @@ class Service {
   // Invariant: every job in it is in pending_ or was taken out of pending_ since the last sync,
   // and its spec (or round_spec) is unchanged since it was added.
   std::unique_ptr<PendingQueue> queue_;
-  uint64_t queue_passes_ = 0;  // sync_queue_locked's passes (Job::queue_pass: the last it saw)
-  bool queue_stale_ = true;    // something may have changed which jobs may start
-  bool reasons_only_ = false;  // this cycle's queue is the last one's: it changes only reasons
+  uint64_t queue_passes_ = 0;     // sync_queue_locked's passes (Job::queue_pass: the last it saw)
+  std::vector<Job*> restanding_;  // the jobs whose Job::standing the last sync changed
+  bool queue_stale_ = true;       // something may have changed which jobs may start
+  bool reasons_only_ = false;     // this cycle's queue is the last one's: it changes only reasons
   void sync_queue_locked();
   void unqueue_locked(int64_t id);
   // Why each pending job waits, as of the cycle that last gave it a reason. A cycle gives one

@@ -75,8 +75,13 @@ struct Service::Job {
   bool data_held = false;
   bool stage_requested = false;
   std::string staging_why;
-  // The last pass of Service::sync_queue_locked that found it may start (in the queue).
+  // The last pass of Service::sync_queue_locked that found it may start (in the queue), and
+  // what it was queued with (null spec: not queued).
   uint64_t queue_pass = 0;
+  const JobSpec* queued_spec = nullptr;
+  double queued_attained = 0, queued_at = 0;
+  // What holds it out of the cycle, or kEligible, as of that pass (Service::Standing).
+  Standing standing = Standing::kNotSeen;
 };
 
 }  // namespace tessera

@@ -284,6 +284,11 @@ class PendingQueue {
   // The jobs whose reason the caller wants (PendingJob::wants_reason).
   const std::set<JobId>& wanting_reasons() const { return wanting_; }
   uint32_t index_of(JobId id) const { return index_.at(id); }
+  // The job as queued, or null when it is not.
+  const PendingJob* find(JobId id) const {
+    const auto it = index_.find(id);
+    return it == index_.end() ? nullptr : &jobs_[it->second];
+  }
 
  private:
   void account(const PendingJob& job, uint32_t index, int sign);
