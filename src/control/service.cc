@@ -1258,14 +1258,7 @@ void Service::run_cycle() {
   // The queue is changed only here, on this thread: read unlocked as the ledger is. A refresh
   // walks all of it, every job wanting its reason.
   std::vector<PendingJob> everyone;
-  if (refresh) {
-    everyone.assign(queue_->jobs().begin(), queue_->jobs().end());
-    for (PendingJob& p : everyone) p.wants_reason = true;
-    snap.pending = everyone;
-  } else {
-    snap.pending = queue_->jobs();
-    snap.pending_queue = queue_.get();
-  }
+  offer_pending(*queue_, refresh, everyone, snap);
   snap.running = running;
   snap.queues = tree.get();
   if (power_policies_) snap.power = thermal_view ? &*thermal_view : &power_view_;
@@ -1278,14 +1271,10 @@ void Service::run_cycle() {
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
 
   std::lock_guard lock(mu_);
-  // A job keeps its reason until a cycle gives it another; one given a reason wants no other
-  // until the next refresh.
-  for (const PendingReason& r : d.pending) {
+  // A job keeps its reason until a cycle gives it another.
+  for (const PendingReason& r : d.pending)
     reasons_.insert_or_assign(static_cast<int64_t>(r.job), r);
-    if (queue_->contains(r.job) && queue_->jobs()[queue_->index_of(r.job)].wants_reason) {
-      queue_->set_wants_reason(r.job, false);
-    }
-  }
+  reasons_given(*queue_, d.pending);
   ++counters_.cycles;
   counters_.cycle_seconds_sum += secs;
   for (size_t b = 0; b < counters_.cycle_bucket_bounds.size(); ++b) {

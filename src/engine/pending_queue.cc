@@ -126,4 +126,25 @@ void PendingQueue::account(const PendingJob& job, uint32_t index, int sign) {
   if (job.wants_reason) set_wanting(job.id, sign > 0);
 }
 
+void offer_pending(const PendingQueue& q, bool refresh, std::vector<PendingJob>& everyone,
+                   Snapshot& snap) {
+  if (refresh) {
+    everyone.assign(q.jobs().begin(), q.jobs().end());
+    for (PendingJob& p : everyone) p.wants_reason = true;
+    snap.pending = everyone;
+    snap.pending_queue = nullptr;
+  } else {
+    snap.pending = q.jobs();
+    snap.pending_queue = &q;
+  }
+}
+
+void reasons_given(PendingQueue& q, std::span<const PendingReason> given) {
+  for (const PendingReason& r : given) {
+    if (const PendingJob* p = q.find(r.job); p != nullptr && p->wants_reason) {
+      q.set_wants_reason(r.job, false);
+    }
+  }
+}
+
 }  // namespace tessera

@@ -26,6 +26,7 @@
 #include <ext/pb_ds/assoc_container.hpp>
 #include <ext/pb_ds/tree_policy.hpp>
 
+#include "engine/decisions.h"
 #include "engine/snapshot.h"
 #include "model/queue_tree.h"
 
@@ -309,5 +310,15 @@ class PendingQueue {
   std::array<size_t, 4> by_class_{};  // by PriorityClass
   std::set<JobId> wanting_;
 };
+
+// A caller's kept queue as a snapshot's pending jobs (serve and the Kubernetes scheduler keep
+// their reasons between cycles): with `refresh`, every job, each wanting its reason (a full
+// walk; `everyone` holds the copy), else the queue itself, so the cycle stops once nothing more
+// can start and gives reasons only to jobs that want one.
+void offer_pending(const PendingQueue& q, bool refresh, std::vector<PendingJob>& everyone,
+                   Snapshot& snap);
+// After the cycle: each job it gave a reason wants none until it is queued anew or the next
+// refresh.
+void reasons_given(PendingQueue& q, std::span<const PendingReason> given);
 
 }  // namespace tessera

@@ -441,15 +441,9 @@ void KubeScheduler::run_cycle() {
   // Every reason_refresh one cycle walks the whole queue, every gang wanting its reason; the
   // others stop once nothing more can start.
   std::vector<PendingJob> everyone;
-  if (reasons_refreshed_ < 0 || t - reasons_refreshed_ >= opt_.reason_refresh) {
-    reasons_refreshed_ = t;
-    everyone.assign(queue_->jobs().begin(), queue_->jobs().end());
-    for (PendingJob& p : everyone) p.wants_reason = true;
-    snap.pending = everyone;
-  } else {
-    snap.pending = queue_->jobs();
-    snap.pending_queue = queue_.get();
-  }
+  const bool refresh = reasons_refreshed_ < 0 || t - reasons_refreshed_ >= opt_.reason_refresh;
+  if (refresh) reasons_refreshed_ = t;
+  offer_pending(*queue_, refresh, everyone, snap);
   snap.running = in.running;
   snap.queues = &model_.tree();
   snap.decayed_usage = decayed_.view();
@@ -476,12 +470,7 @@ void KubeScheduler::run_cycle() {
   Decisions d;
   if (!in.pending.empty() || lowered) d = schedule_cycle(snap, policy_);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  // A gang given its reason wants no other until it changes or the next refresh.
-  for (const PendingReason& r : d.pending) {
-    if (queue_->contains(r.job) && queue_->jobs()[queue_->index_of(r.job)].wants_reason) {
-      queue_->set_wants_reason(r.job, false);
-    }
-  }
+  reasons_given(*queue_, d.pending);
   ++counters_.cycles;
   counters_.cycle_seconds_sum += secs;
   add_bucket(counters_.cycle_bucket_counts, counters_.cycle_bucket_bounds, secs);
