@@ -162,7 +162,8 @@ command: ["sh", "-c", "trap 'echo got TERM' TERM; echo ready; while true; do sle
     return a.get("/v1/jobs/" + std::to_string(stubborn) + "/logs?rank=" + std::to_string(rank))
                .body.find("ready") != std::string::npos;
   };
-  ASSERT_TRUE(eventually([&] { return job_in(a, polite, "running") && ready(0) && ready(1); }, 10));
+  ASSERT_TRUE(eventually([&] { return job_in(a, polite, "running") && ready(0) && ready(1); }, 10))
+      << get_job(a, polite).dump() << get_job(a, stubborn).dump() << server.log();
   // team-b's fair share is half the cluster: one of team-a's gangs gives way, whole.
   const int64_t mine = submit(b, R"(name: mine
 gang: {min: 2, max: 2}
