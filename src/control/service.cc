@@ -1068,30 +1068,26 @@ std::vector<int64_t> Service::process_caps_locked() const {
 Service::Standing Service::standing_locked(const Job& j) const {
   if (j.row.held) return Standing::kHeld;
   if ((!j.row.spec.after_ok.empty() || !j.row.spec.after_any.empty()) &&
-      dependencies_locked(j.row).state == DependencyState::kWaiting) {
+      dependencies_locked(j.row).state != DependencyState::kMet) {
     return Standing::kDependency;
   }
   if (!j.unrunnable.empty()) return Standing::kUnrunnable;
-  return Standing::kGoodputRound;
+  // An adaptive job starts at the size its goodput round gave it, and not before one did.
+  if (adaptive_locked(j) && j.round_members <= 0) return Standing::kGoodputRound;
+  return Standing::kEligible;
 }
 
-const JobSpec* Service::cycle_spec_locked(const Job& j) const {
-  if (!j.unrunnable.empty() || j.row.held) return nullptr;
-  if ((!j.row.spec.after_ok.empty() || !j.row.spec.after_any.empty()) &&
-      dependencies_locked(j.row).state != DependencyState::kMet) {
-    return nullptr;
-  }
-  if (!adaptive_locked(j)) return &j.spec;
-  // An adaptive job starts at the size its goodput round gave it, and not before one did.
-  return j.round_members > 0 ? &j.round_spec : nullptr;
+const JobSpec& Service::cycle_spec_locked(const Job& j) const {
+  return adaptive_locked(j) ? j.round_spec : j.spec;
 }
 
 std::vector<PendingJob> Service::pending_snapshot_locked() const {
   std::vector<PendingJob> out;
   out.reserve(pending_.size());
   for (const Job* j : pending_) {
-    if (const JobSpec* spec = cycle_spec_locked(*j)) {
-      out.push_back(PendingJob{static_cast<JobId>(j->row.id), spec, j->attained, j->queued_since});
+    if (standing_locked(*j) == Standing::kEligible) {
+      out.push_back(PendingJob{static_cast<JobId>(j->row.id), &cycle_spec_locked(*j), j->attained,
+                               j->queued_since});
     }
   }
   return out;
@@ -1128,8 +1124,8 @@ void Service::sync_queue_locked() {
   ++queue_passes_;
   for (Job* j : pending_) {
     const auto id = static_cast<JobId>(j->row.id);
-    const JobSpec* spec = cycle_spec_locked(*j);
-    Standing standing = Standing::kEligible;
+    Standing standing = standing_locked(*j);
+    const JobSpec* spec = standing == Standing::kEligible ? &cycle_spec_locked(*j) : nullptr;
     if (spec != nullptr) {
       const TenantId t = spec->tenant;
       if (t < caps.size() && (t < procs.size() ? procs[t] : 0) + spec->max_members > caps[t]) {
@@ -1137,8 +1133,6 @@ void Service::sync_queue_locked() {
         spec = nullptr;
         standing = Standing::kTenantLimit;
       }
-    } else {
-      standing = standing_locked(*j);
     }
     if (spec != nullptr && j->row.array_id != 0 && j->row.spec.array_throttle > 0) {
       int32_t& n = array_running[j->row.array_id];

@@ -406,11 +406,12 @@ class Service {
   // queue tree has no leaf for it, with nothing changed.
   void add_tenant_locked(const std::string& name, const std::string& field);
   std::vector<PendingJob> pending_snapshot_locked() const;
-  // The spec a cycle schedules a waiting job by (its round_spec for an adaptive job), or null
-  // when no decision can start it (held, unrunnable, dependencies unmet, no goodput round yet).
-  const JobSpec* cycle_spec_locked(const Job& j) const;
-  // What holds a waiting job out of the cycle, in why_pending_locked's order: a change of it is
-  // what may change the job's reason code apart from the engine's reasons.
+  // The spec a cycle schedules a waiting job by, once nothing holds it (its round_spec for an
+  // adaptive job).
+  const JobSpec& cycle_spec_locked(const Job& j) const;
+  // What holds a waiting job out of the cycle (kEligible: nothing; the tenant and array limits
+  // are the queue's sync's), in why_pending_locked's order: a change of it is what may change
+  // the job's reason code apart from the engine's reasons.
   enum class Standing : uint8_t {
     kNotSeen,
     kEligible,
@@ -421,7 +422,7 @@ class Service {
     kArrayLimit,
     kGoodputRound,
   };
-  // Why no cycle may start j (cycle_spec_locked gave null).
+  // Held, dependencies unmet, unrunnable here, no goodput round yet, or kEligible.
   Standing standing_locked(const Job& j) const;
   // The server's limits, with those the tenant's queues set (tenant_limits) in their place.
   TenantLimits limits_for_locked(TenantId t) const;

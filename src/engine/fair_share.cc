@@ -245,7 +245,7 @@ QueueShares compute_queue_shares(const Snapshot& snap, SharesNeeded what) {
   // Usage and demand are summed up each path (water_fill reads only the leaves' demand).
   const Cluster& cluster = snap.state->cluster();
   const RunningSet* rs = snap.running_set;
-  if (rs != nullptr && &rs->cluster() == &cluster && rs->count() == tree.settings().count) {
+  if (rs != nullptr && &rs->cluster() == &cluster && rs->fair_count() == tree.settings().count) {
     // The caller keeps each tenant's usage: a pass per tenant, not per running job.
     for (TenantId t = 0; t < rs->tenants(); ++t) {
       if (rs->count(t) == 0) continue;

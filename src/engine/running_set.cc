@@ -12,7 +12,6 @@ RunningSet::RunningSet(const Cluster& cluster, const FairnessSettings& settings,
                        const QueueOrder* order)
     : cluster_(cluster),
       settings_(settings),
-      count_(settings.count),
       order_(order),
       ranked_(order != nullptr && !order->time_dependent()) {}
 

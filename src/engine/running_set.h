@@ -52,7 +52,7 @@ class RunningSet {
   std::span<const RunningJob> jobs() const { return jobs_; }
 
   const Cluster& cluster() const { return cluster_; }
-  FairCount count() const { return count_; }
+  FairCount fair_count() const { return settings_.count; }
   // By TenantId: how many jobs run, what they hold as fair shares count it, and the part of
   // it that is not best-effort (QueueShares::usage and demand). tenants() bounds the ids with
   // jobs.
@@ -90,7 +90,6 @@ class RunningSet {
 
   const Cluster& cluster_;
   FairnessSettings settings_;
-  FairCount count_;
   const QueueOrder* order_;
   bool ranked_;  // order_ is set and its ranks are fixed while a job runs
   std::vector<RunningJob> jobs_;

@@ -559,13 +559,13 @@ CycleInput ClusterModel::prepare(double now) {
   return in;
 }
 
-// Derives what prepare() offers of one gang from its pods, group and the cluster.
 std::vector<JobId> ClusterModel::take_changed() {
   std::vector<JobId> out;
   out.swap(changed_);
   return out;
 }
 
+// Derives what prepare() offers of one gang from its pods, group and the cluster.
 void ClusterModel::prepare_gang(Gang& g, double now) {
   g.stale = false;
   changed_.push_back(2 * g.serial);

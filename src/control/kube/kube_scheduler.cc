@@ -484,6 +484,10 @@ void KubeScheduler::run_cycle() {
 // back as they are now, wanting their reason; the rest stay as they were queued.
 void KubeScheduler::sync_queue(const CycleInput& in) {
   if (!queue_) queue_ = std::make_unique<PendingQueue>(*policy_.order);
+  auto enqueue = [&](JobId id, const Gang& g) {
+    Queued& q = queued_[id] = Queued{g.pending_spec, g.key};
+    queue_->add(PendingJob{id, &q.spec, 0, q.spec.submit_time, true});
+  };
   for (const JobId id : model_.take_changed()) {
     if (queue_->contains(id)) {
       queue_->remove(id);
@@ -492,9 +496,7 @@ void KubeScheduler::sync_queue(const CycleInput& in) {
       queued_.erase(it);
     }
     const Gang* g = in.gang_of(id);
-    if (g == nullptr || g->pending_id != id) continue;
-    Queued& q = queued_[id] = Queued{g->pending_spec, g->key};
-    queue_->add(PendingJob{id, &q.spec, 0, q.spec.submit_time, true});
+    if (g != nullptr && g->pending_id == id) enqueue(id, *g);
   }
   // Every gang offered is queued, and only those (a gang changes only through the model, which
   // reports it): a queue out of step would be a bug, so it is said and the queue built anew.
@@ -503,11 +505,7 @@ void KubeScheduler::sync_queue(const CycleInput& in) {
                  queue_->size(), in.pending.size());
     queue_ = std::make_unique<PendingQueue>(*policy_.order);
     queued_.clear();
-    for (const PendingJob& pj : in.pending) {
-      const Gang* g = in.gang_of(pj.id);
-      Queued& q = queued_[pj.id] = Queued{g->pending_spec, g->key};
-      queue_->add(PendingJob{pj.id, &q.spec, 0, q.spec.submit_time, true});
-    }
+    for (const PendingJob& pj : in.pending) enqueue(pj.id, *in.gang_of(pj.id));
   }
 }
 
