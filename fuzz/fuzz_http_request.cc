@@ -32,7 +32,7 @@ class NullBackend final : public tessera::Backend {
     for (const auto& m : ms) out.push_back({m.rank, tessera::MemberPhase::kExited, 0});
     return out;
   }
-  void signal(const std::vector<tessera::MemberHandle>&, int) override {}
+  void signal(uint64_t, uint32_t, const std::vector<tessera::MemberHandle>&, int) override {}
   std::vector<tessera::MemberHandle> discover(uint64_t, uint32_t, int32_t) override { return {}; }
   tessera::LogFile open_log(uint64_t, uint32_t, int32_t) const override { return {}; }
 };

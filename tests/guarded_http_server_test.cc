@@ -33,10 +33,19 @@ TEST(RequestFraming, FindsTheEndOfARequestAndItsBody) {
   f = frame_request("POST /v1/jobs HTTP/1.1\r\ncontent-length:  5 \r\n\r\nabcdeGET", lim);
   EXPECT_EQ(f.kind, Framing::kComplete);
   EXPECT_EQ(f.length, f.length);
-  // Bare LF line ends, and a POST without Content-Length has no body.
-  f = frame_request("POST /x HTTP/1.1\nHost: y\n\n", lim);
+  // A POST without Content-Length has no body.
+  f = frame_request("POST /x HTTP/1.1\r\nHost: y\r\n\r\n", lim);
   EXPECT_EQ(f.kind, Framing::kComplete);
-  EXPECT_EQ(f.length, 26u);
+  EXPECT_EQ(f.length, 29u);
+  // Bare LF line ends and CONNECT are refused (and the connection closed with them).
+  f = frame_request("POST /x HTTP/1.1\nHost: y\n\n", lim);
+  EXPECT_EQ(f.kind, Framing::kRefused);
+  EXPECT_EQ(f.status, 400);
+  f = frame_request("GET /x HTTP/1.1\r\nHost: y\n\r\n", lim);
+  EXPECT_EQ(f.kind, Framing::kRefused);
+  f = frame_request("CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: y\r\n\r\n", lim);
+  EXPECT_EQ(f.kind, Framing::kRefused);
+  EXPECT_EQ(f.status, 501);
   EXPECT_EQ(frame_request("GET / HTTP/1.1\r\nHost: x\r\n", lim).kind, Framing::kIncomplete);
   EXPECT_EQ(leading_empty_lines("\r\n\r\nGET"), 4u);
 }

@@ -240,7 +240,7 @@ TEST_F(LocalBackendTest, SigtermEndsSleepingGangWith143) {
     EXPECT_EQ(m.phase, MemberPhase::kRunning);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  backend.signal(handles, SIGTERM);
+  backend.signal(s.job, s.attempt, handles, SIGTERM);
   const std::vector<MemberStatus> st = wait_done(backend, s, handles);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   for (const MemberStatus& m : st) {
@@ -248,7 +248,7 @@ TEST_F(LocalBackendTest, SigtermEndsSleepingGangWith143) {
     EXPECT_EQ(m.exit_code, 143);
   }
   // Signalling members that are gone is harmless.
-  EXPECT_NO_THROW(backend.signal(handles, SIGTERM));
+  EXPECT_NO_THROW(backend.signal(s.job, s.attempt, handles, SIGTERM));
 }
 
 TEST_F(LocalBackendTest, SigkillStopsTermIgnoringGroupWithGrandchild) {
@@ -266,12 +266,12 @@ TEST_F(LocalBackendTest, SigkillStopsTermIgnoringGroupWithGrandchild) {
   ASSERT_GT(grandchild, 1);
   EXPECT_FALSE(process_gone(grandchild));
 
-  backend.signal(handles, SIGTERM);
+  backend.signal(s.job, s.attempt, handles, SIGTERM);
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(backend.poll(s.job, s.attempt, handles)[0].phase, MemberPhase::kRunning);
   EXPECT_FALSE(process_gone(grandchild));
 
-  backend.signal(handles, SIGKILL);
+  backend.signal(s.job, s.attempt, handles, SIGKILL);
   const std::vector<MemberStatus> st = wait_done(backend, s, handles);
   EXPECT_EQ(st[0].phase, MemberPhase::kLost);
   EXPECT_TRUE(eventually([&] { return process_gone(grandchild); }, 5000ms));
@@ -345,7 +345,7 @@ TEST_F(LocalBackendTest, RecycledPidIsNotTheMember) {
   other.start_ticks += 1;  // same pid, another start time: some other process
   EXPECT_EQ(backend.poll(s.job, s.attempt, {other})[0].phase, MemberPhase::kLost);
   // Nor is it signalled: the real process keeps running.
-  backend.signal({other}, SIGKILL);
+  backend.signal(s.job, s.attempt, {other}, SIGKILL);
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(backend.poll(s.job, s.attempt, handles)[0].phase, MemberPhase::kRunning);
   // With an exit file present, the ended member's status is that file's.
@@ -377,7 +377,7 @@ TEST_F(LocalBackendTest, GonePidIsDecidedByTheExitFile) {
   // Invalid pids are never waited for nor signalled (kill(-0) would hit our own group).
   const MemberHandle zero{0, 0, 0};
   EXPECT_EQ(backend.poll(1, 1, {zero})[0].phase, MemberPhase::kLost);
-  EXPECT_NO_THROW(backend.signal({zero}, SIGTERM));
+  EXPECT_NO_THROW(backend.signal(1, 1, {zero}, SIGTERM));
 }
 
 // Issue 14, finding 13: a new database restarted job ids at 1, and new jobs appended to the
@@ -594,6 +594,82 @@ TEST_F(CgroupBackendTest, AMemberIsConfinedToItsRequestAndItsGroupGoesWithIt) {
   EXPECT_GT(current, 0);
   EXPECT_LE(current, 64);
   wait_done(backend, s, h);
+}
+
+// Whatever the member leaves behind (a setsid'd child, out of its process group) ends with it:
+// the member is not over until its cgroup is empty.
+TEST_F(CgroupBackendTest, ProcessesThatLeftTheGroupEndWithTheMember) {
+  LocalBackendOptions opt;
+  opt.cgroups = cgroups_;
+  LocalBackend backend(root_, opt);
+  LaunchSpec s = confined(
+      {"sh", "-c", "setsid sleep 97 </dev/null >/dev/null 2>&1 & echo $! > escapee.pid; exit 0"}, 0,
+      4);
+  const auto h = launch(backend, s);
+  int64_t escapee = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream in(backend.attempt_dir(s.job, s.attempt) + "/escapee.pid");
+    return static_cast<bool>(in >> escapee) && escapee > 1;
+  }));
+  const std::vector<MemberStatus> st = wait_done(backend, s, h);
+  EXPECT_EQ(st[0].phase, MemberPhase::kExited);
+  EXPECT_EQ(st[0].exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return process_gone(escapee); }, 5000ms))
+      << "pid " << escapee << " outlived its member";
+  EXPECT_FALSE(fs::exists(cgroups_.dirs("42-4-r0")[0])) << "the group outlived its member";
+  // And on SIGKILL (a cancel), while the member still runs.
+  s = confined({"sh", "-c",
+                "setsid sleep 97 </dev/null >/dev/null 2>&1 & echo $! > e2.pid; "
+                "sleep 60"},
+               0, 5);
+  const auto h2 = launch(backend, s);
+  int64_t second = 0;
+  ASSERT_TRUE(eventually([&] {
+    std::ifstream in(backend.attempt_dir(s.job, s.attempt) + "/e2.pid");
+    return static_cast<bool>(in >> second) && second > 1;
+  }));
+  backend.signal(s.job, s.attempt, h2, SIGKILL);
+  wait_done(backend, s, h2);
+  EXPECT_TRUE(eventually([&] { return process_gone(second); }, 5000ms));
+}
+
+// A job's environment reaches only what runs as its tenant: a library it names in LD_PRELOAD
+// (which the API refuses, and which this bypasses) is loaded by no process that is root.
+TEST_F(LocalBackendTest, AJobsEnvironmentNeverReachesAProcessRunningAsRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching uids needs root";
+  const std::string lib = root_ + "-preload.so", src = root_ + "-preload.c";
+  const std::string seen = "/tmp/tessera-preload-seen-" + std::to_string(::getpid());
+  fs::remove(seen);
+  {
+    std::ofstream c(src);
+    c << "#include <stdio.h>\n#include <unistd.h>\n"
+         "__attribute__((constructor)) static void mark(void) {\n"
+         "  FILE* f = fopen(\""
+      << seen
+      << "\", \"a\");\n"
+         "  if (f) { fprintf(f, \"%d\\n\", (int)geteuid()); fclose(f); }\n}\n";
+  }
+  ASSERT_EQ(std::system(("cc -shared -fPIC -o " + lib + " " + src + " 2>&1").c_str()), 0);
+  ::chmod(lib.c_str(), 0755);
+  // Every uid may append to the file the library writes.
+  std::ofstream(seen).close();
+  ::chmod(seen.c_str(), 0666);
+  LocalBackend backend(root_);
+  LaunchSpec s = spec({"true"});
+  s.run_as_uid = s.run_as_gid = 900012345;
+  s.env = {{"LD_PRELOAD", lib}};
+  const auto h = launch(backend, s);
+  EXPECT_EQ(wait_done(backend, s, h)[0].exit_code, 0) << read_file(backend.log_path(42, 1, 0));
+  std::ifstream in(seen);
+  int uid = -1, loads = 0;
+  while (in >> uid) {
+    ++loads;
+    EXPECT_NE(uid, 0) << "the tenant's library ran as root";
+  }
+  EXPECT_GE(loads, 1) << "the library never loaded: the test proves nothing";
+  fs::remove(seen);
+  fs::remove(lib);
+  fs::remove(src);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ class FakeBackend final : public Backend {
     }
     return out;
   }
-  void signal(const std::vector<MemberHandle>& members, int sig) override {
+  void signal(uint64_t /*job*/, uint32_t /*attempt*/, const std::vector<MemberHandle>& members,
+              int sig) override {
     std::lock_guard lock(mu_);
     for (const MemberHandle& h : members) {
       auto it = procs.find(h.pid);
@@ -100,6 +101,14 @@ class FakeBackend final : public Backend {
         return;
       }
     }
+  }
+  // The memory (MiB per member) job `job`'s last launch gave its members; -1 if never.
+  int64_t launched_mem_of(uint64_t job) {
+    std::lock_guard lock(mu_);
+    for (auto it = launches.rbegin(); it != launches.rend(); ++it) {
+      if (it->job == job && !it->members.empty()) return it->members[0].mem_mib;
+    }
+    return -1;
   }
   std::vector<int> signals_of(uint64_t job, int32_t rank) {
     std::lock_guard lock(mu_);

@@ -847,7 +847,7 @@ TEST_F(ServiceTest, TheAuditLogsActorNamesAreNotTenantNames) {
 // Issue 14, finding 6: `checkpoint_grace: 1e9` let a stopping job keep its GPUs for ever.
 TEST_F(ServiceTest, AGraceAboveTheServersLimitIsRefused) {
   auto s = make(1);  // the default limit: 3600 s
-  for (const char* grace : {"1e9", "100000d", "3601"}) {
+  for (const char* grace : {"1e9", "10000d", "3601"}) {
     try {
       s->submit(as("lab"),
                 job(std::string("name: x\ncheckpoint_grace: ") + grace + "\ncommand: [x]\n"), "",

@@ -7,12 +7,14 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -275,6 +277,23 @@ std::shared_ptr<SSL_CTX> make_tls_context(const TlsConfig& tls) {
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
   if (!ctx) throw std::runtime_error("TLS: " + openssl_error());
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  // Forward secrecy only: ECDHE key exchange with an AEAD cipher on TLS 1.2 (every TLS 1.3
+  // suite is ephemeral already). A recorded session stays secret after the key leaks.
+  if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
+    throw std::runtime_error("TLS: cannot set the cipher suites: " + openssl_error());
+  }
+  // A private key others may read is no longer private: refused, as ssh refuses one.
+  struct stat key_st {};
+  if (::stat(tls.key_file.c_str(), &key_st) == 0 && (key_st.st_mode & S_IROTH) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(key_st.st_mode & 07777));
+    throw std::runtime_error("TLS: the key " + tls.key_file + " is readable by every user (mode " +
+                             mode + "); chmod 600 " + tls.key_file);
+  }
+  if ((key_st.st_mode & S_IRGRP) != 0) {
+    std::fprintf(stderr, "tessera: warning: the TLS key %s is readable by its group\n",
+                 tls.key_file.c_str());
+  }
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.cert_file.c_str()) != 1) {
     throw std::runtime_error("TLS: cannot use the certificate " + tls.cert_file + ": " +
                              openssl_error());

@@ -52,6 +52,12 @@ std::optional<Framing> check_request_line(std::string_view line) {
       !is_token(line.substr(0, sp1)) || sp2 == sp1 + 1) {
     return refuse(400, "malformed request line");
   }
+  // CONNECT (a tunnel), TRACE and methods nobody serves: refused before a handler, closing.
+  static constexpr std::string_view kServed[] = {"GET",    "HEAD",  "POST",   "PUT",
+                                                 "DELETE", "PATCH", "OPTIONS"};
+  if (std::find(std::begin(kServed), std::end(kServed), line.substr(0, sp1)) == std::end(kServed)) {
+    return refuse(501, "method not served");
+  }
   const std::string_view version = line.substr(sp2 + 1);
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
     return refuse(505, "only HTTP/1.1 and HTTP/1.0 are served");
@@ -88,7 +94,10 @@ Framing frame(std::string_view buffered, const FramingLimits& limits, Seen& seen
       return Framing{};
     }
     std::string_view line = buffered.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // The HTTP parser behind the framer answers a bare LF with 400 and would keep the
+    // connection open: refused here, where every refusal closes it.
+    if (line.empty() || line.back() != '\r') return refuse(400, "lines must end in CR LF");
+    line.remove_suffix(1);
     pos = nl + 1;
     if (pos > limits.max_header_bytes) {
       return refuse(431, "request header section larger than " +
@@ -155,8 +164,8 @@ Framing frame_request(std::string_view buffered, const FramingLimits& limits) {
 
 void drop_brotli(std::string& request) {
   static constexpr std::string_view kField = "accept-encoding:";
-  // Header lines end in CRLF or (as the framer accepts) a bare LF; the first empty line ends
-  // them. The request line is skipped.
+  // Header lines end in CRLF (the framer refuses a bare LF, but this copes with one); the
+  // first empty line ends them. The request line is skipped.
   size_t line = request.find('\n');
   while (line != std::string::npos && line + 1 < request.size()) {
     const size_t start = line + 1;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "api/http_server.h"
 #include "apps/energy_options.h"
@@ -19,6 +20,8 @@
 #include "control/service.h"
 #include "control/token.h"
 #include "model/carbon_intensity.h"
+#include "model/input_error.h"
+#include "model/yaml_util.h"
 
 namespace tessera {
 
@@ -140,6 +143,13 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--pids-per-member", a.pids_per_member,
                 "processes (and threads) one job member may have at once, with cgroups")
       ->check(CLI::Range(int64_t{16}, int64_t{4194304}));
+  s->add_option("--default-memory", a.default_memory,
+                "memory per member of a job that asks for none (e.g. 16Gi): its cgroup's limit "
+                "and its demand in placement, where its queue sets no memory.default (default: "
+                "--max-memory; neither: no limit)");
+  s->add_option("--max-memory", a.max_memory,
+                "the most memory per member a job may ask for (e.g. 128Gi), where its queue sets "
+                "no memory.max; more is refused (400)");
   s->add_option("--pass-env", a.pass_env,
                 "a variable of the server's environment that jobs see too (repeatable); they "
                 "see only PATH, locale, TZ and TMPDIR otherwise");
@@ -276,6 +286,19 @@ int run_serve(const ServeArgs& a) {
   opt.tenant_uid_base = a.tenant_uid_base;
   opt.pass_env = a.pass_env;
   opt.pids_per_member = a.pids_per_member;
+  for (const auto& [flag, text, into] :
+       {std::tuple{"--default-memory", &a.default_memory, &opt.default_memory_mib},
+        std::tuple{"--max-memory", &a.max_memory, &opt.max_memory_mib}}) {
+    if (text->empty()) continue;
+    if (!parse_memory_quantity(*text, *into) || *into <= 0) {
+      throw std::runtime_error(std::string(flag) + ": expected a memory quantity like 16Gi, got " +
+                               quote_prefix(*text));
+    }
+  }
+  if (opt.default_memory_mib > 0 && opt.max_memory_mib > 0 &&
+      opt.default_memory_mib > opt.max_memory_mib) {
+    throw std::runtime_error("--default-memory is more than --max-memory");
+  }
   std::string confinement = "off (--cgroups off)";
   if (a.cgroups != "off") {
     opt.cgroups = Cgroups::detect();

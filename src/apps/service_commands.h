@@ -38,6 +38,7 @@ struct ServeArgs {
   std::string cgroups = "auto";  // auto, on, off
   std::string tls_cert, tls_key;
   int64_t pids_per_member = 4096;
+  std::string default_memory, max_memory;  // per member, e.g. 16Gi; "" = not set
   int max_connections = 1024;
   double history_interval = 10;  // serve --history-interval
   double history_hours = 24;     // serve --history-hours

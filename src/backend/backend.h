@@ -74,7 +74,8 @@ class Backend {
   virtual std::vector<MemberStatus> poll(uint64_t job, uint32_t attempt,
                                          const std::vector<MemberHandle>& members) = 0;
   // Sends `sig` (SIGTERM: checkpoint and exit; SIGKILL: stop now) to every member.
-  virtual void signal(const std::vector<MemberHandle>& members, int sig) = 0;
+  virtual void signal(uint64_t job, uint32_t attempt, const std::vector<MemberHandle>& members,
+                      int sig) = 0;
   // The members of an attempt that started though their handles were never recorded (a
   // crash between launch and record); ranks that never started are missing.
   virtual std::vector<MemberHandle> discover(uint64_t job, uint32_t attempt, int32_t world) = 0;

@@ -1,6 +1,8 @@
 #include "backend/cgroups.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,6 +135,45 @@ void Cgroups::add(const std::string& group, pid_t pid) const {
                                std::strerror(errno));
     }
   }
+}
+
+bool Cgroups::kill_all(const std::string& group) const {
+  if (!available()) return true;
+  const std::vector<std::string> d = dirs(group);
+  // The pids controller's directory lists every process of the group on v1; on v2 the one.
+  const std::string procs_dir = version_ == Version::kV2 ? d[0] : d[1];
+  auto pids = [&] {
+    std::vector<pid_t> out;
+    std::ifstream in(procs_dir + "/cgroup.procs");
+    for (long pid = 0; in >> pid;) {
+      if (pid > 1) out.push_back(static_cast<pid_t>(pid));
+    }
+    return out;
+  };
+  if (!is_dir(procs_dir)) return true;
+  if (version_ == Version::kV2 && write_file(d[0] + "/cgroup.kill", "1")) return pids().empty();
+  // No new process can join while we read and kill: a fork in the group fails once pids.max is
+  // 0, so one pass over cgroup.procs reaches them all. A listed pid may end and be reused
+  // before the signal, so each is pinned with a pidfd and checked to be in the group still.
+  if (version_ == Version::kV1) write_file(d[1] + "/pids.max", "0");
+  const std::string member_of = ":/" + parent_ + "/" + group;
+  for (int pass = 0; pass < 3; ++pass) {
+    const std::vector<pid_t> left = pids();
+    if (left.empty()) return true;
+    for (const pid_t pid : left) {
+      const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      if (fd < 0) continue;  // gone already
+      std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+      bool ours = false;
+      for (std::string line; !ours && std::getline(in, line);) {
+        ours = line.size() >= member_of.size() &&
+               line.compare(line.size() - member_of.size(), member_of.size(), member_of) == 0;
+      }
+      if (ours) ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+      ::close(fd);
+    }
+  }
+  return pids().empty();
 }
 
 bool Cgroups::remove(const std::string& group) const {

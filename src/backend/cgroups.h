@@ -37,6 +37,12 @@ class Cgroups {
   void create(const std::string& group, const CgroupLimits& limits) const;
   // Moves process `pid` into `group` (its later children stay there).
   void add(const std::string& group, pid_t pid) const;
+  // Sends SIGKILL to every process in `group`, after stopping it from forking more (v2:
+  // cgroup.kill, atomic; v1: pids.max 0, then each pid in cgroup.procs). Returns true once no
+  // process is left in it (an absent group is empty); a process in uninterruptible sleep may
+  // take a later call. Processes that left the member's process group (setsid, a daemon) are
+  // still in its cgroup, so this ends them too.
+  bool kill_all(const std::string& group) const;
   // Removes `group` once its processes are gone; false if it is still busy or absent.
   bool remove(const std::string& group) const;
   // The directories of `group` (one per controller on v1; one on v2).

@@ -1,8 +1,10 @@
 #include "backend/local_backend.h"
 
+#include "backend/member_spawn.h"
+#include "backend/unique_fd.h"
+
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -41,12 +43,10 @@ constexpr const char* kShell = "/bin/sh";
 // The pid and exit files are opened by the server and handed over as descriptors 3 and 4, which
 // the command itself does not get: it cannot write or replace them, and with its own uid it
 // cannot reach them by name either.
-// The shell first waits on descriptor 5 until the server has put it into its cgroup (a pipe
-// the server writes, or closes, once it has), so that nothing the command starts escapes it.
+// The server has put the process into its cgroup, and dropped it to the tenant's uid, before
+// this shell starts (member_spawn.h), so nothing the command starts escapes either.
 constexpr const char* kWrapper =
-    "trap : TERM; read _ <&5; exec 5<&-; echo $$ >&3; \"$@\" 3>&- 4>&-; s=$?; echo $s >&4; "
-    "exit $s";
-constexpr const char* kSetpriv = "/usr/bin/setpriv";
+    "trap : TERM; echo $$ >&3; \"$@\" 3>&- 4>&-; s=$?; echo $s >&4; exit $s";
 
 // The part of the server's environment a job sees: an allowlist, not the whole of it. The
 // server's may hold secrets (TESSERA_ADMIN_TOKEN, a cloud credential), and a job is a tenant's
@@ -66,11 +66,6 @@ std::map<std::string, std::string> job_environment(const std::vector<std::string
     if (allowed) out[name] = std::string(entry.substr(eq + 1));
   }
   return out;
-}
-
-// The cgroup of one member of one attempt.
-std::string cgroup_name(uint64_t job, uint32_t attempt, int32_t rank) {
-  return std::to_string(job) + "-" + std::to_string(attempt) + "-r" + std::to_string(rank);
 }
 
 // Written where a pid or exit status will go; not a number, so it reads as none yet.
@@ -154,112 +149,6 @@ std::string join_indices(const std::vector<int32_t>& indices) {
     out += std::to_string(indices[i]);
   }
   return out;
-}
-
-// Owns a posix_spawn_file_actions_t / posix_spawnattr_t for the length of one spawn.
-class FileActions {
- public:
-  FileActions() {
-    if (const int e = posix_spawn_file_actions_init(&fa_); e != 0) {
-      throw std::runtime_error(std::string("posix_spawn_file_actions_init: ") + strerror(e));
-    }
-  }
-  ~FileActions() { posix_spawn_file_actions_destroy(&fa_); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
-  posix_spawn_file_actions_t* get() { return &fa_; }
-
- private:
-  posix_spawn_file_actions_t fa_;
-};
-
-class SpawnAttr {
- public:
-  SpawnAttr() {
-    if (const int e = posix_spawnattr_init(&attr_); e != 0) {
-      throw std::runtime_error(std::string("posix_spawnattr_init: ") + strerror(e));
-    }
-  }
-  ~SpawnAttr() { posix_spawnattr_destroy(&attr_); }
-  SpawnAttr(const SpawnAttr&) = delete;
-  SpawnAttr& operator=(const SpawnAttr&) = delete;
-  posix_spawnattr_t* get() { return &attr_; }
-
- private:
-  posix_spawnattr_t attr_;
-};
-
-// Everything one member's spawn needs, built before any member starts so that the spawn loop
-// does nothing that can fail for reasons of our own.
-struct PreparedMember {
-  int32_t rank = 0;
-  std::string log, pid_file, exit_file;
-  std::string program;  // what posix_spawn runs: the shell, or setpriv in front of it
-  std::vector<std::string> argv;
-  std::vector<std::string> envp;
-};
-
-// Turns strings into the NULL-terminated char* array that posix_spawn takes; the strings must
-// outlive it.
-std::vector<char*> c_array(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-// Returns an errno value (0 on success) and sets `pid`; `what` names the step that failed.
-// `gate` is the read end of the pipe the member's shell waits on (descriptor 5).
-int spawn_member(PreparedMember& m, const std::string& dir, int gate, pid_t& pid,
-                 std::string& what) {
-  FileActions fa;
-  SpawnAttr attr;
-  auto step = [&what](const char* name, int e) {
-    if (e != 0 && what.empty()) what = name;
-    return e;
-  };
-  int e = 0;
-  // The server may block or catch signals in its threads; the member must start clean.
-  sigset_t none;
-  sigemptyset(&none);
-  sigset_t all;
-  sigfillset(&all);
-  if ((e = step(
-           "posix_spawnattr_setflags",
-           posix_spawnattr_setflags(attr.get(), POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                    POSIX_SPAWN_SETSIGDEF))) != 0 ||
-      (e = step("posix_spawnattr_setpgroup", posix_spawnattr_setpgroup(attr.get(), 0))) != 0 ||
-      (e = step("posix_spawnattr_setsigmask", posix_spawnattr_setsigmask(attr.get(), &none))) !=
-          0 ||
-      (e = step("posix_spawnattr_setsigdefault",
-                posix_spawnattr_setsigdefault(attr.get(), &all))) != 0 ||
-      // First, before the opens below can reuse the descriptor the gate has in this process.
-      (e = step("dup2 gate", posix_spawn_file_actions_adddup2(fa.get(), gate, 5))) != 0 ||
-      (e = step("open /dev/null", posix_spawn_file_actions_addopen(
-                                      fa.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0))) != 0 ||
-      (e = step("open log",
-                posix_spawn_file_actions_addopen(fa.get(), STDOUT_FILENO, m.log.c_str(),
-                                                 O_WRONLY | O_CREAT | O_APPEND, 0600))) != 0 ||
-      (e = step("dup2 stderr",
-                posix_spawn_file_actions_adddup2(fa.get(), STDOUT_FILENO, STDERR_FILENO))) != 0 ||
-      (e = step("open pid file", posix_spawn_file_actions_addopen(fa.get(), 3, m.pid_file.c_str(),
-                                                                  O_WRONLY | O_CREAT, 0600))) !=
-          0 ||
-      (e = step("open exit file", posix_spawn_file_actions_addopen(fa.get(), 4, m.exit_file.c_str(),
-                                                                   O_WRONLY | O_CREAT, 0600))) !=
-          0 ||
-      (e = step("chdir", posix_spawn_file_actions_addchdir_np(fa.get(), dir.c_str()))) != 0 ||
-      // The server's own descriptors (its database, its listening socket) must not leak
-      // into jobs, which could otherwise keep the port busy after the server is gone.
-      (e = step("closefrom", posix_spawn_file_actions_addclosefrom_np(fa.get(), 6))) != 0) {
-    return e;
-  }
-  std::vector<char*> argv = c_array(m.argv);
-  std::vector<char*> envp = c_array(m.envp);
-  e = posix_spawn(&pid, m.program.c_str(), fa.get(), attr.get(), argv.data(), envp.data());
-  if (e != 0) what = "posix_spawn";
-  return e;
 }
 
 // Stops members already started when a later one could not be: kill their groups and reap
@@ -398,7 +287,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
   base["TESSERA_ATTEMPT"] = std::to_string(spec.attempt);
   base["TESSERA_WORKDIR"] = work;
 
-  std::vector<PreparedMember> prepared;
+  std::vector<MemberExec> prepared;
   prepared.reserve(spec.members.size());
   for (const MemberLaunch& m : spec.members) {
     std::map<std::string, std::string> env = base;
@@ -408,23 +297,18 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     // A fractional member must not inherit a fraction from the server's or user's environment.
     env.erase("TESSERA_GPU_FRACTION");
     if (m.gpu_milli < 1000) env["TESSERA_GPU_FRACTION"] = format_fraction(m.gpu_milli);
-    PreparedMember p;
-    p.rank = m.rank;
-    p.log = log_path(spec.job, spec.attempt, m.rank);
-    p.pid_file = pid_path(spec.job, spec.attempt, m.rank);
-    p.exit_file = exit_path(spec.job, spec.attempt, m.rank);
+    MemberExec p;
     p.program = kShell;
-    if (own_uid) {
-      // setpriv drops to the tenant's uid and gid, with no supplementary groups, and execs the
-      // shell: the pid stays the one posix_spawn returns.
-      p.program = kSetpriv;
-      p.argv = {kSetpriv, "--reuid=" + std::to_string(spec.run_as_uid),
-                "--regid=" + std::to_string(spec.run_as_gid), "--clear-groups", "--"};
-    }
-    p.argv.insert(p.argv.end(), {kShell, "-c", kWrapper, "sh"});
+    p.argv = {kShell, "-c", kWrapper, "sh"};
     p.argv.insert(p.argv.end(), spec.command.begin(), spec.command.end());
     p.envp.reserve(env.size());
     for (const auto& [name, value] : env) p.envp.push_back(name + "=" + value);
+    p.dir = work;
+    p.log = log_path(spec.job, spec.attempt, m.rank);
+    p.pid_file = pid_path(spec.job, spec.attempt, m.rank);
+    p.exit_file = exit_path(spec.job, spec.attempt, m.rank);
+    p.uid = spec.run_as_uid;
+    p.gid = spec.run_as_gid;
     prepared.push_back(std::move(p));
   }
 
@@ -444,51 +328,87 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
 
   std::vector<MemberHandle> started;
   started.reserve(prepared.size());
+  // The gang's network namespace on this host, once its first member made it.
+  UniqueFd gang_netns;
   // Stops what started and removes the members' cgroups, then says why.
   auto fail = [&](const std::string& why) {
     kill_and_reap(started);
-    for (const MemberLaunch& m : spec.members)
-      opt_.cgroups.remove(cgroup_name(spec.job, spec.attempt, m.rank));
+    for (const MemberLaunch& m : spec.members) {
+      const std::string group = cgroup_name(spec.job, spec.attempt, m.rank);
+      opt_.cgroups.kill_all(group);
+      opt_.cgroups.remove(group);
+    }
     throw std::runtime_error("launch " + job + ": " + why);
   };
   for (size_t k = 0; k < prepared.size(); ++k) {
-    PreparedMember& p = prepared[k];
+    MemberExec& p = prepared[k];
     const MemberLaunch& m = spec.members[k];
+    const std::string rank = "rank " + std::to_string(m.rank);
     const std::string group = cgroup_name(spec.job, spec.attempt, m.rank);
     try {
       opt_.cgroups.create(group,
                           CgroupLimits{m.mem_mib * 1024 * 1024, opt_.pids_per_member, m.cpu_milli});
     } catch (const std::exception& e) {
-      fail(std::string("rank ") + std::to_string(p.rank) + ": " + e.what());
+      fail(rank + ": " + e.what());
     }
-    int gate[2];
-    if (::pipe2(gate, O_CLOEXEC) != 0) fail(std::string("pipe: ") + std::strerror(errno));
-    pid_t pid = 0;
-    std::string what;
-    const int e = spawn_member(p, work, gate[0], pid, what);
-    ::close(gate[0]);
-    if (e != 0) {
-      ::close(gate[1]);
-      fail("cannot start rank " + std::to_string(p.rank) + " (" + what + " of " + p.program +
-           " with log " + p.log + " in " + work + "): " + strerror(e));
+    if (opt_.isolate_network) {
+      p.network = k == 0 ? MemberNetwork::kNew : MemberNetwork::kJoin;
+      p.join_netns_fd = gang_netns.get();
     }
+    std::string why;
+    std::optional<GatedMember> child = fork_member(p, why);
+    if (!child) fail("cannot start " + rank + ": " + why);
     // Our unreaped child cannot vanish from /proc, so this fails only on a broken /proc.
-    const std::optional<ProcStat> st = read_proc_stat(pid);
-    started.push_back(MemberHandle{p.rank, pid, st ? st->start_ticks : 0});
-    std::string cgroup_error;
-    try {
-      opt_.cgroups.add(group, pid);
-    } catch (const std::exception& ex) {
-      cgroup_error = ex.what();
-    }
-    // Opens the gate (closing it does too: the shell reads end of file).
-    ::close(gate[1]);
-    if (!cgroup_error.empty()) fail("rank " + std::to_string(p.rank) + ": " + cgroup_error);
+    const std::optional<ProcStat> st = read_proc_stat(child->pid());
     if (!st) {
-      fail("cannot read /proc/" + std::to_string(pid) + "/stat for rank " + std::to_string(p.rank));
+      child->abandon();
+      fail("cannot read /proc/" + std::to_string(child->pid()) + "/stat for " + rank);
+    }
+    try {
+      opt_.cgroups.add(group, child->pid());
+    } catch (const std::exception& ex) {
+      child->abandon();
+      fail(rank + ": " + ex.what());
+    }
+    why = child->release();
+    if (!why.empty()) {
+      fail("cannot start " + rank + " (" + p.program + " with log " + p.log + " in " + work +
+           "): " + why);
+    }
+    started.push_back(MemberHandle{m.rank, child->pid(), st->start_ticks});
+    if (opt_.isolate_network && k == 0 && prepared.size() > 1) {
+      gang_netns.reset(::open(("/proc/" + std::to_string(child->pid()) + "/ns/net").c_str(),
+                              O_RDONLY | O_CLOEXEC));
+      if (!gang_netns.valid()) {
+        fail("cannot open the network namespace of " + rank + ": " + std::strerror(errno));
+      }
     }
   }
   return started;
+}
+
+std::string LocalBackend::cgroup_name(uint64_t job, uint32_t attempt, int32_t rank) const {
+  const std::string member =
+      std::to_string(job) + "-" + std::to_string(attempt) + "-r" + std::to_string(rank);
+  // 48 bits of the database's random id tell servers apart.
+  return opt_.owner.empty() ? member : opt_.owner.substr(0, 12) + "-" + member;
+}
+
+bool LocalBackend::kill_leftovers(uint64_t job, uint32_t attempt, const MemberHandle& h) const {
+  if (opt_.cgroups.available()) {
+    const std::string group = cgroup_name(job, attempt, h.rank);
+    if (!opt_.cgroups.kill_all(group)) return false;
+    opt_.cgroups.remove(group);
+    return true;
+  }
+  // Without cgroups, its process group: while any process of it lives, no new process can get
+  // its number, so a group found under the leader's pid is the member's (unless the pid now
+  // names another process). What left the group (setsid) escapes: docs/service.md.
+  if (h.pid <= 1 || h.pid > std::numeric_limits<pid_t>::max()) return true;
+  const std::optional<ProcStat> st = read_proc_stat(h.pid);
+  if (h.start_ticks == 0 || (st && st->start_ticks != h.start_ticks)) return true;
+  ::kill(-static_cast<pid_t>(h.pid), SIGKILL);
+  return true;
 }
 
 std::string LocalBackend::pid_path(uint64_t job, uint32_t attempt, int32_t rank) const {
@@ -513,7 +433,8 @@ std::vector<MemberHandle> LocalBackend::discover(uint64_t job, uint32_t attempt,
 MemberStatus LocalBackend::poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h) {
   // A member that is gone: its exit file is complete (the shell wrote it before exiting).
   auto ended = [&](std::optional<int> wait_status) {
-    opt_.cgroups.remove(cgroup_name(job, attempt, h.rank));  // empty now; best effort
+    // Not over while anything it started lives on (a daemon, a setsid'd child).
+    if (!kill_leftovers(job, attempt, h)) return MemberStatus{h.rank, MemberPhase::kRunning, -1};
     MemberStatus s{h.rank, MemberPhase::kLost, -1};
     const std::string exit_file = exit_path(job, attempt, h.rank);
     if (const std::optional<int32_t> code = read_int_file(exit_file)) {
@@ -572,9 +493,13 @@ std::vector<MemberStatus> LocalBackend::poll(uint64_t job, uint32_t attempt,
   return out;
 }
 
-void LocalBackend::signal(const std::vector<MemberHandle>& members, int sig) {
+void LocalBackend::signal(uint64_t job, uint32_t attempt, const std::vector<MemberHandle>& members,
+                          int sig) {
   std::string first_error;
   for (const MemberHandle& h : members) {
+    if (sig == SIGKILL && opt_.cgroups.available()) {
+      opt_.cgroups.kill_all(cgroup_name(job, attempt, h.rank));
+    }
     // kill(0, ...) and kill(-1, ...) would reach our own group or every process.
     if (h.pid <= 1 || h.pid > std::numeric_limits<pid_t>::max()) continue;
     // A pid is not reused while a process group carries its number, so if the pid names

@@ -35,6 +35,9 @@ struct LocalBackendOptions {
   // to `pids_per_member` and weighting its CPU by its request. Not available: no confinement.
   Cgroups cgroups;
   int64_t pids_per_member = 4096;
+  // Each gang in a network namespace of its own with only loopback (needs root): its members
+  // reach each other on 127.0.0.1 and nothing of the host's or another job's network.
+  bool isolate_network = false;
 };
 
 class LocalBackend final : public Backend {
@@ -57,17 +60,21 @@ class LocalBackend final : public Backend {
   std::vector<MemberHandle> launch(const LaunchSpec& spec) override;
 
   // The state of each member of an attempt, by looking at its process and exit file. Reaps
-  // members that are this process's children. Safe to call for handles of a previous server
-  // process (after a restart): a pid that is alive but started at another time is not the
-  // member, which has ended (its exit file, if any, gives the status; else kLost).
+  // members that are this process's children. A member whose shell ended is still running
+  // until every process it left in its cgroup (or, without cgroups, its process group) is
+  // gone: those are killed then, so nothing of a job outlives it. Safe to call for handles of a
+  // previous server process (after a restart): a pid that is alive but started at another time is
+  // not the member, which has ended (its exit file, if any, gives the status; else kLost).
   std::vector<MemberStatus> poll(uint64_t job, uint32_t attempt,
                                  const std::vector<MemberHandle>& members) override;
 
   // Sends `sig` (SIGTERM to ask for a checkpoint and exit, SIGKILL to stop) to the process
   // group of every member. A group whose leader has ended may still hold processes it left
   // behind, so it is signalled too; only a pid now used by another process (started at
-  // another time) is skipped, and a group that no longer exists is ignored.
-  void signal(const std::vector<MemberHandle>& members, int sig) override;
+  // another time) is skipped, and a group that no longer exists is ignored. SIGKILL also
+  // reaches every process in the members' cgroups, those that left the group (setsid) too.
+  void signal(uint64_t job, uint32_t attempt, const std::vector<MemberHandle>& members,
+              int sig) override;
 
   // The members of an attempt found from their pid files (each member's shell writes
   // rank-<r>.pid as its first act), for a server that crashed after starting them but before
@@ -96,6 +103,11 @@ class LocalBackend final : public Backend {
   MemberStatus poll_member(uint64_t job, uint32_t attempt, const MemberHandle& h);
   std::string exit_path(uint64_t job, uint32_t attempt, int32_t rank) const;
   std::string pid_path(uint64_t job, uint32_t attempt, int32_t rank) const;
+  // The cgroup of one member of one attempt, named after the database too, so that two
+  // servers on one host never share one.
+  std::string cgroup_name(uint64_t job, uint32_t attempt, int32_t rank) const;
+  // Kills what member `h` left behind; true once nothing is left.
+  bool kill_leftovers(uint64_t job, uint32_t attempt, const MemberHandle& h) const;
 
   std::string root_;
   LocalBackendOptions opt_;

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/dataset_name.h"
+
 extern char** environ;
 
 namespace tessera {
@@ -62,7 +64,7 @@ DatasetCache::DatasetCache(Options opt) : opt_(std::move(opt)) {
   if (ec) throw std::runtime_error("--dataset-dir " + opt_.dir + ": " + ec.message());
   for (const fs::directory_entry& d : fs::directory_iterator(opt_.dir, ec)) {
     const std::string name = d.path().filename().string();
-    if (name.empty() || name.front() == '.' || !d.is_directory()) continue;
+    if (!dataset_component_problem(name).empty() || !d.is_directory()) continue;
     std::ifstream in(d.path() / kMarker);
     if (!in) continue;  // a staging that did not finish
     Entry e;
@@ -158,6 +160,13 @@ bool DatasetCache::make_room(double need_gb, const std::string& for_name, bool e
       return false;
     }
     std::error_code ec;
+    if (!inside_cache(dir_of(victim->name))) {
+      why = "dataset " + victim->name + " is not a directory inside the cache " + opt_.dir +
+            "; it is left alone";
+      victim->state = State::kFailed;
+      victim->error = why;
+      return false;
+    }
     fs::remove_all(dir_of(victim->name), ec);
     ++evictions_;
     victim->state = State::kAbsent;
@@ -165,8 +174,23 @@ bool DatasetCache::make_room(double need_gb, const std::string& for_name, bool e
   }
 }
 
+bool DatasetCache::inside_cache(const std::string& path) const {
+  // Resolved, so that neither a ".." nor a link swapped in by a job leads out of the cache.
+  std::error_code ec;
+  const fs::path root = fs::canonical(opt_.dir, ec);
+  if (ec) return false;
+  const fs::path p = fs::weakly_canonical(path, ec);
+  if (ec || p == root) return false;
+  const fs::path rel = p.lexically_relative(root);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
 bool DatasetCache::request(const std::string& name, double declared_gb, double now,
                            bool speculative, std::string& why) {
+  if (const std::string bad = dataset_name_problem(name, /*allow_owner=*/true); !bad.empty()) {
+    why = "not a dataset name: " + bad;
+    return false;
+  }
   Entry& e = entries_[name];
   e.name = name;
   if (e.state == State::kReady || e.state == State::kStaging) {

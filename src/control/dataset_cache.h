@@ -12,6 +12,9 @@
 // TESSERA_DATASET (the name), TESSERA_DATASET_DIR (where to put it) and TESSERA_DATASET_GB
 // (its declared size, or empty), in its own process group.
 //
+// Names are checked (model/dataset_name.h) before anything touches the disk, and eviction
+// removes only a resolved path inside DIR: a name never leads outside the cache.
+//
 // Invariant: the ready and staging datasets' sizes (declared while staging, measured on disk
 // once ready) add up to at most the capacity, when one is set; room is made by deleting the
 // least recently used ready datasets that no job holds.
@@ -83,6 +86,8 @@ class DatasetCache {
   uint64_t evictions() const { return evictions_; }
 
  private:
+  // Whether `path`, resolved, lies below the cache directory (and is not the directory).
+  bool inside_cache(const std::string& path) const;
   bool make_room(double need_gb, const std::string& for_name, bool evict, std::string& why);
   Options opt_;
   std::map<std::string, Entry> entries_;

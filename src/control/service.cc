@@ -437,7 +437,7 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
       auto t = cluster_.gpu_types().find(name);
       if (!t || (cluster_.present_types() & (GpuTypeMask{1} << *t)) == 0) {
         config_problem(ServiceError::kInfeasible, "resources.gpu_types",
-                       "GPU type '" + name + "' does not exist in this cluster");
+                       "GPU type " + quote_prefix(name) + " does not exist in this cluster");
         continue;
       }
       s.allowed_types |= GpuTypeMask{1} << *t;
@@ -553,7 +553,8 @@ void Service::recover() {
           auto found = backend_->discover(static_cast<uint64_t>(row.id),
                                           static_cast<uint32_t>(row.attempts), world);
           if (world == 0 || static_cast<int32_t>(found.size()) != world) {
-            backend_->signal(found, SIGKILL);
+            backend_->signal(static_cast<uint64_t>(row.id), static_cast<uint32_t>(row.attempts),
+                             found, SIGKILL);
             requeue("requeued after a restart: it had not been launched");
             break;
           }
@@ -592,7 +593,7 @@ void Service::recover() {
         if (row.finished_at < 0) {
           if (has_processes) {
             j->stopping = true;
-            backend_->signal(j->members, SIGKILL);
+            j->signal(*backend_, SIGKILL);
             if (!alloc.empty() && state_.fits(alloc)) {
               state_.allocate(alloc);
               j->alloc = std::move(alloc);
@@ -609,6 +610,7 @@ void Service::recover() {
     if (row.state == JobState::kPending) pending_.push_back(j.get());
     if (row.array_id != 0) array_tasks_[row.array_id].push_back(row.id);
     if (!j->alloc.empty() || !j->members.empty()) active_[row.id] = j.get();
+    index_dependencies_locked(*j);
     jobs_.emplace(row.id, std::move(j));
   }
   // A full disk must not stop the server from starting: what recovery learned stays in memory
@@ -729,11 +731,11 @@ void Service::poll_processes() {
           if (m.phase == MemberPhase::kExited) j.failure_code = m.exit_code;
           j.stopping = true;
           j.kill_at = -1;
-          backend_->signal(j.members, SIGKILL);
+          j.signal(*backend_, SIGKILL);
           break;
         }
       } else if (j.stopping && j.kill_at >= 0 && t >= j.kill_at) {
-        backend_->signal(j.members, SIGKILL);
+        j.signal(*backend_, SIGKILL);
         j.kill_at = -1;
       }
       // Its run reached its time limit (a duration estimate only plans backfill; this stops).
@@ -853,7 +855,7 @@ void Service::ask_to_stop_locked(Job& j, double t) {
   grace = std::min(grace, opt_.max_checkpoint_grace_seconds);
   j.stopping = true;
   j.kill_at = t + grace;
-  backend_->signal(j.members, SIGTERM);
+  j.signal(*backend_, SIGTERM);
 }
 
 int64_t Service::uid_for_tenant_locked(const std::string& tenant) {

@@ -76,6 +76,10 @@ struct ServiceOptions {
   double reason_refresh_seconds = 30;
   bool sync_full = false;  // Store::Options::sync_full
   TenantLimits limits;
+  // Memory per member for jobs that ask for none (their cgroup's limit and their demand in
+  // placement), and the most one may ask for, where no queue sets them; -1 = not set.
+  int64_t default_memory_mib = -1;
+  int64_t max_memory_mib = -1;
   // Whose uid jobs run as: their tenant's own (a server running as root: each tenant gets a
   // uid from tenant_uid_base up, kept in the database) or the server's.
   bool tenant_uids = false;
@@ -393,6 +397,12 @@ class Service {
   std::vector<DatasetCache::Entry> datasets(double* capacity_gb = nullptr,
                                             double* used_gb = nullptr) const;
   const Cluster& cluster() const { return cluster_; }
+  // Dependents looked at by the cascade that cancels jobs whose after_ok can no longer be met
+  // (its cost: each dependent once).
+  uint64_t dependency_visits() const {
+    std::lock_guard lock(mu_);
+    return dependency_visits_;
+  }
   // Runs one poll + cycle now (tests; the scheduler thread does this on its own).
   void tick();
   // Reads the GPUs' power draw with nvidia-smi now, if this server found real GPUs (tick() and
@@ -433,6 +443,9 @@ class Service {
   // The job's time limit from its queue: the default when it names none; more than the
   // queue's maximum is refused (ServiceError on field time_limit).
   void apply_time_limit_locked(JobRequest& req, TenantId t) const;
+  // Gives a job that asks for no memory its queue's (else the server's) default, and refuses
+  // one that asks for more than the maximum (ServiceError on field resources.memory).
+  void apply_memory_limit_locked(JobRequest& req, TenantId t) const;
   // The path of tenant t's leaf queue as the queue list names it ("/" for the root), "" when
   // it has none.
   std::string leaf_path_locked(TenantId t) const;
@@ -443,8 +456,12 @@ class Service {
     std::string why;
   };
   DependencyState dependencies_locked(const JobRow& row) const;
-  // Cancels the waiting jobs whose dependencies can never be met, saying which and why.
+  // Cancels the waiting jobs whose dependencies can never be met, saying which and why: those
+  // whose after_ok job ended otherwise than succeeded, then their dependents through
+  // dependents_, each looked at once (a 10,000-job chain cancelled from its head is linear).
   void cancel_unmet_dependencies_locked(double t);
+  // Records `j` as a dependent of each job its after_ok names.
+  void index_dependencies_locked(const Job& j);
   // Processes (members) each tenant's jobs run or are about to run, by tenant id.
   std::vector<int64_t> running_members_locked() const;
   // Each tenant's process limit, by tenant id.
@@ -642,6 +659,10 @@ class Service {
   std::set<int64_t> process_held_;  // waiting for their tenant's processes to end (last cycle)
   std::set<int64_t> array_held_;    // array tasks waiting for their array's throttle (last cycle)
   std::map<int64_t, std::vector<int64_t>> array_tasks_;  // array id -> its tasks' ids
+  // Job id -> the jobs whose after_ok names it (entries may name jobs gone from memory).
+  std::unordered_map<int64_t, std::vector<int64_t>> dependents_;
+  // Dependents the cascade looked at (a counter, for tests of its cost).
+  uint64_t dependency_visits_ = 0;
   // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
   // cycles walk, so their cost does not grow with the jobs ever submitted.
   std::map<int64_t, Job*> active_;

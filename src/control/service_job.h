@@ -22,6 +22,12 @@ namespace tessera {
 double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t);
 
 struct Service::Job {
+  // Sends `sig` to the processes of its current attempt.
+  void signal(Backend& backend, int sig) const {
+    backend.signal(static_cast<uint64_t>(row.id), static_cast<uint32_t>(row.attempts), members,
+                   sig);
+  }
+
   JobRow row;
   JobSpec spec;
   Allocation alloc;                   // what it holds in the ledger; empty = nothing

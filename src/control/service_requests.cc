@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_set>
 
 #include "control/service_job.h"
 #include "control/token.h"
@@ -69,6 +70,24 @@ void Service::apply_time_limit_locked(JobRequest& req, TenantId t) const {
   }
 }
 
+void Service::apply_memory_limit_locked(JobRequest& req, TenantId t) const {
+  const QueueId leaf = tree_ ? tree_->leaf_of(t) : kNoId;
+  const QueueSpec* q = leaf == kNoId ? nullptr : &tree_->queue(leaf);
+  const int64_t def =
+      q && q->default_memory_mib > 0 ? q->default_memory_mib : opt_.default_memory_mib;
+  const int64_t max = q && q->max_memory_mib > 0 ? q->max_memory_mib : opt_.max_memory_mib;
+  if (req.mem_mib == 0) {
+    req.mem_mib = def > 0 ? def : std::max<int64_t>(0, max);
+  } else if (max > 0 && req.mem_mib > max) {
+    throw ServiceError(
+        ServiceError::kInvalid, "resources.memory",
+        std::to_string(req.mem_mib) + "Mi per member is more than " +
+            (q && q->max_memory_mib > 0 ? "queue " + q->path + " allows (memory.max "
+                                        : std::string("this server allows (--max-memory ")) +
+            std::to_string(max) + "Mi)");
+  }
+}
+
 TenantLimits Service::limits_for_locked(TenantId t) const {
   std::vector<QueueId> path;  // leaf first
   for (QueueId q = tree_->leaf_of(t); q != kNoId; q = tree_->queue(q).parent) {
@@ -118,11 +137,20 @@ void Service::check_limits_locked(const Caller& caller, const JobRequest& req, T
             "start");
   }
   // The admin is the operator, not a tenant racing others: only tenants' tokens are metered.
+  // Each task of an array is a submission: an array costs its size, and one larger than the
+  // burst could never be taken, so it is a request to change rather than to retry.
   if (!caller.admin && lim.submissions_per_second > 0) {
+    if (static_cast<double>(jobs) > lim.submission_burst) {
+      throw ServiceError(ServiceError::kInvalid, "array",
+                         "an array of " + std::to_string(jobs) +
+                             " tasks is more than a tenant may submit at once (" +
+                             fmt::format("{:g}", lim.submission_burst) +
+                             ", --submission-burst or the queue's tenant_limits)");
+    }
     if (t >= submissions_.size()) {
       submissions_.resize(t + 1, TokenBucket(lim.submission_burst, lim.submissions_per_second));
     }
-    if (!submissions_[t].take(now_s)) {
+    if (!submissions_[t].take(now_s, static_cast<double>(jobs))) {
       throw ServiceError(ServiceError::kTooMany, "",
                          "tenant " + req.tenant + " submits faster than " +
                              fmt::format("{:g}", lim.submissions_per_second) +
@@ -228,6 +256,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   const double t = now();
   check_limits_locked(ctx.caller, req, tid, t, std::max<size_t>(1, req.array_indices.size()));
   apply_time_limit_locked(req, tid);
+  apply_memory_limit_locked(req, tid);
   // Dependencies name jobs the caller can see (another tenant's ids are not found).
   for (const auto* list : {&req.after_ok, &req.after_any}) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -258,7 +287,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   // jobs like any other, in index order, so the queue serves the lowest index first).
   const std::string kind = classify_locked(req, tid);
   const JobSpec spec = to_spec_locked(req, tid, "submitted job");
-  const std::vector<int32_t> indices = req.array_indices;
+  const std::vector<int32_t>& indices = req.array_indices.get();
   const size_t tasks = std::max<size_t>(1, indices.size());
   std::vector<JobRow> rows(tasks);
   for (size_t k = 0; k < tasks; ++k) {
@@ -290,6 +319,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
     j->recorded = RecordedState::of(j->row);
     pending_.push_back(j.get());
     if (j->row.array_id != 0) array_tasks_[j->row.array_id].push_back(j->row.id);
+    index_dependencies_locked(*j);
     if (first == nullptr) first = j.get();
     const int64_t id = j->row.id;
     jobs_.emplace(id, std::move(j));
@@ -396,7 +426,7 @@ void Service::cancel_locked(const std::vector<Job*>& jobs, const RequestContext&
     } else if (force) {
       j.stopping = true;
       j.kill_at = -1;  // sent now
-      backend_->signal(j.members, SIGKILL);
+      j.signal(*backend_, SIGKILL);
     } else if (!j.stopping) {
       ask_to_stop_locked(j, t);
     }
@@ -434,26 +464,48 @@ Service::DependencyState Service::dependencies_locked(const JobRow& row) const {
   return out;
 }
 
+void Service::index_dependencies_locked(const Job& j) {
+  for (const int64_t dep : j.row.spec.after_ok) dependents_[dep].push_back(j.row.id);
+}
+
 void Service::cancel_unmet_dependencies_locked(double t) {
+  // Whether an after_ok job of `row` ended otherwise than succeeded.
+  const auto never = [&](const JobRow& row) {
+    return std::any_of(row.spec.after_ok.begin(), row.spec.after_ok.end(), [&](int64_t dep) {
+      const auto it = jobs_.find(dep);
+      return it != jobs_.end() && is_terminal(it->second->row.state) &&
+             it->second->row.state != JobState::kSucceeded;
+    });
+  };
+  std::vector<Job*> work;
+  for (Job* j : pending_) {
+    if (!j->row.spec.after_ok.empty() && j->waits_for.empty() && never(j->row)) work.push_back(j);
+  }
+  if (work.empty()) return;
   std::vector<const JobRow*> dirty;
-  // Until nothing changes: a cancelled job can leave its own dependents unsatisfiable.
-  for (;;) {
-    std::vector<std::pair<Job*, std::string>> never;  // and why
-    for (Job* j : pending_) {
-      if (j->row.spec.after_ok.empty() || !j->waits_for.empty()) continue;
-      DependencyState d = dependencies_locked(j->row);
-      if (d.state == DependencyState::kNever) never.emplace_back(j, std::move(d.why));
-    }
-    if (never.empty()) break;
-    for (auto& [j, why] : never) {
-      j->row.message = std::move(why);
-      j->row.state = JobState::kCancelled;
-      j->row.finished_at = t;
-      pending_.erase(j);
-      dirty.push_back(&j->row);
+  for (size_t i = 0; i < work.size(); ++i) {
+    Job* j = work[i];
+    if (j->row.state != JobState::kPending) continue;  // reached twice
+    j->row.message = dependencies_locked(j->row).why;
+    j->row.state = JobState::kCancelled;
+    j->row.finished_at = t;
+    dirty.push_back(&j->row);
+    // Its dependents can never start now either.
+    const auto deps = dependents_.find(j->row.id);
+    if (deps == dependents_.end()) continue;
+    for (const int64_t id : deps->second) {
+      ++dependency_visits_;
+      const auto it = jobs_.find(id);
+      if (it != jobs_.end() && it->second->row.state == JobState::kPending &&
+          it->second->waits_for.empty()) {
+        work.push_back(it->second.get());
+      }
     }
   }
-  if (!dirty.empty()) save_rows_locked(dirty);
+  // One pass over the queue for them all (an erase each would make a chain quadratic).
+  const std::unordered_set<const JobRow*> cancelled(dirty.begin(), dirty.end());
+  pending_.erase_if([&](const Job* j) { return cancelled.contains(&j->row); });
+  save_rows_locked(dirty);
 }
 
 void Service::write_job_locked(const JobRow& next, const AuditEntry& audit,

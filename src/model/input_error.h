@@ -18,6 +18,11 @@ class InputError : public std::runtime_error {
 // Names listed for an error message ("known: a, b, c"), separated by `sep`.
 std::string join_names(std::initializer_list<std::string_view> names, std::string_view sep = ", ");
 
+// `value` quoted for an error message: at most `max` bytes of it (cut at a character
+// boundary, then "..."), control characters shown as '?', so that a hostile 200 KB value is
+// never echoed whole into a response, a log line or an object's status.
+std::string quote_prefix(std::string_view value, size_t max = 40);
+
 std::string input_error_message(const std::string& origin, size_t line, const std::string& field,
                                 const std::string& message);
 

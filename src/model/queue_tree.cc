@@ -236,6 +236,8 @@ void inherit_classes_and_defaults(std::vector<QueueSpec>& qs, QueueId q) {
       s.default_time_limit_seconds = p.default_time_limit_seconds;
     }
     if (s.max_time_limit_seconds < 0) s.max_time_limit_seconds = p.max_time_limit_seconds;
+    if (s.default_memory_mib < 0) s.default_memory_mib = p.default_memory_mib;
+    if (s.max_memory_mib < 0) s.max_memory_mib = p.max_memory_mib;
     if (s.energy_weight < 0) s.energy_weight = p.energy_weight;
     if (s.carbon_defer_seconds < 0) s.carbon_defer_seconds = p.carbon_defer_seconds;
   }
@@ -243,6 +245,11 @@ void inherit_classes_and_defaults(std::vector<QueueSpec>& qs, QueueId q) {
       s.default_time_limit_seconds > s.max_time_limit_seconds) {
     queue_fail(qs, q, "time_limit.default",
                "the default time limit of " + describe(s) + " is more than its maximum");
+  }
+  if (s.default_memory_mib >= 0 && s.max_memory_mib >= 0 &&
+      s.default_memory_mib > s.max_memory_mib) {
+    queue_fail(qs, q, "memory.default",
+               "the default memory of " + describe(s) + " is more than its maximum");
   }
   if (s.has_default_class && (s.allowed_classes & class_bit(s.default_class)) == 0) {
     queue_fail(qs, q, "default_priority_class",
@@ -449,10 +456,10 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 }
 
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
-  check_keys(
-      origin_, n, field,
-      {"name", "weight", "guarantee", "borrow_limit", "priority_classes", "default_priority_class",
-       "default_sla", "time_limit", "tenant_limits", "energy_weight", "carbon_defer", "queues"});
+  check_keys(origin_, n, field,
+             {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
+              "default_priority_class", "default_sla", "time_limit", "memory", "tenant_limits",
+              "energy_weight", "carbon_defer", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));
@@ -504,6 +511,16 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
       if (!tl[key]) continue;
       *into = duration(tl[key], f + "." + key);
       if (!(*into > 0)) yaml_fail(origin_, tl[key], f + "." + key, "must be more than 0");
+    }
+  }
+  if (const YAML::Node mem = n["memory"]) {
+    const std::string f = field + ".memory";
+    check_keys(origin_, mem, f, {"default", "max"});
+    for (const auto& [key, into] :
+         {std::pair{"default", &s.default_memory_mib}, std::pair{"max", &s.max_memory_mib}}) {
+      if (!mem[key]) continue;
+      *into = mem_mib(mem[key], f + "." + key);
+      if (*into <= 0) yaml_fail(origin_, mem[key], f + "." + key, "must be more than 0");
     }
   }
   if (const YAML::Node lim = n["tenant_limits"]) {

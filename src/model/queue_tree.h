@@ -22,6 +22,7 @@
 //       default_priority_class: research            # for jobs whose trace names none
 //       default_sla: 10m           # max queueing delay for its jobs that name none
 //       time_limit: {default: 4h, max: 24h}   # run-time limits of its jobs (tessera serve)
+//       memory: {default: 16Gi, max: 128Gi}   # memory per member of its jobs (tessera serve)
 //       queues: [...]              # children (a queue with children holds no jobs)
 //
 // Invariants after loading (finish() checks them, naming the queue and field):
@@ -110,6 +111,11 @@ struct QueueSpec {
   // queue above that sets them; kUnknown = none. default <= max.
   double default_time_limit_seconds = kUnknown;
   double max_time_limit_seconds = kUnknown;
+  // Memory of each of its jobs' members (`memory: {default, max}`, tessera serve): what a job
+  // that asks for none gets (its cgroup's limit, and its demand in placement), and the most
+  // one may ask for; inherited as the time limits are; -1 = not set. default <= max.
+  int64_t default_memory_mib = -1;
+  int64_t max_memory_mib = -1;
   // Zeus's energy knob for its jobs (`energy_weight`, 0..1: 0 runs them at full power, 1 at the
   // power limit that spends least energy per unit of work; docs/energy.md), inherited from the
   // nearest queue above that sets it; kUnknown: not set (the caller's default applies).

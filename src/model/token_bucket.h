@@ -13,11 +13,12 @@ class TokenBucket {
       : burst_(burst), per_second_(per_second), tokens_(burst) {}
 
   // Takes one token at time `t` if there is one.
-  bool take(double t) {
+  // Takes `n` tokens at time `t` (all or none).
+  bool take(double t, double n = 1) {
     if (last_ >= 0 && t > last_) tokens_ = std::min(burst_, tokens_ + (t - last_) * per_second_);
     if (last_ < 0 || t > last_) last_ = t;
-    if (tokens_ < 1) return false;
-    tokens_ -= 1;
+    if (tokens_ < n) return false;
+    tokens_ -= n;
     return true;
   }
 

@@ -179,7 +179,7 @@ bool parse_duration(std::string_view s, double& seconds) {
   double v = 0;
   if (!csv::parse_double(s, v) || v < 0) return false;
   const double out = v * (factor == 0 ? 1 : factor);
-  if (!std::isfinite(out)) return false;
+  if (!std::isfinite(out) || out > kMaxDurationSeconds) return false;
   seconds = out;
   return true;
 }

@@ -49,8 +49,12 @@ void check_keys(const std::string& origin, const YAML::Node& map, const std::str
 bool parse_cpu_quantity(std::string_view s, int64_t& milli);
 bool parse_memory_quantity(std::string_view s, int64_t& mib);
 
+// The longest duration any setting takes: 100 years. Longer ones are refused where they are
+// read, so that every duration converts to whole seconds (int64) and nanoseconds safely.
+inline constexpr double kMaxDurationSeconds = 100.0 * 365 * 86400;
+
 // Durations: "30" or "30s", "10m", "24h", "1.5d" -> seconds. Returns false on anything else,
-// and on a negative or non-finite value.
+// and on a negative, non-finite or longer than kMaxDurationSeconds value.
 bool parse_duration(std::string_view s, double& seconds);
 
 }  // namespace tessera

@@ -13,6 +13,7 @@
 
 #include "model/cluster.h"
 #include "model/csv.h"
+#include "model/dataset_name.h"
 #include "model/input_error.h"
 #include "model/job.h"
 #include "model/json_depth.h"
@@ -53,6 +54,22 @@ std::string show(const json& v) {
   constexpr size_t kMax = 80;
   if (s.size() > kMax) s = s.substr(0, kMax) + "...";
   return s;
+}
+
+// The variables glibc drops from the environment of a setuid program (its UNSECURE_ENVVARS):
+// each makes a program load code or data it names. A job's processes run as its tenant only
+// after the uid drop, but none of these has a use a job needs and each is an attack on
+// anything that runs with more rights than its caller; LD_LIBRARY_PATH and TMPDIR, which
+// jobs do need, stay allowed.
+bool loader_variable(std::string_view name) {
+  static constexpr std::string_view kRefused[] = {
+      "GCONV_PATH",     "GETCONF_DIR",     "GLIBC_TUNABLES",   "HOSTALIASES",
+      "LD_AUDIT",       "LD_DEBUG_OUTPUT", "LD_DYNAMIC_WEAK",  "LD_HWCAP_MASK",
+      "LD_ORIGIN_PATH", "LD_PRELOAD",      "LD_PROFILE",       "LD_PROFILE_OUTPUT",
+      "LD_SHOW_AUXV",   "LOCALDOMAIN",     "LOCPATH",          "MALLOC_TRACE",
+      "NIS_PATH",       "NLSPATH",         "RESOLV_HOST_CONF", "RES_OPTIONS",
+      "TZDIR"};
+  return std::find(std::begin(kRefused), std::end(kRefused), name) != std::end(kRefused);
 }
 
 // Reads a job spec out of a JSON tree. `lenient_scalars` is set for trees converted from YAML:
@@ -114,7 +131,9 @@ class Reader {
       // A bare number (`array: 7`) is one index, as YAML reads it.
       const std::string text =
           v->is_number_integer() ? std::to_string(v->get<int64_t>()) : string(*v, "array");
-      parse_array_spec(text, "array", r.array_indices, r.array_throttle);
+      std::vector<int32_t> indices;
+      parse_array_spec(text, "array", indices, r.array_throttle);
+      r.array_indices = std::move(indices);
     }
     if (const json* v = optional(j, "adaptive")) adaptive(*v, r);
     if (const json* v = optional(j, "dataset")) dataset(*v, r);
@@ -137,7 +156,10 @@ class Reader {
     for (const auto& kv : obj.items()) {
       bool ok = false;
       for (std::string_view k : known) ok = ok || k == kv.key();
-      if (!ok) fail(path(where, kv.key()), "unknown key (known: " + join_names(known) + ")");
+      if (!ok) {
+        const std::string key = kv.key().size() <= 64 ? kv.key() : quote_prefix(kv.key());
+        fail(path(where, key), "unknown key (known: " + join_names(known) + ")");
+      }
     }
   }
 
@@ -342,11 +364,21 @@ class Reader {
     }
   }
 
+  // A dataset's name: a directory of the cache, so a strict one (model/dataset_name.h).
+  std::string dataset_name(const json& v, const std::string& field) const {
+    std::string s = string(v, field);
+    const std::string why = dataset_name_problem(s, /*allow_owner=*/true);
+    if (!why.empty()) {
+      fail(field, "expected a dataset NAME or TENANT/NAME (a private one): " + why);
+    }
+    return s;
+  }
+
   // A dataset by name (a built-in one's size is known), or {name, size_gb}.
   void dataset(const json& v, JobRequest& r) const {
     if (v.is_object()) {
       check_keys(v, "dataset", {"name", "size_gb"});
-      r.dataset = name(required(v, "name", "dataset"), "dataset.name");
+      r.dataset = dataset_name(required(v, "name", "dataset"), "dataset.name");
       if (const json* g = optional(v, "size_gb")) {
         double d = 0;
         if (!number(*g, d) || !(d > 0) || d > 1e9) {
@@ -356,7 +388,7 @@ class Reader {
       }
       return;
     }
-    r.dataset = name(v, "dataset");
+    r.dataset = dataset_name(v, "dataset");
   }
 
   double duration(const json& v, const std::string& field) const {
@@ -364,14 +396,14 @@ class Reader {
     bool ok = false;
     if (v.is_number()) {
       seconds = v.get<double>();
-      ok = std::isfinite(seconds) && seconds >= 0;
+      ok = std::isfinite(seconds) && seconds >= 0 && seconds <= kMaxDurationSeconds;
     } else if (v.is_string()) {
       ok = parse_duration(v.get_ref<const std::string&>(), seconds);
     }
     if (!ok) {
       fail(field,
-           "expected a non-negative duration (seconds, or a number with suffix s, m, h or d "
-           "like 30s or 24h), got " +
+           "expected a non-negative duration of at most 100 years (seconds, or a number with "
+           "suffix s, m, h or d like 30s or 24h), got " +
                show(v));
     }
     return seconds;
@@ -410,10 +442,18 @@ class Reader {
     r.env.reserve(v.size());
     for (const auto& kv : v.items()) {
       const std::string& key = kv.key();
-      const std::string field = "env." + key;
-      bool ok = !key.empty();
+      const std::string field = "env." + (key.size() <= 64 ? key : quote_prefix(key));
+      bool ok = !key.empty() && key.size() <= 255;
       for (size_t i = 0; ok && i < key.size(); ++i) ok = env_name_char(key[i], i == 0);
-      if (!ok) fail(field, "expected a name of letters, digits and '_', not starting with a digit");
+      if (!ok)
+        fail(field,
+             "expected a name of 1 to 255 letters, digits and '_', not starting with a digit");
+      if (loader_variable(key)) {
+        fail(field, key +
+                        " changes how programs load code or data (the C library ignores it in "
+                        "setuid programs for that reason), so a job may not set it; "
+                        "LD_LIBRARY_PATH is allowed");
+      }
       r.env.emplace_back(key, string(kv.value(), field));
     }
   }
@@ -587,7 +627,8 @@ nlohmann::json to_json(const JobRequest& r) {
   json env = json::object();
   for (const auto& [k, v] : r.env) env[k] = v;
   if (!env.empty()) j["env"] = std::move(env);
-  if (!r.array_indices.empty()) j["array"] = array_spec_text(r.array_indices, r.array_throttle);
+  if (!r.array_indices.empty())
+    j["array"] = array_spec_text(r.array_indices.get(), r.array_throttle);
   if (r.adaptive.batch > 0) {
     const AdaptiveBatch& a = r.adaptive;
     j["adaptive"] = {{"batch", a.batch},

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,6 +56,31 @@ struct AdaptiveBatch {
   bool operator==(const AdaptiveBatch&) const = default;
 };
 inline constexpr int32_t kMaxAdaptiveBatch = 1 << 24;
+
+// An array's indices, shared by the copies of its spec that its tasks hold: 10,000 tasks each
+// copying 10,000 indices took gigabytes. Copies share one immutable list; equality compares
+// the indices.
+class ArrayIndices {
+ public:
+  ArrayIndices() = default;
+  ArrayIndices(std::vector<int32_t> v)  // NOLINT: implicit, as the vector it stands for
+      : v_(v.empty() ? nullptr : std::make_shared<const std::vector<int32_t>>(std::move(v))) {}
+  const std::vector<int32_t>& get() const { return v_ ? *v_ : empty_list(); }
+  bool empty() const { return get().empty(); }
+  size_t size() const { return get().size(); }
+  int32_t operator[](size_t i) const { return get()[i]; }
+  auto begin() const { return get().begin(); }
+  auto end() const { return get().end(); }
+  bool operator==(const ArrayIndices& o) const { return v_ == o.v_ || get() == o.get(); }
+  bool operator==(const std::vector<int32_t>& o) const { return get() == o; }
+
+ private:
+  static const std::vector<int32_t>& empty_list() {
+    static const std::vector<int32_t> none;
+    return none;
+  }
+  std::shared_ptr<const std::vector<int32_t>> v_;
+};
 
 struct JobRequest {
   std::string name;
@@ -79,7 +105,7 @@ struct JobRequest {
   // A job array (`array: "0-99%10"`, as Slurm's --array): one task per index, each a job of
   // its own that sees TESSERA_ARRAY_INDEX, at most array_throttle of them running at once
   // (0 = no limit). Empty = not an array. Sorted, unique.
-  std::vector<int32_t> array_indices;
+  ArrayIndices array_indices;
   int32_t array_throttle = 0;
   AdaptiveBatch adaptive;  // batch 0: not adaptive
   // The dataset it reads ("" = none), by a name as job names are, and its size when given

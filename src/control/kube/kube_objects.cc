@@ -8,6 +8,10 @@
 #include <stdexcept>
 
 #include "backend/kubernetes/quantity.h"
+#include "model/dataset_name.h"
+#include "model/input_error.h"
+#include "model/utf8.h"
+#include "model/yaml_util.h"
 
 namespace tessera::kube {
 
@@ -436,8 +440,8 @@ PodInfo parse_pod(const json& pod) {
     if (parse_priority_class(*c, pc)) {
       p.priority = pc;
     } else {
-      p.invalid = std::string("label ") + kClassLabel + ": unknown class \"" + *c +
-                  "\" (inference-critical, production, research, best-effort)";
+      p.invalid = std::string("label ") + kClassLabel + ": unknown class " + quote_prefix(*c) +
+                  " (inference-critical, production, research, best-effort)";
     }
   } else if (parse_priority_class(str(spec, "priorityClassName"), pc)) {
     p.priority = pc;
@@ -450,10 +454,12 @@ PodInfo parse_pod(const json& pod) {
     }
   }
   if (const std::string* g = find(notes, kGraceAnnotation)) {
-    try {
-      p.checkpoint_grace = std::stod(*g);
-    } catch (const std::exception&) {
-      p.invalid = std::string("annotation ") + kGraceAnnotation + ": not a number";
+    // Range-checked here: "inf" or "1e308" would overflow the cast to whole seconds.
+    if (!parse_duration(*g, p.checkpoint_grace)) {
+      p.checkpoint_grace = -1;
+      p.invalid = std::string("annotation ") + kGraceAnnotation +
+                  ": expected seconds (or 30s, 10m, 1h) of at most 100 years, got " +
+                  quote_prefix(*g);
     }
   }
   if (const std::string* idx = find(notes, kGpuIndexAnnotation))
@@ -463,7 +469,15 @@ PodInfo parse_pod(const json& pod) {
     if (!parse_watts(*w, p.power_limit_w)) p.power_limit_w = 0;
   }
 
-  if (const std::string* d = find(notes, kDatasetAnnotation)) p.dataset = *d;
+  if (const std::string* d = find(notes, kDatasetAnnotation)) {
+    // It becomes a node annotation's key and a data agent's directory: the one strict rule.
+    const std::string why = dataset_name_problem(*d, /*allow_owner=*/false);
+    if (why.empty()) {
+      p.dataset = *d;
+    } else {
+      p.invalid = std::string("annotation ") + kDatasetAnnotation + ": " + why;
+    }
+  }
   if (const std::string* b = find(notes, kAdaptiveBatchAnnotation)) {
     if (const auto why = parse_adaptive(*b, find(notes, kAdaptiveMaxBatchAnnotation),
                                         find(notes, kAdaptivePerGpuAnnotation), p.adaptive)) {
@@ -492,8 +506,8 @@ PodInfo parse_pod(const json& pod) {
         f = -1;
       }
       if (!(f > 0 && f <= 1)) {
-        p.invalid = std::string("annotation ") + kFractionAnnotation + ": \"" + *frac +
-                    "\" is not a fraction in (0, 1]";
+        p.invalid = std::string("annotation ") + kFractionAnnotation + ": " + quote_prefix(*frac) +
+                    " is not a fraction in (0, 1]";
       } else if (p.demand.gpus > 0) {
         p.invalid = std::string("annotation ") + kFractionAnnotation + " and a " + kGpuResource +
                     " request together: ask for one or the other";
@@ -510,6 +524,11 @@ PodInfo parse_pod(const json& pod) {
     }
   } catch (const std::invalid_argument& e) {
     p.invalid = e.what();
+  }
+  // It goes into the pod's condition and an Event: bounded, whatever a message quoted.
+  constexpr size_t kMaxInvalidMessage = 400;
+  if (p.invalid.size() > kMaxInvalidMessage) {
+    p.invalid = to_valid_utf8(std::string_view(p.invalid).substr(0, kMaxInvalidMessage)) + "...";
   }
   return p;
 }

@@ -607,11 +607,15 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
       wanted.insert(in.gang_of(pj.id)->dataset);
     }
   }
-  // Asks answered (the node holds it now), or moot (nobody waiting reads it), are forgotten.
+  // Asks answered (the node holds it now) are forgotten; moot ones (nobody waiting reads it:
+  // its pods went or started elsewhere) are withdrawn from the node too, so that a data agent
+  // does not stage what nobody wants.
   std::erase_if(stage_asked_, [&](const auto& kv) {
     const auto n = model_.nodes().find(kv.first);
-    return n == model_.nodes().end() || holds_dataset(n->second, kv.second) ||
-           !wanted.contains(kv.second);
+    if (n == model_.nodes().end() || holds_dataset(n->second, kv.second)) return true;
+    if (wanted.contains(kv.second)) return false;
+    withdraw_stage_ask(kv.first, kv.second);
+    return true;
   });
   const Cluster& c = model_.cluster();
   const ClusterState& ledger = model_.ledger();
@@ -660,6 +664,19 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
       });
     }
   }
+}
+
+void KubeScheduler::withdraw_stage_ask(const std::string& node, const std::string& dataset) {
+  const json body = {
+      {"metadata", {{"annotations", {{kStageAnnotationPrefix + dataset, nullptr}}}}}};
+  actions_->push([this, node, body] {
+    Response res = client_->patch(object_path(kNodes, "", node), body, PatchType::kMerge);
+    if (!res.ok() && res.status != 404) {
+      ++api_errors_;
+      std::fprintf(stderr, "tessera kube: withdrawing a dataset staging ask from node %s: %s\n",
+                   node.c_str(), res.describe().c_str());
+    }
+  });
 }
 
 void KubeScheduler::bind_gang(Gang& g, const Start& s) {
