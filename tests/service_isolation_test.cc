@@ -246,5 +246,51 @@ TEST(ServeIsolation, AnArrayCostsItsTasksInSubmissions) {
   EXPECT_EQ(more.status, 429) << more.body;
 }
 
+// Finding 4: two servers on one host gave different tenants the same uid (one's tenant killed
+// the other's job) and shared cgroups of jobs with the same id. Each server's uids come from a
+// range claimed on the host, its cgroups are named after its database, and a server whose
+// chosen range another running server holds refuses to start.
+TEST(ServeIsolation, TwoServersOnOneHostShareNeitherUidsNorCgroups) {
+  if (::geteuid() != 0) GTEST_SKIP() << "tenant uids need root";
+  TempDir one("server-one"), two("server-two");
+  ::chmod(one.str().c_str(), 0755);
+  ::chmod(two.str().c_str(), 0755);
+  ServerProcess first(one.str(), {"--virtual-gpus", "1"});
+  ServerProcess second(two.str(), {"--virtual-gpus", "1"});
+  ASSERT_TRUE(first.up()) << first.log();
+  ASSERT_TRUE(second.up()) << second.log();
+  struct Seen {
+    long uid = 0;
+    std::string cgroup;
+  };
+  auto run_one = [&](ServerProcess& server) {
+    ApiClient admin = server.client(kAdminToken);
+    ApiClient a = server.client(create_tenant(admin, "team-a"));
+    const HttpResult r = post_json(
+        a, {{"name", "who"}, {"command", {"sh", "-c", "id -u; grep pids /proc/self/cgroup"}}});
+    EXPECT_EQ(r.status, 201) << r.body;
+    const int64_t id = json_of(r).value("id", int64_t{-1});
+    EXPECT_EQ(id, 1);  // both servers' first job: the ids that collided
+    EXPECT_TRUE(eventually([&] { return job_in(a, id, "succeeded"); }, 15)) << server.log();
+    const std::string log = a.get("/v1/jobs/" + std::to_string(id) + "/logs").body;
+    return Seen{std::atol(log.c_str()), log.substr(std::min(log.size(), log.find('\n') + 1))};
+  };
+  const Seen a = run_one(first), b = run_one(second);
+  EXPECT_GE(a.uid, 900000000);
+  EXPECT_GE(b.uid, 900000000);
+  EXPECT_NE(a.uid, b.uid) << "two servers gave their first tenants one uid";
+  if (!a.cgroup.empty() && first.log().find("cgroups: cgroup v") != std::string::npos) {
+    EXPECT_NE(a.cgroup, b.cgroup);
+  }
+  // A third server told to use the first's range refuses, naming the other server.
+  TempDir three("server-three");
+  const testing::CmdResult refused = testing::run_tessera(
+      "serve --listen 127.0.0.1:0 --virtual-gpus 1 --db " + three.file("tessera.db") +
+      " --tenant-uid-base " + std::to_string(a.uid + 10));
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("overlap those of another server"), std::string::npos)
+      << refused.output;
+}
+
 }  // namespace
 }  // namespace tessera

@@ -133,7 +133,9 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "otherwise)")
       ->check(CLI::IsMember({"tenant", "server"}));
   s->add_option("--tenant-uid-base", a.tenant_uid_base,
-                "the first uid (and gid) given to a tenant's jobs; the next tenant gets the next")
+                "the first uid (and gid) given to a tenant's jobs; the next tenant gets the next, "
+                "up to 100000 of them (default: the range this database used, else one derived "
+                "from its id; a range another server on this host holds is refused)")
       ->check(CLI::Range(int64_t{1000}, int64_t{2000000000}));
   s->add_option("--cgroups", a.cgroups,
                 "a cgroup per job member limiting its memory to its request, its processes to "

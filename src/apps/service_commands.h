@@ -33,7 +33,7 @@ struct ServeArgs {
   int threads = 16;
   TenantLimits limits;
   std::string job_user;  // "tenant", "server"; empty: tenant when root, else server
-  int64_t tenant_uid_base = 900000000;
+  int64_t tenant_uid_base = -1;  // -1: derived from the database (control/uid_range.h)
   std::vector<std::string> pass_env;
   std::string cgroups = "auto";  // auto, on, off
   std::string tls_cert, tls_key;

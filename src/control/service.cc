@@ -317,6 +317,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       }
     }
   }
+  if (opt_.tenant_uids) claim_uid_range_locked();
   // Nodes an admin drained stay drained across restarts (names no longer in the cluster are
   // kept, and apply if the node comes back).
   if (const auto drained = store_->setting("drained_nodes")) {
@@ -858,10 +859,43 @@ void Service::ask_to_stop_locked(Job& j, double t) {
   j.signal(*backend_, SIGTERM);
 }
 
+void Service::claim_uid_range_locked() {
+  // The base: the operator's, else the one this database recorded, else (a database that
+  // gave uids before bases were recorded) the old fixed default, else derived from its id.
+  const std::string id = store_->database_id();
+  const std::optional<std::string> recorded = store_->setting("tenant_uid_base");
+  int64_t base = opt_.tenant_uid_base;
+  const bool chosen = base >= 0 || recorded.has_value() || !tenant_uids_.empty();
+  if (base < 0 && recorded) base = std::stoll(*recorded);
+  if (base < 0 && !tenant_uids_.empty()) base = 900000000;
+  if (base < 0) base = derived_uid_base(id);
+  for (int64_t tries = 0;; ++tries) {
+    UidRange r{base, base + kUidsPerServer - 1};
+    for (const auto& [name, uid] : tenant_uids_) {
+      r.first = std::min(r.first, uid);
+      r.last = std::max(r.last, uid);
+    }
+    try {
+      uid_claim_ = UidRangeClaim::claim(opt_.uid_claims_dir, id, r);
+      uid_range_ = r;
+      break;
+    } catch (const UidRangeTaken&) {
+      // A derived slot another server holds: the next one (a chosen base is refused).
+      if (chosen || tries + 1 >= kUidSlots) throw;
+      base = 900000000 + (base - 900000000 + kUidsPerServer) % (kUidSlots * kUidsPerServer);
+    }
+  }
+  if (recorded != std::to_string(base)) store_->set_setting("tenant_uid_base", std::to_string(base));
+}
+
 int64_t Service::uid_for_tenant_locked(const std::string& tenant) {
   if (auto it = tenant_uids_.find(tenant); it != tenant_uids_.end()) return it->second;
-  int64_t next = opt_.tenant_uid_base;
+  int64_t next = uid_range_.first;
   for (const auto& [name, uid] : tenant_uids_) next = std::max(next, uid + 1);
+  if (next > uid_range_.last) {
+    throw std::runtime_error("this server's tenant uids, [" + std::to_string(uid_range_.first) +
+                             ", " + std::to_string(uid_range_.last) + "], are all given out");
+  }
   std::map<std::string, int64_t> with = tenant_uids_;
   with[tenant] = next;
   // Stored before any process runs as it: the same tenant keeps its uid across restarts, and

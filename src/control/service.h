@@ -36,6 +36,7 @@
 #include "control/history.h"
 #include "control/store_health.h"
 #include "control/tenant_limits.h"
+#include "control/uid_range.h"
 #include "control/views.h"
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
@@ -83,7 +84,10 @@ struct ServiceOptions {
   // Whose uid jobs run as: their tenant's own (a server running as root: each tenant gets a
   // uid from tenant_uid_base up, kept in the database) or the server's.
   bool tenant_uids = false;
-  int64_t tenant_uid_base = 900000000;
+  // The first of them; -1: the one this database used before, else one derived from its id
+  // (control/uid_range.h). uid_claims_dir holds each running server's claim on its range.
+  int64_t tenant_uid_base = -1;
+  std::string uid_claims_dir = "/run/tessera/uid-ranges";
   std::vector<std::string> pass_env;  // server environment variables jobs also see
   Cgroups cgroups;                    // confinement of each member (none unless detected)
   int64_t pids_per_member = 4096;
@@ -607,6 +611,9 @@ class Service {
   void note_write_success();
   // The uid (and gid) a tenant's jobs run as; a new tenant gets the next one, stored first.
   int64_t uid_for_tenant_locked(const std::string& tenant);
+  // Chooses this server's range of tenant uids and claims it on the host (uid_range.h);
+  // throws when another running server holds a range the operator's base overlaps.
+  void claim_uid_range_locked();
   // Returns its GPUs to the ledger. Scheduler thread only: the cycle reads the ledger unlocked.
   void release_locked(Job& j);
   double now() const;
@@ -643,6 +650,9 @@ class Service {
   TokenBucket anonymous_audit_{60, 1.0};
   uint64_t anonymous_suppressed_ = 0;           // since the last anonymous row written
   std::map<std::string, int64_t> tenant_uids_;  // as stored in the setting "tenant_uids"
+  // With tenant uids: the range this server's tenants get uids from, claimed on the host.
+  UidRange uid_range_;
+  UidRangeClaim uid_claim_;
   bool dirty_ = true;                           // something happened that may change a decision
   ClusterState state_;
   Interner tenants_;
