@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli_util.h"
+#include "model/dataset_name.h"
 #include "service_fixture.h"
 
 namespace tessera {
@@ -246,6 +247,50 @@ TEST(ServeDatasetOptions, CacheOptionsWithoutACacheAreRefused) {
     EXPECT_NE(r.status, 0) << flag;
     EXPECT_NE(r.output.find("need --dataset-dir"), std::string::npos) << r.output;
   }
+}
+
+TEST_F(ServiceDatasets, APrivateDatasetLivesApartAndIsFoundAgainAfterARestart) {
+  {
+    auto s = make_cached(2);
+    const int64_t id = submit(*s, "train", "team-a/corpus");
+    fs::create_directories(gate_ + "/team-a");
+    open_gate("team-a/corpus");
+    ASSERT_TRUE(tick_until(*s, [&] { return state(*s, id) == JobState::kRunning; }));
+    EXPECT_EQ(env_of(id)["TESSERA_DATASET_DIR"], cache_ + "/.private/team-a/corpus");
+    EXPECT_TRUE(fs::exists(cache_ + "/.private/team-a/corpus/data"));
+    backend_->exit(id, 0, 0);
+    now_ += 1;
+    s->tick();
+    s->stop();
+  }
+  fs::remove(gate_ + "/team-a/corpus.go");  // a new staging would now hang
+  auto s = make_cached(2);
+  std::vector<DatasetCache::Entry> keep;
+  ASSERT_NE(entry(*s, "team-a/corpus", keep), nullptr);
+  EXPECT_EQ(entry(*s, "team-a/corpus", keep)->state, DatasetCache::State::kReady);
+  // Another tenant may not name it.
+  EXPECT_THROW(
+      s->submit(as("team-b"), job("name: x\ndataset: team-a/corpus\ncommand: [x]\n"), "", nullptr),
+      ServiceError);
+}
+
+TEST(DatasetName, OneRuleForServeAndKube) {
+  for (const char* ok : {"imagenet", "corpus-v2", "a", "x.y_z-1", "ImageNet1k"}) {
+    EXPECT_EQ(dataset_name_problem(ok, false), "") << ok;
+  }
+  for (const char* bad :
+       {"", ".", "..", ".hidden", "trailing.", "a b", "a/b", "x;id", "-a", "a\nb", "$(id)"}) {
+    EXPECT_NE(dataset_name_problem(bad, false), "") << bad;
+  }
+  EXPECT_EQ(dataset_name_problem("team-a/imagenet", true), "");
+  EXPECT_EQ(dataset_name_problem("research/nlp/corpus", true), "");
+  for (const char* bad : {"team-a/..", "../x", "a//b", "/abs", "a/", "a/./b"}) {
+    EXPECT_NE(dataset_name_problem(bad, true), "") << bad;
+  }
+  EXPECT_EQ(dataset_owner("research/nlp/corpus"), "research/nlp");
+  EXPECT_EQ(dataset_owner("corpus"), "");
+  EXPECT_NE(dataset_component_problem(std::string(64, 'a')), "");
+  EXPECT_LT(dataset_name_problem(std::string(200000, 'a'), true).size(), 200u);
 }
 
 TEST(JobRequestDataset, ReadsANameOrANameAndSizeAndRefusesBadOnes) {

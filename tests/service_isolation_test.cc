@@ -292,5 +292,54 @@ TEST(ServeIsolation, TwoServersOnOneHostShareNeitherUidsNorCgroups) {
       << refused.output;
 }
 
+// Finding 10: dataset folders were 0700 root, so a tenant's job could not read its own
+// dataset. Shared datasets (NAME) are readable by every job; private ones (TENANT/NAME) by
+// that tenant's jobs alone, and no other tenant may name them.
+TEST(ServeIsolation, SharedDatasetsAreReadByEveryJobAndPrivateOnesByTheirTenantAlone) {
+  if (::geteuid() != 0) GTEST_SKIP() << "tenant uids need root";
+  TempDir dir("dataset-readers");
+  ::chmod(dir.str().c_str(), 0755);
+  const std::string cache = dir.file("datasets");
+  ServerProcess server(dir.str(), {"--virtual-gpus", "2", "--dataset-dir", cache, "--stage-command",
+                                   "echo staged-$TESSERA_DATASET > $TESSERA_DATASET_DIR/data"});
+  ASSERT_TRUE(server.up()) << server.log();
+  ApiClient admin = server.client(kAdminToken);
+  ApiClient a = server.client(create_tenant(admin, "team-a"));
+  ApiClient b = server.client(create_tenant(admin, "team-b"));
+  auto run = [&](ApiClient& c, const std::string& dataset, const std::string& script) {
+    const HttpResult r =
+        post_json(c, {{"name", "reader"}, {"command", {"sh", "-c", script}}, {"dataset", dataset}});
+    EXPECT_EQ(r.status, 201) << r.body;
+    const int64_t id = json_of(r).value("id", int64_t{-1});
+    EXPECT_TRUE(eventually(
+        [&] {
+          const std::string st = get_job(c, id).value("state", "");
+          return st == "succeeded" || st == "failed";
+        },
+        15))
+        << get_job(c, id).dump() << server.log();
+    return c.get("/v1/jobs/" + std::to_string(id) + "/logs").body;
+  };
+  EXPECT_NE(run(a, "shared-set", "cat \"$TESSERA_DATASET_DIR/data\"").find("staged-shared-set"),
+            std::string::npos);
+  EXPECT_NE(run(b, "shared-set", "cat \"$TESSERA_DATASET_DIR/data\"").find("staged-shared-set"),
+            std::string::npos);
+  const std::string mine = run(a, "team-a/secret", "cat \"$TESSERA_DATASET_DIR/data\"");
+  EXPECT_NE(mine.find("staged-team-a/secret"), std::string::npos) << mine;
+  // Team-b may not name it, nor read it by its path.
+  const HttpResult theirs =
+      post_json(b, {{"name", "thief"}, {"command", {"true"}}, {"dataset", "team-a/secret"}});
+  EXPECT_EQ(theirs.status, 400) << theirs.body;
+  EXPECT_NE(theirs.body.find("private to tenant team-a"), std::string::npos) << theirs.body;
+  const std::string stolen =
+      run(b, "shared-set",
+          "cat " + cache +
+              "/.private/team-a/secret/data 2>/dev/null && echo READ || echo denied; "
+              "ls " +
+              cache + " >/dev/null 2>&1 && echo LISTED || echo unlisted");
+  EXPECT_NE(stolen.find("denied"), std::string::npos) << stolen;
+  EXPECT_NE(stolen.find("unlisted"), std::string::npos) << stolen;
+}
+
 }  // namespace
 }  // namespace tessera

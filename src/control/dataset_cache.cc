@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,24 +63,68 @@ DatasetCache::DatasetCache(Options opt) : opt_(std::move(opt)) {
   std::error_code ec;
   fs::create_directories(fs::path(opt_.dir) / ".staging", ec);
   if (ec) throw std::runtime_error("--dataset-dir " + opt_.dir + ": " + ec.message());
+  // Jobs of other uids pass through to the datasets they are given; nobody but the server
+  // lists the cache or reads the staging logs.
+  ::chmod(opt_.dir.c_str(), 0711);
+  ::chmod((fs::path(opt_.dir) / ".staging").c_str(), 0700);
   for (const fs::directory_entry& d : fs::directory_iterator(opt_.dir, ec)) {
     const std::string name = d.path().filename().string();
     if (!dataset_component_problem(name).empty() || !d.is_directory()) continue;
-    std::ifstream in(d.path() / kMarker);
-    if (!in) continue;  // a staging that did not finish
-    Entry e;
-    e.name = name;
-    e.state = State::kReady;
-    try {
-      const nlohmann::json m = nlohmann::json::parse(in);
-      e.staged_at = m.value("staged_at", 0.0);
-      e.declared_gb = m.value("declared_gb", -1.0);
-    } catch (const nlohmann::json::exception&) {
-      continue;  // a damaged marker: staged again when wanted
+    add_ready(name, d.path().string());
+  }
+  // Private datasets: every directory below .private that holds a marker.
+  const fs::path priv = fs::path(opt_.dir) / ".private";
+  for (fs::recursive_directory_iterator it(priv, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory() || it->is_symlink()) continue;
+    const std::string name = it->path().lexically_relative(priv).string();
+    if (dataset_name_problem(name, /*allow_owner=*/true).empty() && !dataset_owner(name).empty()) {
+      add_ready(name, it->path().string());
     }
-    e.size_gb = size_on_disk_gb(d.path());
-    e.last_used = e.staged_at;
-    entries_.emplace(name, std::move(e));
+  }
+}
+
+void DatasetCache::add_ready(const std::string& name, const std::string& dir) {
+  std::ifstream in(fs::path(dir) / kMarker);
+  if (!in) return;  // a staging that did not finish
+  Entry e;
+  e.name = name;
+  e.state = State::kReady;
+  try {
+    const nlohmann::json m = nlohmann::json::parse(in);
+    e.staged_at = m.value("staged_at", 0.0);
+    e.declared_gb = m.value("declared_gb", -1.0);
+  } catch (const nlohmann::json::exception&) {
+    return;  // a damaged marker: staged again when wanted
+  }
+  e.size_gb = size_on_disk_gb(dir);
+  e.last_used = e.staged_at;
+  entries_.emplace(name, std::move(e));
+}
+
+void DatasetCache::open_to_readers(const std::string& name) const {
+  const fs::path dir = dir_of(name);
+  const std::string owner(dataset_owner(name));
+  const int64_t gid = owner.empty() || !opt_.group_of ? -1 : opt_.group_of(owner);
+  // Shared: everyone reads. Private: the owner's group reads, others nothing (without tenant
+  // gids, only the server's uid, which its jobs run as).
+  const mode_t dir_mode = owner.empty() ? 0755 : 0750;
+  const mode_t file_bits = owner.empty() ? 0444 : 0440;
+  auto open_one = [&](const fs::path& p, bool is_dir) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
+    if (gid >= 0) {
+      [[maybe_unused]] const int rc =
+          ::lchown(p.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(gid));
+    }
+    // No setuid or setgid file leaves the cache (a job runs with no new privileges anyway).
+    const mode_t keep = st.st_mode & (is_dir ? 07777 : 01777) & (owner.empty() ? 07777 : 07770);
+    ::chmod(p.c_str(), is_dir ? (keep | dir_mode) : (keep | file_bits));
+  };
+  open_one(dir, true);
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    open_one(it->path(), it->is_directory(e2) && !it->is_symlink(e2));
   }
 }
 
@@ -108,11 +153,14 @@ bool DatasetCache::ready(const std::string& name) {
 }
 
 std::string DatasetCache::dir_of(const std::string& name) const {
-  return (fs::path(opt_.dir) / name).string();
+  if (dataset_owner(name).empty()) return (fs::path(opt_.dir) / name).string();
+  return (fs::path(opt_.dir) / ".private" / name).string();
 }
 
 std::string DatasetCache::log_of(const std::string& name) const {
-  return (fs::path(opt_.dir) / ".staging" / (name + ".log")).string();
+  std::string file = name;
+  std::replace(file.begin(), file.end(), '/', '+');  // '+' is in no name
+  return (fs::path(opt_.dir) / ".staging" / (file + ".log")).string();
 }
 
 double DatasetCache::used_gb() const {
@@ -208,6 +256,11 @@ bool DatasetCache::request(const std::string& name, double declared_gb, double n
     why = "cannot create " + dir + ": " + ec.message();
     return false;
   }
+  // The directories between the cache and a private dataset: passable, not listable.
+  for (fs::path p = fs::path(dir).parent_path(); p.string().size() > opt_.dir.size();
+       p = p.parent_path()) {
+    ::chmod(p.c_str(), 0711);
+  }
   // The server's environment, with the dataset's variables set last (they win).
   std::vector<std::string> env;
   for (char** p = environ; p != nullptr && *p != nullptr; ++p) {
@@ -284,6 +337,7 @@ std::vector<std::string> DatasetCache::poll(double now) {
     std::ofstream(fs::path(dir_of(name)) / kMarker)
         << nlohmann::json{{"name", name}, {"staged_at", now}, {"declared_gb", e.declared_gb}}.dump()
         << '\n';
+    open_to_readers(name);
   }
   return changed;
 }

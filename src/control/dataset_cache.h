@@ -2,11 +2,14 @@
 // copied onto this host's fast storage by an operator's staging command before the jobs that
 // read them start, and ahead of time for the jobs next in the queue (pre-staging).
 //
-// Layout: DIR/NAME holds a dataset; DIR/NAME/.tessera-dataset (JSON: name, size_gb,
-// staged_at) marks it complete, so a restarted server finds what is ready from the disk. A
-// directory without the marker is a staging that did not finish: staged again when wanted
-// (staging commands should be idempotent, as `rsync` is). DIR/.staging/NAME.log holds the
-// staging command's output.
+// Layout: DIR/NAME holds a shared dataset, readable by every job (directories 0755, files
+// a+r); DIR/.private/TENANT/NAME a tenant's private one ("TENANT/NAME"), readable by that
+// tenant's jobs alone (root:the tenant's gid, 0750/0640). DIR is 0711: jobs pass through it to
+// the datasets they are given but cannot list it. DIR/NAME/.tessera-dataset (JSON: name,
+// size_gb, staged_at) marks a dataset complete, so a restarted server finds what is ready from
+// the disk. A directory without the marker is a staging that did not finish: staged again
+// when wanted (staging commands should be idempotent, as `rsync` is). DIR/.staging/NAME.log
+// ('/' in NAME written '+') holds the staging command's output, the server's alone.
 //
 // The staging command runs under /bin/sh -c with the server's environment plus
 // TESSERA_DATASET (the name), TESSERA_DATASET_DIR (where to put it) and TESSERA_DATASET_GB
@@ -24,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +40,9 @@ class DatasetCache {
     std::string dir;
     std::string stage_command;
     double capacity_gb = 0;  // 0: no bound
+    // The group whose members may read a private dataset of `owner` (a tenant): its jobs'
+    // gid, or -1 where jobs run as the server's uid (then only the server's uid reads it).
+    std::function<int64_t(const std::string& owner)> group_of;
   };
   enum class State : uint8_t { kAbsent, kStaging, kReady, kFailed };
   struct Entry {
@@ -88,6 +95,9 @@ class DatasetCache {
  private:
   // Whether `path`, resolved, lies below the cache directory (and is not the directory).
   bool inside_cache(const std::string& path) const;
+  // Opens a ready dataset to the jobs that may read it (see Layout).
+  void open_to_readers(const std::string& name) const;
+  void add_ready(const std::string& name, const std::string& dir);
   bool make_room(double need_gb, const std::string& for_name, bool evict, std::string& why);
   Options opt_;
   std::map<std::string, Entry> entries_;

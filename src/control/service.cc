@@ -281,8 +281,17 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     }
   }
   if (!opt_.dataset_dir.empty()) {
-    datasets_ = std::make_unique<DatasetCache>(
-        DatasetCache::Options{opt_.dataset_dir, opt_.stage_command, opt_.dataset_cache_gb});
+    // A private dataset is its tenant's jobs' to read: their gid (called under mu_).
+    auto group_of = [this](const std::string& owner) -> int64_t {
+      if (!opt_.tenant_uids) return -1;
+      try {
+        return uid_for_tenant_locked(owner);
+      } catch (const std::exception&) {
+        return -1;
+      }
+    };
+    datasets_ = std::make_unique<DatasetCache>(DatasetCache::Options{
+        opt_.dataset_dir, opt_.stage_command, opt_.dataset_cache_gb, group_of});
   }
   if (opt_.archive_dir.empty()) opt_.archive_dir = opt_.db_path + ".archive";
   if (opt_.archive_after_seconds >= 0 &&
@@ -885,7 +894,8 @@ void Service::claim_uid_range_locked() {
       base = 900000000 + (base - 900000000 + kUidsPerServer) % (kUidSlots * kUidsPerServer);
     }
   }
-  if (recorded != std::to_string(base)) store_->set_setting("tenant_uid_base", std::to_string(base));
+  if (recorded != std::to_string(base))
+    store_->set_setting("tenant_uid_base", std::to_string(base));
 }
 
 int64_t Service::uid_for_tenant_locked(const std::string& tenant) {

@@ -13,6 +13,7 @@
 #include "control/service_job.h"
 #include "control/token.h"
 #include "engine/admission.h"
+#include "model/dataset_name.h"
 #include "model/input_error.h"
 #include "model/utf8.h"
 
@@ -257,6 +258,13 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   check_limits_locked(ctx.caller, req, tid, t, std::max<size_t>(1, req.array_indices.size()));
   apply_time_limit_locked(req, tid);
   apply_memory_limit_locked(req, tid);
+  // A private dataset ("TENANT/NAME") is its tenant's alone.
+  if (const std::string_view owner = dataset_owner(req.dataset);
+      !owner.empty() && owner != req.tenant) {
+    throw ServiceError(ServiceError::kInvalid, "dataset.name",
+                       "dataset " + req.dataset + " is private to tenant " + std::string(owner) +
+                           "; this job's tenant is " + req.tenant);
+  }
   // Dependencies name jobs the caller can see (another tenant's ids are not found).
   for (const auto* list : {&req.after_ok, &req.after_any}) {
     for (size_t i = 0; i < list->size(); ++i) {
