@@ -341,5 +341,75 @@ TEST(ServeIsolation, SharedDatasetsAreReadByEveryJobAndPrivateOnesByTheirTenantA
   EXPECT_NE(stolen.find("unlisted"), std::string::npos) << stolen;
 }
 
+// Finding 3: Alice's job found Bob's rank-0 listener in /proc/net/tcp and sent it data. Each
+// gang has a network namespace of its own (the default as root): its members reach each other
+// on loopback, another tenant's listener is not there, and the job still reaches its
+// TESSERA_REPORT_URL. Under --job-network host, the same attack still works (what the docs
+// say remains there).
+TEST(ServeIsolation, AGangReachesItsOwnMembersButNotAnotherTenantsListener) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string listen =
+      "import socket,sys\n"
+      "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+      "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(4); print('listening', flush=True)\n"
+      "s.settimeout(20)\n"
+      "try:\n  c,_=s.accept(); print('GOT', c.recv(64).decode(), flush=True)\n"
+      "except Exception as e: print('no-one', e, flush=True)\n";
+  const std::string connect =
+      "import socket,sys,time\n"
+      "for i in range(50):\n"
+      "  try:\n"
+      "    c=socket.create_connection(('127.0.0.1', int(sys.argv[1])), 1); c.sendall(b'secret')\n"
+      "    print('CONNECTED', flush=True); break\n"
+      "  except OSError: time.sleep(0.1)\n"
+      "else: print('refused', flush=True)\n";
+  const int port = 20000 + ::getpid() % 20000;
+  for (const std::string mode : {"isolated", "host"}) {
+    TempDir dir("network-" + mode);
+    ::chmod(dir.str().c_str(), 0755);
+    ServerProcess server(dir.str(), {"--virtual-gpus", "4", "--job-network", mode});
+    ASSERT_TRUE(server.up()) << server.log();
+    ApiClient admin = server.client(kAdminToken);
+    ApiClient alice = server.client(create_tenant(admin, "alice"));
+    ApiClient bob = server.client(create_tenant(admin, "bob"));
+    auto post = [&](ApiClient& c, const nlohmann::json& spec) {
+      const HttpResult r = post_json(c, spec);
+      EXPECT_EQ(r.status, 201) << r.body;
+      return json_of(r).value("id", int64_t{-1});
+    };
+    auto log_of = [&](ApiClient& c, int64_t id) {
+      return c.get("/v1/jobs/" + std::to_string(id) + "/logs").body;
+    };
+    const int64_t victim = post(
+        bob, {{"name", "rank0"}, {"command", {"python3", "-c", listen, std::to_string(port)}}});
+    ASSERT_TRUE(
+        eventually([&] { return log_of(bob, victim).find("listening") != std::string::npos; }, 15))
+        << log_of(bob, victim) << server.log();
+    const int64_t attacker = post(
+        alice, {{"name", "probe"}, {"command", {"python3", "-c", connect, std::to_string(port)}}});
+    ASSERT_TRUE(eventually([&] { return job_in(alice, attacker, "succeeded"); }, 20))
+        << get_job(alice, attacker).dump() << log_of(alice, attacker);
+    // A gang of two: rank 1 reaches rank 0 on the gang's port.
+    const std::string gang_script =
+        "if [ \"$RANK\" = 0 ]; then python3 -c \"$LISTEN\" $MASTER_PORT; "
+        "else python3 -c \"$CONNECT\" $MASTER_PORT; fi";
+    const int64_t gang = post(alice, {{"name", "gang"},
+                                      {"gang", 2},
+                                      {"command", {"sh", "-c", gang_script}},
+                                      {"env", {{"LISTEN", listen}, {"CONNECT", connect}}}});
+    ASSERT_TRUE(eventually([&] { return job_in(alice, gang, "succeeded"); }, 30))
+        << get_job(alice, gang).dump();
+    const std::string gang_log = alice.get("/v1/jobs/" + std::to_string(gang) + "/logs").body;
+    EXPECT_NE(gang_log.find("GOT secret"), std::string::npos) << mode << ": " << gang_log;
+    const std::string probe = log_of(alice, attacker);
+    if (mode == "isolated") {
+      EXPECT_NE(probe.find("refused"), std::string::npos) << probe;
+      EXPECT_NE(server.log().find("network: isolated"), std::string::npos) << server.log();
+    } else {
+      EXPECT_NE(probe.find("CONNECTED"), std::string::npos) << probe;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera

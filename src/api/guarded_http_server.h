@@ -100,6 +100,9 @@ class GuardedHttpServer : public httplib::Server {
   // listening, and keep it quick: the event thread serves every connection.
   std::function<void(const Framing& refused)> on_refused;
 
+  // Serves a connection accepted elsewhere (ExtraListeners) as one of its own.
+  void adopt(int fd) { process_and_close_socket(fd); }
+
  private:
   struct Conn;
   struct Work {

@@ -29,7 +29,10 @@ bool is_mutating(const std::string& method) {
 }  // namespace
 
 ApiServer::ApiServer(Service& service, ApiOptions opt)
-    : service_(service), opt_(opt), http_(std::make_unique<GuardedHttpServer>(opt.http, opt.tls)) {
+    : service_(service),
+      opt_(opt),
+      http_(std::make_unique<GuardedHttpServer>(opt.http, opt.tls)),
+      extra_(std::make_unique<ExtraListeners>([this](int c) { http_->adopt(c); })) {
   http_->set_payload_max_length(opt_.http.framing.max_body_bytes);
   // Small JSON answers must not wait for delayed ACKs (Nagle): 40 ms per request otherwise.
   http_->set_tcp_nodelay(true);
@@ -53,7 +56,15 @@ std::string ApiServer::respond(std::string_view raw) {
 }
 
 void ApiServer::stop() {
-  if (http_) http_->shutdown();
+  if (http_) http_->shutdown();  // connections adopted after this are closed at once
+}
+
+void ApiServer::serve_listener(int fd) {
+  extra_->add(fd);
+}
+
+void ApiServer::stop_listener(int fd) {
+  extra_->remove(fd);
 }
 
 void ApiServer::routes() {

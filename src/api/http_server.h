@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "control/service.h"
-
+#include "api/extra_listeners.h"
 #include "api/guarded_http_server.h"
+#include "control/service.h"
 
 namespace tessera {
 
@@ -51,12 +51,17 @@ class ApiServer {
   void stop();
   // The response to a request's raw bytes, without a connection (GuardedHttpServer::respond).
   std::string respond(std::string_view raw);
+  // Serves the connections of a listening socket besides its own (one inside a job's network
+  // namespace: Service::JobListeners), until stop_listener.
+  void serve_listener(int fd);
+  void stop_listener(int fd);
 
  private:
   void routes();
   Service& service_;
   ApiOptions opt_;
   std::unique_ptr<GuardedHttpServer> http_;
+  std::unique_ptr<ExtraListeners> extra_;  // destroyed first: its thread hands to http_
   std::vector<std::pair<std::regex, std::string>> routes_;  // pattern, method
 };
 

@@ -145,6 +145,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--pids-per-member", a.pids_per_member,
                 "processes (and threads) one job member may have at once, with cgroups")
       ->check(CLI::Range(int64_t{16}, int64_t{4194304}));
+  s->add_option("--job-network", a.job_network,
+                "isolated: each job in a network namespace of its own, with loopback and its "
+                "TESSERA_REPORT_URL only (needs root; the default as root); host: the host's "
+                "network, where jobs reach each other (docs/service.md)")
+      ->check(CLI::IsMember({"isolated", "host"}));
   s->add_option("--default-memory", a.default_memory,
                 "memory per member of a job that asks for none (e.g. 16Gi): its cgroup's limit "
                 "and its demand in placement, where its queue sets no memory.default (default: "
@@ -286,6 +291,13 @@ int run_serve(const ServeArgs& a) {
     }
   }
   opt.tenant_uid_base = a.tenant_uid_base;
+  if (a.job_network == "isolated" && !root) {
+    throw std::runtime_error(
+        "--job-network isolated needs root (to make network namespaces); this server runs as "
+        "uid " +
+        std::to_string(::geteuid()));
+  }
+  opt.isolate_job_network = a.job_network == "isolated" || (a.job_network.empty() && root);
   opt.pass_env = a.pass_env;
   opt.pids_per_member = a.pids_per_member;
   for (const auto& [flag, text, into] :
@@ -358,6 +370,8 @@ int run_serve(const ServeArgs& a) {
                                                               : host;
   service.set_api_url((a.tls_cert.empty() ? "http://" : "https://") + reach + ":" +
                       std::to_string(bound));
+  service.set_job_listeners(Service::JobListeners{[&api](int fd) { api.serve_listener(fd); },
+                                                  [&api](int fd) { api.stop_listener(fd); }});
   service.start();
   std::thread signals([&] {
     int sig = 0;
@@ -372,7 +386,8 @@ int run_serve(const ServeArgs& a) {
             << c.gpu_types().at(c.node(0).gpu_type).name << "), database " << a.db << ", jobs in "
             << opt.work_dir << " (as "
             << (opt.tenant_uids ? "their tenant's uid" : "the server's uid")
-            << "; cgroups: " << confinement << ")\n";
+            << "; cgroups: " << confinement
+            << "; network: " << (opt.isolate_job_network ? "isolated" : "host") << ")\n";
   api.run();
   service.stop();
   std::cerr << "tessera serve: stopped (running jobs keep running and are adopted on restart)\n";

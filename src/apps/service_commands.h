@@ -32,13 +32,14 @@ struct ServeArgs {
   // this bounds concurrent requests being served, not clients.
   int threads = 16;
   TenantLimits limits;
-  std::string job_user;  // "tenant", "server"; empty: tenant when root, else server
+  std::string job_user;          // "tenant", "server"; empty: tenant when root, else server
   int64_t tenant_uid_base = -1;  // -1: derived from the database (control/uid_range.h)
   std::vector<std::string> pass_env;
   std::string cgroups = "auto";  // auto, on, off
   std::string tls_cert, tls_key;
   int64_t pids_per_member = 4096;
   std::string default_memory, max_memory;  // per member, e.g. 16Gi; "" = not set
+  std::string job_network;                 // isolated | host; "" = isolated as root
   int max_connections = 1024;
   double history_interval = 10;  // serve --history-interval
   double history_hours = 24;     // serve --history-hours

@@ -36,6 +36,8 @@ struct LaunchSpec {
   // -1: the server's.
   int64_t run_as_uid = -1;
   int64_t run_as_gid = -1;
+  // The network namespace its members join (backend/job_network.h); -1: the server's.
+  int netns_fd = -1;
 };
 
 // What identifies a started member process across server restarts: its pid and its start

@@ -1,7 +1,6 @@
 #include "backend/local_backend.h"
 
 #include "backend/member_spawn.h"
-#include "backend/unique_fd.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -328,8 +327,6 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
 
   std::vector<MemberHandle> started;
   started.reserve(prepared.size());
-  // The gang's network namespace on this host, once its first member made it.
-  UniqueFd gang_netns;
   // Stops what started and removes the members' cgroups, then says why.
   auto fail = [&](const std::string& why) {
     kill_and_reap(started);
@@ -351,10 +348,7 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     } catch (const std::exception& e) {
       fail(rank + ": " + e.what());
     }
-    if (opt_.isolate_network) {
-      p.network = k == 0 ? MemberNetwork::kNew : MemberNetwork::kJoin;
-      p.join_netns_fd = gang_netns.get();
-    }
+    p.netns_fd = spec.netns_fd;
     std::string why;
     std::optional<GatedMember> child = fork_member(p, why);
     if (!child) fail("cannot start " + rank + ": " + why);
@@ -376,13 +370,6 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
            "): " + why);
     }
     started.push_back(MemberHandle{m.rank, child->pid(), st->start_ticks});
-    if (opt_.isolate_network && k == 0 && prepared.size() > 1) {
-      gang_netns.reset(::open(("/proc/" + std::to_string(child->pid()) + "/ns/net").c_str(),
-                              O_RDONLY | O_CLOEXEC));
-      if (!gang_netns.valid()) {
-        fail("cannot open the network namespace of " + rank + ": " + std::strerror(errno));
-      }
-    }
   }
   return started;
 }

@@ -35,9 +35,6 @@ struct LocalBackendOptions {
   // to `pids_per_member` and weighting its CPU by its request. Not available: no confinement.
   Cgroups cgroups;
   int64_t pids_per_member = 4096;
-  // Each gang in a network namespace of its own with only loopback (needs root): its members
-  // reach each other on 127.0.0.1 and nothing of the host's or another job's network.
-  bool isolate_network = false;
 };
 
 class LocalBackend final : public Backend {

@@ -2,12 +2,9 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,12 +20,11 @@ namespace tessera {
 namespace {
 
 // The steps the child takes, in order; a failure reports its index and errno.
-constexpr std::array<const char*, 16> kSteps = {"move its pipes",
+constexpr std::array<const char*, 15> kSteps = {"move its pipes",
                                                 "reset its signals",
                                                 "become a process group",
                                                 "wait at the gate",
                                                 "enter the network namespace",
-                                                "bring up loopback",
                                                 "open /dev/null",
                                                 "open its log",
                                                 "redirect stderr",
@@ -58,20 +54,6 @@ bool place(int fd, int target) {
   if (fd == target) return true;
   const bool ok = ::dup2(fd, target) == target;
   ::close(fd);
-  return ok;
-}
-
-bool loopback_up() {
-  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return false;
-  struct ifreq ifr {};
-  std::memcpy(ifr.ifr_name, "lo", 3);
-  bool ok = ::ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
-  if (ok) {
-    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-    ok = ::ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
-  }
-  ::close(s);
   return ok;
 }
 
@@ -109,12 +91,7 @@ bool loopback_up() {
   ::close(gate);
 
   ++step;
-  if (m.network == MemberNetwork::kNew && ::unshare(CLONE_NEWNET) != 0) child_fail(err, step);
-  if (m.network == MemberNetwork::kJoin && ::setns(m.join_netns_fd, CLONE_NEWNET) != 0) {
-    child_fail(err, step);
-  }
-  ++step;
-  if (m.network == MemberNetwork::kNew && !loopback_up()) child_fail(err, step);
+  if (m.netns_fd >= 0 && ::setns(m.netns_fd, CLONE_NEWNET) != 0) child_fail(err, step);
 
   ++step;
   if (!place(::open("/dev/null", O_RDONLY), STDIN_FILENO)) child_fail(err, step);

@@ -1,7 +1,7 @@
 // How one job member's process starts. The server forks; the child, still the server's uid,
 // waits at a gate until the server has put it into its cgroup, then sets itself up (process
-// group, descriptors, working directory, network namespace), drops to the tenant's uid and
-// execs the member's shell with the job's environment.
+// group, descriptors, working directory, the job's network namespace), drops to the tenant's uid
+// and execs the member's shell with the job's environment.
 //
 // Invariant: nothing a tenant controls (its environment, its command) reaches a process that
 // runs before the uid drop. The child before the drop runs only this file's code, with no
@@ -18,13 +18,6 @@
 
 namespace tessera {
 
-// The network a member joins.
-enum class MemberNetwork {
-  kHost,  // the server's
-  kNew,   // a new namespace with only loopback (the gang's first member on this host)
-  kJoin,  // the namespace behind `join_netns_fd` (the gang's other members)
-};
-
 struct MemberExec {
   std::string program;  // absolute path, execve'd as is (no PATH search)
   std::vector<std::string> argv;
@@ -35,8 +28,7 @@ struct MemberExec {
   std::string exit_file;  // descriptor 4, created 0600: the member's shell writes its status
   int64_t uid = -1;       // -1: the server's uid and gid, and no drop
   int64_t gid = -1;
-  MemberNetwork network = MemberNetwork::kHost;
-  int join_netns_fd = -1;
+  int netns_fd = -1;  // the network namespace it joins (job_network.h); -1: the server's
 };
 
 // A forked member waiting at its gate. Destroying one that was neither released nor

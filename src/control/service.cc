@@ -630,6 +630,10 @@ void Service::recover() {
 
 void Service::start() {
   if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    adopt_job_networks_locked();
+  }
   stop_ = false;
   thread_ = std::thread([this] { run_loop(); });
 }
@@ -675,6 +679,7 @@ void Service::tick() {
 
 void Service::release_locked(Job& j) {
   release_dataset_locked(j);
+  close_job_network_locked(j);
   if (!j.alloc.empty()) {
     state_.release(j.alloc);
     std::set<NodeId> nodes(j.alloc.member_node.begin(), j.alloc.member_node.end());
@@ -950,6 +955,7 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
   try {
     // Never as the server's uid by mistake: a tenant whose uid cannot be stored does not start.
     if (opt_.tenant_uids) ls.run_as_uid = ls.run_as_gid = uid_for_tenant_locked(j.row.tenant);
+    open_job_network_locked(j, ls);
     j.members = backend_->launch(ls);
     j.row.processes = encode_members(j.members);
   } catch (const std::exception& e) {

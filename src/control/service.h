@@ -152,6 +152,10 @@ struct ServiceOptions {
   // TESSERA_REPORT_URL from it; "" = not told (it cannot report, so it is planned as scaling
   // perfectly).
   std::string api_url;
+  // Each gang in a network namespace of its own (backend/job_network.h; needs root): it
+  // reaches 127.0.0.1 inside it, its TESSERA_REPORT_URL (the API on the same port, inside),
+  // and nothing else of the host's network.
+  bool isolate_job_network = false;
   // Datasets (docs/data.md, "In tessera serve"): the dataset cache's directory ("" = none: a
   // job's `dataset` is only told to it, TESSERA_DATASET), the command that stages one there
   // (control/dataset_cache.h), the cache's capacity in GB (0 = no bound), and how many
@@ -303,6 +307,13 @@ class Service {
 
   // Where jobs reach the API (ServiceOptions::api_url), once it is listening; before start().
   void set_api_url(std::string url);
+  // Who serves the listening sockets made inside jobs' network namespaces (the API server):
+  // `add` when a job's namespace is made or adopted, `remove` when its run ends. Before start().
+  struct JobListeners {
+    std::function<void(int fd)> add;
+    std::function<void(int fd)> remove;
+  };
+  void set_job_listeners(JobListeners l);
   void start();  // the scheduler thread
   void stop();   // stops it; running jobs keep running (adopted again after a restart)
 
@@ -611,6 +622,16 @@ class Service {
   void note_write_success();
   // The uid (and gid) a tenant's jobs run as; a new tenant gets the next one, stored first.
   int64_t uid_for_tenant_locked(const std::string& tenant);
+  // Isolated job networks (ServiceOptions::isolate_job_network; service_network.cc): made for
+  // a launch (its netns_fd set; throws saying why it cannot be), closed when the run's GPUs
+  // are released, and found again for the running jobs a restarted server adopts.
+  void open_job_network_locked(Job& j, LaunchSpec& ls);
+  void close_job_network_locked(Job& j);
+  void adopt_job_networks_locked();
+  // The API's port on loopback, as jobs reach it (0: not listening).
+  int api_port_locked() const;
+  // The API's address as a job sees it ("http://127.0.0.1:8080"; "" when none).
+  std::string api_url_for_jobs_locked() const;
   // Chooses this server's range of tenant uids and claims it on the host (uid_range.h);
   // throws when another running server holds a range the operator's base overlaps.
   void claim_uid_range_locked();
@@ -653,7 +674,8 @@ class Service {
   // With tenant uids: the range this server's tenants get uids from, claimed on the host.
   UidRange uid_range_;
   UidRangeClaim uid_claim_;
-  bool dirty_ = true;                           // something happened that may change a decision
+  JobListeners job_listeners_;
+  bool dirty_ = true;  // something happened that may change a decision
   ClusterState state_;
   Interner tenants_;
   std::map<std::string, std::string> token_tenant_;  // token sha256 -> tenant

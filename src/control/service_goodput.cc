@@ -133,8 +133,8 @@ void Service::add_goodput_env_locked(Job& j,
       {"TESSERA_ACCUM_STEPS", std::to_string(s.accum_steps)},
   };
   if (!opt_.api_url.empty()) {
-    add.emplace_back("TESSERA_REPORT_URL",
-                     opt_.api_url + "/v1/jobs/" + std::to_string(j.row.id) + "/report");
+    add.emplace_back("TESSERA_REPORT_URL", api_url_for_jobs_locked() + "/v1/jobs/" +
+                                               std::to_string(j.row.id) + "/report");
     add.emplace_back("TESSERA_REPORT_TOKEN", report_token_locked(j.row.id));
   }
   // What the scheduler says wins over the job's own env of the same names.

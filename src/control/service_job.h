@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/job_network.h"
 #include "control/job_history.h"
 #include "control/service.h"
 #include "engine/goodput_model.h"
@@ -33,6 +34,7 @@ struct Service::Job {
   Allocation alloc;                   // what it holds in the ledger; empty = nothing
   std::vector<MemberHandle> members;  // processes of the current attempt; empty = none alive
   std::vector<int64_t> waits_for;     // preempted victims whose processes must end first
+  std::optional<JobNetwork> network;  // its run's own network namespace, when isolated
   double kill_at = -1;                // a stopping job gets SIGKILL at this time (-1: sent)
   bool stopping = false;              // asked to stop (SIGTERM or SIGKILL sent)
   std::string failure;                // why a running gang is being stopped as failed
