@@ -101,7 +101,7 @@ TEST(ServiceSoak, LoadKillsAndRestartsLoseNothingRunNothingTwiceAndLeakNothing) 
   std::vector<std::string> tokens;
   {
     ApiClient admin = server.client(kAdminToken);
-    for (const char* t : {"team-a", "team-b", "team-c"}) {
+    for (const char* t : {"team-a", "team-b", "team-c", "team-d"}) {
       const HttpResult r =
           admin.post("/v1/tenants", nlohmann::json{{"name", t}}.dump(), "application/json");
       ASSERT_EQ(r.status, 201) << r.body;
@@ -121,7 +121,52 @@ TEST(ServiceSoak, LoadKillsAndRestartsLoseNothingRunNothingTwiceAndLeakNothing) 
     return ids;
   };
 
+  // team-d's arrays and dependency chains, submitted and cancelled whole in a loop (each costs
+  // its tasks in submissions and in memory only once; a cancelled chain head cancels its links).
+  const std::string looper = tokens.back();
+  tokens.pop_back();
+  std::atomic<int64_t> array_tasks{0}, array_cancels{0};
+  std::vector<std::vector<int64_t>> chains;  // head first; under mu
+
   std::vector<std::thread> threads;
+  threads.reserve(tokens.size() + 4);
+  threads.emplace_back([&] {  // arrays of 100 tasks, cancelled at once
+    while (!stop) {
+      ApiClient c = server.client(looper);
+      const HttpResult r = c.post(
+          "/v1/jobs",
+          nlohmann::json{{"name", "arr"}, {"command", {"sleep", "30"}}, {"array", "0-99"}}.dump(),
+          "application/json");
+      if (r.status == 201) {
+        array_tasks += 100;
+        const std::string id = std::to_string(json_of(r).value("id", int64_t{0}));
+        if (c.post("/v1/jobs/" + id + "/cancel?array=true", "", "application/json").status == 200) {
+          ++array_cancels;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    }
+  });
+  threads.emplace_back([&] {  // chains of 30 after_ok links, cancelled from the head
+    while (!stop) {
+      ApiClient c = server.client(looper);
+      std::vector<int64_t> chain;
+      for (int k = 0; k <= 30; ++k) {
+        nlohmann::json spec{{"name", "link"}, {"command", {"sleep", "30"}}};
+        if (!chain.empty()) spec["after_ok"] = {chain.back()};
+        const HttpResult r = c.post("/v1/jobs", spec.dump(), "application/json");
+        if (r.status != 201) break;
+        chain.push_back(json_of(r).value("id", int64_t{0}));
+      }
+      if (!chain.empty() && c.post("/v1/jobs/" + std::to_string(chain.front()) + "/cancel?force=1",
+                                   "", "application/json")
+                                    .status == 200) {
+        std::lock_guard lock(mu);
+        chains.push_back(std::move(chain));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    }
+  });
   for (size_t t = 0; t < tokens.size(); ++t) {
     threads.emplace_back([&, t] {
       std::mt19937 rng(static_cast<unsigned>(t) + 1);
@@ -253,6 +298,21 @@ TEST(ServiceSoak, LoadKillsAndRestartsLoseNothingRunNothingTwiceAndLeakNothing) 
       EXPECT_FALSE(lines.empty()) << j.dump();
     }
   }
+  // Every link of a chain whose head was cancelled is cancelled too, whatever the restarts.
+  size_t links = 0;
+  for (const std::vector<int64_t>& chain : chains) {
+    for (const int64_t id : chain) {
+      ++links;
+      std::string state;
+      EXPECT_TRUE(testing::eventually(
+          [&] {
+            state = json_of(admin.get("/v1/jobs/" + std::to_string(id))).value("state", "");
+            return state == "cancelled";
+          },
+          20))
+          << "job " << id << " of a chain from " << chain.front() << " is " << state;
+    }
+  }
   // Idle again, the last server holds what it held before the load: no descriptor leaked.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const size_t fds_after = open_fds(server.pid());
@@ -265,8 +325,10 @@ TEST(ServiceSoak, LoadKillsAndRestartsLoseNothingRunNothingTwiceAndLeakNothing) 
             << " failed=" << states["failed"] << " cancels=" << cancels
             << " log_reads=" << log_reads << " refused=" << refused
             << " unanswered_tries=" << unanswered << " server_starts=" << server.starts()
-            << " peak_rss_mib=" << peak_rss << " fds_before=" << fds_before
-            << " fds_after=" << fds_after << "\n";
+            << " peak_rss_mib=" << peak_rss << " array_tasks=" << array_tasks
+            << " array_cancels=" << array_cancels << " chains=" << chains.size()
+            << " chain_jobs=" << links << " fds_before=" << fds_before << " fds_after=" << fds_after
+            << "\n";
 }
 
 }  // namespace
