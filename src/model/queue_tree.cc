@@ -458,8 +458,8 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
   check_keys(origin_, n, field,
              {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
-              "default_priority_class", "default_sla", "time_limit", "memory", "tenant_limits",
-              "energy_weight", "carbon_defer", "queues"});
+              "default_priority_class", "default_sla", "time_limit", "memory", "namespaces",
+              "tenant_limits", "energy_weight", "carbon_defer", "queues"});
   ParsedQueue p;
   QueueSpec& s = p.spec;
   s.source = origin_ + ":" + std::to_string(line_of(n));
@@ -511,6 +511,15 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
       if (!tl[key]) continue;
       *into = duration(tl[key], f + "." + key);
       if (!(*into > 0)) yaml_fail(origin_, tl[key], f + "." + key, "must be more than 0");
+    }
+  }
+  if (const YAML::Node ns = n["namespaces"]) {
+    const std::string f = field + ".namespaces";
+    if (!ns.IsSequence() || ns.size() == 0) {
+      yaml_fail(origin_, ns, f, "expected a non-empty list of namespaces (or \"*\")");
+    }
+    for (size_t i = 0; i < ns.size(); ++i) {
+      s.namespaces.push_back(yaml_string(origin_, ns[i], f + "[" + std::to_string(i) + "]"));
     }
   }
   if (const YAML::Node mem = n["memory"]) {
@@ -836,6 +845,19 @@ void apply_queue_defaults(const QueueTree& tree, Workload& w) {
               " (allowed: " + class_list(leaf.allowed_classes) + ")"));
     }
   }
+}
+
+bool QueueTree::admits_namespace(QueueId q, std::string_view ns) const {
+  if (q >= size()) return false;
+  bool listed = false;
+  for (QueueId at = q; at != kNoId && at < size(); at = queue(at).parent) {
+    for (const std::string& n : queue(at).namespaces) {
+      listed = true;
+      if (n == "*" || n == ns) return true;
+    }
+    if (at == kRootQueue) break;
+  }
+  return !listed && queue(q).name == ns;
 }
 
 }  // namespace tessera

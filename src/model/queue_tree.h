@@ -116,6 +116,11 @@ struct QueueSpec {
   // one may ask for; inherited as the time limits are; -1 = not set. default <= max.
   int64_t default_memory_mib = -1;
   int64_t max_memory_mib = -1;
+  // The Kubernetes namespaces whose pods may use it (`namespaces: [ml, ml-dev]`, "*" for any),
+  // as Kueue's ClusterQueue namespaceSelector: a queue admits the namespaces it or a queue
+  // above it lists; where none lists any, only the namespace named as the queue itself
+  // (QueueTree::admits_namespace).
+  std::vector<std::string> namespaces;
   // Zeus's energy knob for its jobs (`energy_weight`, 0..1: 0 runs them at full power, 1 at the
   // power limit that spends least energy per unit of work; docs/energy.md), inherited from the
   // nearest queue above that sets it; kUnknown: not set (the caller's default applies).
@@ -193,6 +198,8 @@ class QueueTree {
     return t < leaf_of_tenant_.size() ? leaf_of_tenant_[t] : kNoId;
   }
   size_t bound_tenants() const { return leaf_of_tenant_.size(); }
+  // Whether pods of namespace `ns` may use queue q (QueueSpec::namespaces).
+  bool admits_namespace(QueueId q, std::string_view ns) const;
 
   // Checks the tree against a cluster: guarantees (top-level sums, per GPU type) must fit its
   // capacity. Throws InputError naming the queue and the resource.

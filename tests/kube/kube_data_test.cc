@@ -134,5 +134,30 @@ TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
   EXPECT_EQ(node_of("reader"), likely);
 }
 
+// An ask for a gang that is gone (its pods deleted) is withdrawn from the node: a data agent
+// does not stage what nobody waits for.
+TEST_F(KubeData, AnAskIsWithdrawnWhenItsPodsGo) {
+  start_emulator(1, 4);
+  create_namespace("team-a");
+  SchedulerOptions opt = scheduler_options();
+  opt.prestage_datasets = 1;
+  start_scheduler(opt);
+  create_pod("team-a", "holder", 4);
+  ASSERT_TRUE(wait_for([&] { return !node_of("holder").empty(); }, 20));
+  json reader = pod_json("team-a", "reader", 4);
+  reader["metadata"]["annotations"][kDatasetAnnotation] = "imagenet";
+  post_pod(reader);
+  const std::string node = node_of("holder");
+  const std::string key = std::string(kStageAnnotationPrefix) + "imagenet";
+  const auto asked = [&] {
+    const json n = emu_->request("GET", "/api/v1/nodes/" + node).json_body();
+    return n["metadata"].value("annotations", json::object()).contains(key);
+  };
+  ASSERT_TRUE(wait_for(asked, 20));
+  const auto d = emu_->request("DELETE", "/api/v1/namespaces/team-a/pods/reader");
+  ASSERT_LT(d.status, 300) << d.body;
+  EXPECT_TRUE(wait_for([&] { return !asked(); }, 20)) << "the ask stayed on " << node;
+}
+
 }  // namespace
 }  // namespace tessera::kube

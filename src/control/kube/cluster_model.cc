@@ -447,6 +447,14 @@ bool ClusterModel::ensure_tenant(const std::string& queue) {
   return true;
 }
 
+std::string ClusterModel::namespace_refused(const PodInfo& p) const {
+  const QueueId leaf = tree_->leaf_of(*tenants_.find(p.queue));
+  if (leaf == kNoId || tree_->admits_namespace(leaf, p.ns)) return "";
+  return "namespace " + p.ns + " may not use queue " + p.queue +
+         " (a queue admits its own namespace, and those it or a queue above it lists in "
+         "namespaces:)";
+}
+
 void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods,
                              JobSpec& spec) {
   spec = JobSpec{};
@@ -656,6 +664,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
       g.waiting = invalid;
     } else if (!ensure_tenant(first.queue)) {
       g.waiting = "queue " + first.queue + " is not in the queue tree " + opt_.queues_path;
+    } else if (const std::string why = namespace_refused(first); !why.empty()) {
+      g.waiting = why;
     } else if (!g.waits_for.empty()) {
       g.waiting =
           "waiting for " + std::to_string(g.waits_for.size()) + " preempted pod(s) to terminate";

@@ -212,6 +212,9 @@ class ClusterModel {
   // The nodes pods with these constraints may use (`key`: their PodInfo::constraints_key).
   std::shared_ptr<const NodeSet> eligible(const NodeConstraints& c, const std::string& key);
   bool ensure_tenant(const std::string& queue);
+  // Why pod `p`'s namespace may not use the queue it names (QueueTree::admits_namespace), or
+  // "". The queue must be known (ensure_tenant).
+  std::string namespace_refused(const PodInfo& p) const;
   void fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
   // An adaptive gang's `adaptive` and `round_spec` (Gang), from its pods.
   void plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
