@@ -1,6 +1,7 @@
 #include "model/cluster.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace tessera {
@@ -116,8 +117,13 @@ Cluster ClusterBuilder::build() const {
     c.max_nvl_slack_ = std::max<uint16_t>(c.max_nvl_slack_,
                                           static_cast<uint16_t>(n.num_gpus - n.nvl_domain_size()));
     if (n.num_gpus > 0) c.present_types_ |= GpuTypeMask{1} << n.gpu_type;
-    c.total_cpu_milli_ += n.cpu_milli;
-    c.total_mem_mib_ += n.mem_mib;
+    // Saturating: what a reader let through must not overflow a total (it only bounds a check).
+    if (__builtin_add_overflow(c.total_cpu_milli_, n.cpu_milli, &c.total_cpu_milli_)) {
+      c.total_cpu_milli_ = std::numeric_limits<int64_t>::max();
+    }
+    if (__builtin_add_overflow(c.total_mem_mib_, n.mem_mib, &c.total_mem_mib_)) {
+      c.total_mem_mib_ = std::numeric_limits<int64_t>::max();
+    }
     c.racks_[n.rack].num_nodes++;
     c.nodes_.push_back(std::move(n));
   }

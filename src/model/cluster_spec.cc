@@ -20,6 +20,9 @@ namespace {
 constexpr size_t kNodesPerRack = 8;
 constexpr int64_t kMaxGpusPerNode = 1024;  // uint16_t in Node; anything larger is a typo
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+// A node's CPU (milli) or memory (MiB) at most 2^40, beyond any machine: a cluster's totals
+// (a million such nodes) then stay within int64.
+constexpr int64_t kMaxNodeQuantity = int64_t{1} << 40;
 
 std::string rack_name(size_t i) {
   return "rack-" + std::to_string(i);
@@ -44,8 +47,10 @@ NodeShape read_node_shape(const std::string& origin, const YAML::Node& n, const 
   s.gpus = yaml_int(origin, n["gpus"], where + ".gpus", min_gpus, kMaxGpusPerNode);
   if (n["gpu_type"]) s.gpu_type = yaml_string(origin, n["gpu_type"], where + ".gpu_type");
   if (n["cpu_milli"])
-    s.cpu_milli = yaml_int(origin, n["cpu_milli"], where + ".cpu_milli", 1, kInt64Max);
-  if (n["mem_mib"]) s.mem_mib = yaml_int(origin, n["mem_mib"], where + ".mem_mib", 1, kInt64Max);
+    s.cpu_milli = yaml_int(origin, n["cpu_milli"], where + ".cpu_milli", 1, kMaxNodeQuantity);
+  if (n["mem_mib"]) {
+    s.mem_mib = yaml_int(origin, n["mem_mib"], where + ".mem_mib", 1, kMaxNodeQuantity);
+  }
   if (n["nvlink_domain"]) {
     s.nvlink_domain =
         yaml_int(origin, n["nvlink_domain"], where + ".nvlink_domain", 0, kMaxGpusPerNode);

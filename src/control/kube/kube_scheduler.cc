@@ -614,7 +614,7 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
     const auto n = model_.nodes().find(kv.first);
     if (n == model_.nodes().end() || holds_dataset(n->second, kv.second)) return true;
     if (wanted.contains(kv.second)) return false;
-    withdraw_stage_ask(kv.first, kv.second);
+    patch_stage_ask(kv.first, kv.second, nullptr);
     return true;
   });
   const Cluster& c = model_.cluster();
@@ -651,30 +651,24 @@ void KubeScheduler::ask_prestaging(const CycleInput& in, const Decisions& d) {
       stage_asked_[node] = g.dataset;
       --need;
       ++kube_counters_.stage_requests;
-      const json body = {
-          {"metadata",
-           {{"annotations", {{kStageAnnotationPrefix + g.dataset, g.ns + "/" + g.group}}}}}};
-      actions_->push([this, node, body] {
-        Response res = client_->patch(object_path(kNodes, "", node), body, PatchType::kMerge);
-        if (!res.ok() && res.status != 404) {
-          ++api_errors_;
-          std::fprintf(stderr, "tessera kube: asking node %s to stage a dataset: %s\n",
-                       node.c_str(), res.describe().c_str());
-        }
-      });
+      patch_stage_ask(node, g.dataset, g.ns + "/" + g.group);
     }
   }
 }
 
-void KubeScheduler::withdraw_stage_ask(const std::string& node, const std::string& dataset) {
+void KubeScheduler::patch_stage_ask(const std::string& node, const std::string& dataset,
+                                    json value) {
+  const bool withdraw = value.is_null();
   const json body = {
-      {"metadata", {{"annotations", {{kStageAnnotationPrefix + dataset, nullptr}}}}}};
-  actions_->push([this, node, body] {
+      {"metadata", {{"annotations", {{kStageAnnotationPrefix + dataset, std::move(value)}}}}}};
+  actions_->push([this, node, body, withdraw] {
     Response res = client_->patch(object_path(kNodes, "", node), body, PatchType::kMerge);
     if (!res.ok() && res.status != 404) {
       ++api_errors_;
-      std::fprintf(stderr, "tessera kube: withdrawing a dataset staging ask from node %s: %s\n",
-                   node.c_str(), res.describe().c_str());
+      std::fprintf(
+          stderr, "tessera kube: %s node %s: %s\n",
+          withdraw ? "withdrawing a dataset staging ask from" : "asking to stage a dataset on",
+          node.c_str(), res.describe().c_str());
     }
   });
 }

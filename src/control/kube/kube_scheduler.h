@@ -163,8 +163,9 @@ class KubeScheduler {
   // Pre-staging (SchedulerOptions::prestage_datasets): asks nodes' data agents to copy the
   // datasets of gangs still waiting after this cycle, within the bound on asks outstanding.
   void ask_prestaging(const CycleInput& in, const Decisions& d);
-  // Removes the stage annotation for `dataset` from `node` (nobody waiting wants it now).
-  void withdraw_stage_ask(const std::string& node, const std::string& dataset);
+  // Sets node `node`'s stage annotation for `dataset` to `value` (the gang asking, ns/group),
+  // or removes it (null: nobody waiting wants it now).
+  void patch_stage_ask(const std::string& node, const std::string& dataset, nlohmann::json value);
   // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.
   void evict_pods(const std::vector<std::string>& uids, const std::string& why, double grace);
   void roll_back_partial_gangs(double now);
