@@ -33,6 +33,13 @@ using testing::ServerProcess;
 using testing::submit;
 using testing::TempDir;
 
+// `tessera serve ARGS` that is expected to refuse to start, bounded: a server that started
+// instead would serve until killed.
+testing::CmdResult serve_briefly(const std::string& args) {
+  return testing::run_tessera_cmd("timeout 20 " + std::string(TESSERA_BINARY) + " serve " + args +
+                                  " 2>&1");
+}
+
 HttpResult post_json(ApiClient& c, const nlohmann::json& spec) {
   return c.post("/v1/jobs", spec.dump(), "application/json");
 }
@@ -205,8 +212,8 @@ TEST(ServeIsolation, TlsRefusesAWorldReadableKeyAndOffersOnlyForwardSecrecy) {
   ASSERT_EQ(std::system(gen.c_str()), 0) << "needs the openssl command (scripts/setup.sh)";
   ::chmod(key.c_str(), 0644);
   const testing::CmdResult refused =
-      testing::run_tessera("serve --listen 127.0.0.1:0 --virtual-gpus 1 --db " + dir.file("a.db") +
-                           " --tls-cert " + cert + " --tls-key " + key);
+      serve_briefly("--listen 127.0.0.1:0 --virtual-gpus 1 --db " + dir.file("a.db") +
+                    " --tls-cert " + cert + " --tls-key " + key);
   EXPECT_EQ(refused.status, 2) << refused.output;
   EXPECT_NE(refused.output.find("readable by every user"), std::string::npos) << refused.output;
 
@@ -284,9 +291,9 @@ TEST(ServeIsolation, TwoServersOnOneHostShareNeitherUidsNorCgroups) {
   }
   // A third server told to use the first's range refuses, naming the other server.
   TempDir three("server-three");
-  const testing::CmdResult refused = testing::run_tessera(
-      "serve --listen 127.0.0.1:0 --virtual-gpus 1 --db " + three.file("tessera.db") +
-      " --tenant-uid-base " + std::to_string(a.uid + 10));
+  const testing::CmdResult refused =
+      serve_briefly("--listen 127.0.0.1:0 --virtual-gpus 1 --db " + three.file("tessera.db") +
+                    " --tenant-uid-base " + std::to_string(a.uid + 10));
   EXPECT_EQ(refused.status, 2) << refused.output;
   EXPECT_NE(refused.output.find("overlap those of another server"), std::string::npos)
       << refused.output;

@@ -17,6 +17,7 @@
 #include "apps/goodput_options.h"
 #include "apps/listen.h"
 #include "apps/service_commands.h"
+#include "backend/job_network.h"
 #include "control/service.h"
 #include "control/token.h"
 #include "model/carbon_intensity.h"
@@ -298,6 +299,19 @@ int run_serve(const ServeArgs& a) {
         std::to_string(::geteuid()));
   }
   opt.isolate_job_network = a.job_network == "isolated" || (a.job_network.empty() && root);
+  if (opt.isolate_job_network) {
+    // Root in a container may still lack CAP_SYS_ADMIN: asked for, that is an error; by
+    // default, the host's network with a warning (rather than every job failing to start).
+    try {
+      (void)JobNetwork::create(0);
+    } catch (const std::exception& e) {
+      if (a.job_network == "isolated")
+        throw std::runtime_error(std::string("--job-network isolated: ") + e.what());
+      std::cerr << "tessera serve: warning: jobs share the host's network (" << e.what()
+                << "); see --job-network\n";
+      opt.isolate_job_network = false;
+    }
+  }
   opt.pass_env = a.pass_env;
   opt.pids_per_member = a.pids_per_member;
   for (const auto& [flag, text, into] :
