@@ -24,3 +24,23 @@ if [ ! -d "$web/node_modules/chart.js" ] || [ ! -d "$web/node_modules/playwright
    [ "$web/package-lock.json" -nt "$web/node_modules/.package-lock.json" ]; then
   npm ci --prefix "$web" --no-audit --no-fund
 fi
+# A real Kubernetes control plane for the kube tests and benchmarks (tools/testcluster: etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and KWOK, built from Go
+# modules into one binary). The first build takes about 7 minutes on 2 cores; it is cached
+# under ~/.cache/tessera (or $TESSERA_CACHE), keyed by the module's sources and go.sum.
+tc="$(cd "$(dirname "$0")/../tools/testcluster" && pwd)"
+if ! command -v go >/dev/null; then
+  echo "setup.sh: Go 1.26 or newer is needed to build $tc (the Go module proxy must be reachable)" >&2
+  exit 1
+fi
+key="$(cd "$tc" && cat go.mod go.sum build.sh ./*.go stages/* | sha256sum | cut -c1-16)"
+cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/testcluster-$key"
+if [ ! -x "$cache/testcluster" ]; then
+  echo "setup.sh: building tools/testcluster (Kubernetes $(cd "$tc" && go list -m -f '{{.Version}}' k8s.io/kubernetes)) into $cache" >&2
+  mkdir -p "$cache"
+  start=$(date +%s)
+  "$tc/build.sh" "$cache/testcluster"
+  echo "setup.sh: testcluster built in $(( $(date +%s) - start )) s" >&2
+fi
+mkdir -p "$tc/bin"
+ln -sfn "$cache/testcluster" "$tc/bin/testcluster"

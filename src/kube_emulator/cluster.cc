@@ -190,6 +190,21 @@ Result Cluster::create_locked(const ResourceInfo& r, const std::string& ns, json
   Collection& coll = store_.collection(r.storage);
   std::string name = meta.value("name", "");
   const std::string generate = meta.value("generateName", "");
+  // As the real server: generateName is itself validated as a name (a trailing '-' allowed),
+  // so "pod." is refused though every name generated from it would be valid.
+  if (name.empty() && !generate.empty() && r.group != "rbac.authorization.k8s.io") {
+    std::string masked = generate;
+    if (masked.size() > 1 && masked.back() == '-') masked.back() = 'a';
+    if (!valid_dns_subdomain(masked)) {
+      return fail(422,
+                  r.kind + " \"" + generate +
+                      "\" is invalid: metadata.generateName: Invalid value: \"" + generate +
+                      "\": a lowercase RFC 1123 subdomain must consist of lower case "
+                      "alphanumeric characters, '-' or '.', and must start and end with an "
+                      "alphanumeric character",
+                  generate, r.qualified());
+    }
+  }
   if (name.empty() && !generate.empty()) {
     do {
       name = generate + random_.name_suffix();

@@ -22,18 +22,18 @@ class KubeData : public KubeEnv {
     return "";
   }
   std::string other_node(const std::string& name) {
-    const json nodes = emu_->request("GET", "/api/v1/nodes").json_body();
+    const json nodes = api("GET", "/api/v1/nodes").json_body();
     for (const json& n : nodes["items"]) {
       if (n["metadata"]["name"] != name) return n["metadata"]["name"];
     }
     return "";
   }
   void label(const std::string& node, const std::string& dataset) {
-    const auto r = emu_->request(
-        "PATCH", "/api/v1/nodes/" + node,
-        json{{"metadata", {{"labels", {{std::string(kDataLabelPrefix) + dataset, "true"}}}}}}
-            .dump(),
-        "application/merge-patch+json");
+    const auto r =
+        api("PATCH", "/api/v1/nodes/" + node,
+            json{{"metadata", {{"labels", {{std::string(kDataLabelPrefix) + dataset, "true"}}}}}}
+                .dump(),
+            "application/merge-patch+json");
     ASSERT_EQ(r.status, 200) << r.body;
   }
   static json reader(const std::string& name, int gpus) {
@@ -44,7 +44,7 @@ class KubeData : public KubeEnv {
 };
 
 TEST_F(KubeData, APodGoesWhereItsDatasetIsRatherThanWhereBestfitWouldPackIt) {
-  start_emulator(2, 4);
+  start_cluster(2, 4);
   create_namespace("team-a");
   start_scheduler();
   create_pod("team-a", "filler", 1);
@@ -61,7 +61,7 @@ TEST_F(KubeData, APodGoesWhereItsDatasetIsRatherThanWhereBestfitWouldPackIt) {
 }
 
 TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
-  start_emulator(2, 4);
+  start_cluster(2, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
   opt.locality_wait = 600;
@@ -90,7 +90,7 @@ TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
 // the node it is likely to get (annotation stage.data.tessera.io/NAME); the test plays the
 // node's data agent, labels that node when "copied", and the gang lands there once room frees.
 TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
-  start_emulator(2, 4);
+  start_cluster(2, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
   opt.prestage_datasets = 1;
@@ -105,7 +105,7 @@ TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
   const std::string likely = node_of("small");
   const std::string key = std::string(kStageAnnotationPrefix) + "imagenet";
   const auto node = [&](const std::string& name) {
-    return emu_->request("GET", "/api/v1/nodes/" + name).json_body();
+    return api("GET", "/api/v1/nodes/" + name).json_body();
   };
   ASSERT_TRUE(wait_for(
       [&] {
@@ -120,14 +120,14 @@ TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
   const std::string other = node_of("big");
   EXPECT_FALSE(node(other)["metadata"].value("annotations", json::object()).contains(key));
   // The agent copies and labels the node; the space frees; the reader goes to its data.
-  const auto r = emu_->request(
-      "PATCH", "/api/v1/nodes/" + likely,
-      json{{"metadata", {{"labels", {{std::string(kDataLabelPrefix) + "imagenet", "true"}}}}}}
-          .dump(),
-      "application/merge-patch+json");
+  const auto r =
+      api("PATCH", "/api/v1/nodes/" + likely,
+          json{{"metadata", {{"labels", {{std::string(kDataLabelPrefix) + "imagenet", "true"}}}}}}
+              .dump(),
+          "application/merge-patch+json");
   ASSERT_EQ(r.status, 200) << r.body;
   for (const char* gone : {"small", "big"}) {
-    const auto d = emu_->request("DELETE", std::string("/api/v1/namespaces/team-a/pods/") + gone);
+    const auto d = api("DELETE", std::string("/api/v1/namespaces/team-a/pods/") + gone);
     ASSERT_LT(d.status, 300) << d.body;
   }
   ASSERT_TRUE(wait_for([&] { return !node_of("reader").empty(); }, 20));
@@ -137,7 +137,7 @@ TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
 // An ask for a gang that is gone (its pods deleted) is withdrawn from the node: a data agent
 // does not stage what nobody waits for.
 TEST_F(KubeData, AnAskIsWithdrawnWhenItsPodsGo) {
-  start_emulator(1, 4);
+  start_cluster(1, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
   opt.prestage_datasets = 1;
@@ -150,11 +150,11 @@ TEST_F(KubeData, AnAskIsWithdrawnWhenItsPodsGo) {
   const std::string node = node_of("holder");
   const std::string key = std::string(kStageAnnotationPrefix) + "imagenet";
   const auto asked = [&] {
-    const json n = emu_->request("GET", "/api/v1/nodes/" + node).json_body();
+    const json n = api("GET", "/api/v1/nodes/" + node).json_body();
     return n["metadata"].value("annotations", json::object()).contains(key);
   };
   ASSERT_TRUE(wait_for(asked, 20));
-  const auto d = emu_->request("DELETE", "/api/v1/namespaces/team-a/pods/reader");
+  const auto d = api("DELETE", "/api/v1/namespaces/team-a/pods/reader");
   ASSERT_LT(d.status, 300) << d.body;
   EXPECT_TRUE(wait_for([&] { return !asked(); }, 20)) << "the ask stayed on " << node;
 }

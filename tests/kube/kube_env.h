@@ -1,6 +1,7 @@
-// What the tessera kube end-to-end tests share: an API-server emulator (HTTPS, client
-// certificates) with fake GPU nodes, a scheduler in this process, and helpers that create
-// namespaces, PodGroups and pods and wait for what the emulator shows.
+// What the tessera kube end-to-end tests share: a cluster with fake GPU nodes (the API-server
+// emulator, or a real etcd + kube-apiserver + KWOK), a scheduler in this process, and helpers
+// that create namespaces, PodGroups and pods and wait for what the cluster shows. A suite that
+// derives from KubeEnvOnBoth runs each test on both targets (KUBE_ON_BOTH_TARGETS).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,8 @@
 #include "backend/kubernetes/kube_config.h"
 #include "control/kube/kube_objects.h"
 #include "control/kube/kube_scheduler.h"
+#include "kube/support/cluster_under_test.h"
+#include "kube/support/real_cluster.h"
 #include "kube_emulator/emulator.h"
 
 namespace tessera::kube::testing {
@@ -36,10 +39,20 @@ class KubeEnv : public ::testing::Test {
   void TearDown() override {
     if (sched_) sched_->stop();
     sched_.reset();
-    if (emu_) emu_->stop();
+    if (cluster_) {
+      // On the real server, no node ever held more GPUs than it has.
+      for (const std::string& o : cluster_->overcommits()) ADD_FAILURE() << "over-committed " << o;
+      cluster_->stop();
+    }
+    cluster_.reset();
+    real_ = nullptr;
     emu_.reset();
-    fs::remove_all(dir_);
+    if (!HasFailure()) fs::remove_all(dir_);
   }
+
+  virtual Target target() const { return Target::kEmulator; }
+  bool on_apiserver() const { return target() == Target::kApiServer; }
+  virtual RealClusterOptions real_options() { return {}; }
 
   kube_emulator::Options emulator_options(int nodes, int gpus = 8) {
     kube_emulator::Options o;
@@ -48,12 +61,41 @@ class KubeEnv : public ::testing::Test {
     o.kubelet.start_delay = std::chrono::milliseconds(20);
     return o;
   }
-  void start_emulator(int nodes, int gpus = 8) { start_emulator(emulator_options(nodes, gpus)); }
-  void start_emulator(const kube_emulator::Options& o) {
-    emu_ = std::make_unique<kube_emulator::Emulator>(o);
-    emu_->start();
-    kubeconfig_ = (dir_ / "kubeconfig").string();
-    std::ofstream(kubeconfig_) << emu_->kubeconfig();
+  void start_cluster(int nodes, int gpus = 8) { start_cluster(emulator_options(nodes, gpus)); }
+  // The emulator with these options, or a real control plane with the same nodes.
+  void start_cluster(const kube_emulator::Options& o) {
+    if (target() == Target::kEmulator) {
+      emu_ = std::make_unique<kube_emulator::Emulator>(o);
+      emu_->start();
+      cluster_ = make_emulator_cluster(*emu_, dir_);
+    } else {
+      RealClusterOptions ro = real_options();
+      ro.layout = o.layout;
+      auto real = std::make_unique<RealCluster>(dir_ / "cluster", ro);
+      real->start();
+      // The PodGroup CRD as deploy/kubernetes/ installs it, accepted by apiextensions.
+      std::string out;
+      ASSERT_EQ(real->kubectl("apply -f " + std::string(TESSERA_SOURCE_DIR) +
+                                  "/deploy/kubernetes/01-podgroup-crd.yaml",
+                              &out),
+                0)
+          << out;
+      ASSERT_EQ(real->kubectl("wait --for condition=established --timeout=60s "
+                              "crd/podgroups.scheduling.x-k8s.io",
+                              &out),
+                0)
+          << out;
+      real->add_nodes(o.nodes);
+      real_ = real.get();
+      cluster_ = std::move(real);
+    }
+    kubeconfig_ = cluster_->kubeconfig_path();
+  }
+  // A request as the cluster's administrator (PATCH: a merge patch unless said otherwise).
+  kube_emulator::Reply api(const std::string& method, const std::string& path,
+                           const std::string& body = "",
+                           const std::string& content_type = "application/json") {
+    return cluster_->request(method, path, body, content_type);
   }
 
   SchedulerOptions scheduler_options(const std::string& queues_yaml = "") {
@@ -78,20 +120,28 @@ class KubeEnv : public ::testing::Test {
   }
 
   void create_namespace(const std::string& ns) {
-    const auto r = emu_->request(
-        "POST", "/api/v1/namespaces",
-        json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}.dump());
+    const auto r =
+        api("POST", "/api/v1/namespaces",
+            json{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}.dump());
     ASSERT_EQ(r.status, 201) << r.body;
+    // A real server admits pods only once the namespace's default ServiceAccount exists.
+    if (on_apiserver()) {
+      ASSERT_TRUE(wait_for(
+          [&] {
+            return api("GET", "/api/v1/namespaces/" + ns + "/serviceaccounts/default").status ==
+                   200;
+          },
+          30));
+    }
   }
 
   void create_group(const std::string& ns, const std::string& name, int min_member) {
-    const auto r =
-        emu_->request("POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + ns + "/podgroups",
-                      json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
-                           {"kind", "PodGroup"},
-                           {"metadata", {{"name", name}, {"namespace", ns}}},
-                           {"spec", {{"minMember", min_member}}}}
-                          .dump());
+    const auto r = api("POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + ns + "/podgroups",
+                       json{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                            {"kind", "PodGroup"},
+                            {"metadata", {{"name", name}, {"namespace", ns}}},
+                            {"spec", {{"minMember", min_member}}}}
+                           .dump());
     ASSERT_EQ(r.status, 201) << r.body;
   }
 
@@ -119,7 +169,7 @@ class KubeEnv : public ::testing::Test {
   }
   void post_pod(const json& pod) {
     const std::string ns = pod["metadata"]["namespace"];
-    const auto r = emu_->request("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
+    const auto r = api("POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump());
     ASSERT_EQ(r.status, 201) << r.body;
   }
   void create_pod(const std::string& ns, const std::string& name, int gpus,
@@ -127,15 +177,15 @@ class KubeEnv : public ::testing::Test {
                   const std::string& scheduler = "tessera") {
     post_pod(pod_json(ns, name, gpus, group, seconds, scheduler));
   }
-  // Successful binds per pod uid, from the emulator's binding log.
+  // Successful binds per pod uid, from the cluster's binding log (the real server's audit log).
   std::map<std::string, int> binds_by_pod() {
     std::map<std::string, int> n;
-    for (const auto& b : emu_->bindings()) n[b.uid] += b.code == 201;
+    for (const auto& b : cluster_->bindings()) n[b.uid] += b.code == 201;
     return n;
   }
 
   json pods(const std::string& query = "") {
-    return emu_->request("GET", "/api/v1/pods" + query).json_body()["items"];
+    return api("GET", "/api/v1/pods" + query).json_body()["items"];
   }
 
   template <class Pred>
@@ -150,8 +200,26 @@ class KubeEnv : public ::testing::Test {
 
   fs::path dir_;
   std::string kubeconfig_;
-  std::unique_ptr<kube_emulator::Emulator> emu_;
+  std::unique_ptr<ClusterUnderTest> cluster_;
+  std::unique_ptr<kube_emulator::Emulator> emu_;  // the emulator target's, for its test hooks
+  RealCluster* real_ = nullptr;                   // the real target's
   std::unique_ptr<KubeScheduler> sched_;
 };
+
+inline std::string target_name(const ::testing::TestParamInfo<Target>& p) {
+  return to_string(p.param);
+}
+
+// A fixture whose tests run on the emulator and on the real API server.
+class KubeEnvOnBoth : public KubeEnv, public ::testing::WithParamInterface<Target> {
+ protected:
+  Target target() const override { return GetParam(); }
+};
+
+#define KUBE_ON_BOTH_TARGETS(Suite)                                                         \
+  INSTANTIATE_TEST_SUITE_P(On, Suite,                                                       \
+                           ::testing::Values(::tessera::kube::testing::Target::kEmulator,   \
+                                             ::tessera::kube::testing::Target::kApiServer), \
+                           ::tessera::kube::testing::target_name)
 
 }  // namespace tessera::kube::testing

@@ -28,7 +28,7 @@ bool all_in(const json& pods, const std::set<std::string>& phases) {
 }
 
 TEST_F(KubeFaults, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhile) {
-  start_emulator(16);  // 128 GPUs
+  start_cluster(16);  // 128 GPUs
   create_namespace("team-a");
   start_scheduler();
   for (int i = 0; i < 128; ++i) create_pod("team-a", "a" + std::to_string(i), 1);
@@ -38,8 +38,8 @@ TEST_F(KubeFaults, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhi
   emu_->compact();
   // Half the pods go away while the scheduler re-lists; their GPUs must be learned free.
   for (int i = 0; i < 64; ++i) {
-    ASSERT_EQ(emu_->request("DELETE", "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) +
-                                          "?gracePeriodSeconds=0")
+    ASSERT_EQ(api("DELETE",
+                  "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) + "?gracePeriodSeconds=0")
                   .status,
               200);
   }
@@ -82,7 +82,7 @@ struct Process {
 };
 
 TEST_F(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice) {
-  start_emulator(32);  // 256 GPUs
+  start_cluster(32);  // 256 GPUs
   create_namespace("team-a");
   const std::string log = (dir_ / "kube.log").string();
   auto kube_args = [&] {
@@ -124,7 +124,7 @@ TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
   // with the same certificates; the scheduler keeps running throughout.
   kube_emulator::Options opt = emulator_options(8);  // 64 GPUs
   opt.state_file = (dir_ / "state.json").string();
-  start_emulator(opt);
+  start_cluster(opt);
   create_namespace("team-a");
   start_scheduler();
   for (int i = 0; i < 32; ++i) create_pod("team-a", "a" + std::to_string(i), 1);
@@ -143,7 +143,7 @@ TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
   opt.tls_key_file = write("server.key", pki.server.key);
   opt.client_ca_file = write("ca.crt", pki.ca.cert);
   opt.port = emu_->port();
-  std::vector<kube_emulator::BindRecord> before = emu_->bindings();
+  std::vector<kube_emulator::BindRecord> before = cluster_->bindings();
   emu_->stop();
   emu_.reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the scheduler sees it gone
@@ -155,7 +155,7 @@ TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
   auto all_binds = [&] {  // successful binds per pod name, from both servers' logs
     std::map<std::string, int> n;
     for (const auto& b : before) n[b.name] += b.code == 201;
-    for (const auto& b : emu_->bindings()) n[b.name] += b.code == 201;
+    for (const auto& b : cluster_->bindings()) n[b.name] += b.code == 201;
     return n;
   };
   ASSERT_TRUE(wait_for([&] { return all_binds().size() == 56; }, 40))
@@ -167,14 +167,14 @@ TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
 }
 
 TEST_F(KubeFaults, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
-  start_emulator(2);
+  start_cluster(2);
   create_namespace("team-a");
   ASSERT_TRUE(emu_->set_node_ready("gpu-node-0000", "False"));
   start_scheduler();
   for (int i = 0; i < 16; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 8; }, 20));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (const auto& b : emu_->bindings()) EXPECT_EQ(b.node, "gpu-node-0001") << b.name;
+  for (const auto& b : cluster_->bindings()) EXPECT_EQ(b.node, "gpu-node-0001") << b.name;
   EXPECT_EQ(binds_by_pod().size(), 8u);
   ASSERT_TRUE(emu_->set_node_ready("gpu-node-0000", "True"));
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 16; }, 20));
@@ -182,7 +182,7 @@ TEST_F(KubeFaults, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
 }
 
 TEST_F(KubeFaults, PodsOfAnotherSchedulerHoldTheirGpus) {
-  start_emulator(2);
+  start_cluster(2);
   create_namespace("team-a");
   // kube-scheduler's pods (bound by it) hold 7 GPUs of each node.
   for (int n = 0; n < 2; ++n) {
@@ -200,7 +200,7 @@ TEST_F(KubeFaults, PodsOfAnotherSchedulerHoldTheirGpus) {
 }
 
 TEST_F(KubeFaults, AFailedBindEvictsTheGangsBoundMembers) {
-  start_emulator(4);
+  start_cluster(4);
   create_namespace("team-a");
   emu_->add_bind_fault(
       {.pod = "team-a/g-2", .node = "", .count = 1, .code = 500, .message = "etcd timeout"});
@@ -228,7 +228,7 @@ TEST_F(KubeFaults, AFailedBindEvictsTheGangsBoundMembers) {
       EXPECT_EQ(p["spec"].value("nodeName", ""), "");
     }
   }
-  for (const auto& b : emu_->bindings()) {
+  for (const auto& b : cluster_->bindings()) {
     if (b.name == "g-2") {
       EXPECT_NE(b.code, 201) << "g-2 bound alone";
     }
@@ -236,7 +236,7 @@ TEST_F(KubeFaults, AFailedBindEvictsTheGangsBoundMembers) {
 }
 
 TEST_F(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) {
-  start_emulator(4);  // 32 GPUs
+  start_cluster(4);  // 32 GPUs
   create_namespace("team-a");
   create_namespace("team-b");
   start_scheduler();
@@ -277,7 +277,7 @@ TEST_F(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) 
   EXPECT_EQ(evicted, 2);  // 16 GPUs freed for team-b's 16
   // team-b's pods were bound only once the victims had used their 2 s grace.
   double first_b = 1e300;
-  for (const auto& b : emu_->bindings()) {
+  for (const auto& b : cluster_->bindings()) {
     if (b.ns == "team-b" && b.code == 201) first_b = std::min(first_b, parse_time(b.time));
   }
   const double since = first_b - std::chrono::duration<double>(t0.time_since_epoch()).count();
@@ -286,7 +286,7 @@ TEST_F(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) 
 }
 
 TEST_F(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
-  start_emulator(1, 2);  // one node, 2 GPUs
+  start_cluster(1, 2);  // one node, 2 GPUs
   create_namespace("team-i");
   start_scheduler();
   for (int i = 0; i < 5; ++i) {
@@ -309,7 +309,7 @@ TEST_F(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
 
 TEST_F(KubeFaults, EveryDeployManifestIsAcceptedByKubectlDryRun) {
   if (std::system("command -v kubectl > /dev/null 2>&1") != 0) GTEST_SKIP() << "no kubectl";
-  start_emulator(1);
+  start_cluster(1);
   const std::string out = (dir_ / "apply.txt").string();
   const std::string cmd = "HOME=" + dir_.string() + " kubectl --kubeconfig " + kubeconfig_ +
                           " --cache-dir " + (dir_ / "cache").string() +

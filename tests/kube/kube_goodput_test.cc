@@ -43,7 +43,7 @@ class KubeGoodput : public KubeEnv {
 };
 
 TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
-  start_emulator(2, 4);  // 8 GPUs
+  start_cluster(2, 4);  // 8 GPUs
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
   opt.policy = "goodput";
@@ -81,9 +81,9 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
   EXPECT_TRUE(said);
 
   // It reports over HTTP with its token: a step that scales, a noisy gradient.
-  KubeApiServer api(*sched_);
-  const int port = api.bind("127.0.0.1", 0);
-  std::thread serving([&] { api.run(); });
+  KubeApiServer read_api(*sched_);
+  const int port = read_api.bind("127.0.0.1", 0);
+  std::thread serving([&] { read_api.run(); });
   httplib::Client http("127.0.0.1", port);
   const std::string body =
       R"({"step": {"gpus": 4, "per_gpu_batch": 32, "seconds": 0.2, "sync_seconds": 0.01},
@@ -107,7 +107,7 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
   const json answer = json::parse(ok->body);
   EXPECT_TRUE(answer["profiled"].get<bool>());
   EXPECT_EQ(answer["gpus"], 4);
-  api.stop();
+  read_api.stop();
   serving.join();
 
   // The next round gives it all eight: its four pods are evicted, and once they are gone the
@@ -134,7 +134,7 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
   EXPECT_EQ(ranks.size(), 8u);
   // The eviction said why, on the pods.
   bool resized = false;
-  const json events = emu_->request("GET", "/api/v1/namespaces/team-a/events").json_body();
+  const json events = api("GET", "/api/v1/namespaces/team-a/events").json_body();
   for (const json& e : events["items"]) {
     resized =
         resized ||
@@ -145,7 +145,7 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
 }
 
 TEST_F(KubeGoodput, MalformedAdaptiveAnnotationsAreSaidOnThePod) {
-  start_emulator(1, 4);
+  start_cluster(1, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
   opt.policy = "goodput";

@@ -16,13 +16,13 @@ using testing::KubeEnv;
 class KubeIsolation : public KubeEnv {
  protected:
   std::string node_of(const std::string& ns, const std::string& pod) {
-    return emu_->request("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod)
+    return api("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod)
         .json_body()["spec"]
         .value("nodeName", "");
   }
   // The message of the pod's PodScheduled=False condition ("" while it has none).
   std::string waiting_message(const std::string& ns, const std::string& pod) {
-    const json p = emu_->request("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod).json_body();
+    const json p = api("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod).json_body();
     for (const json& c : p["status"].value("conditions", json::array())) {
       if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
         return c.value("message", "");
@@ -42,7 +42,7 @@ class KubeIsolation : public KubeEnv {
 // A queue admits its own namespace and those it lists; a pod naming a queue its namespace may
 // not use waits, saying so, and team-a's own pods run.
 TEST_F(KubeIsolation, ANamespaceCannotChargeAQueueThatDoesNotAdmitIt) {
-  start_emulator(1);  // 8 GPUs
+  start_cluster(1);  // 8 GPUs
   for (const std::string ns : {"team-a", "team-b", "ml-dev"}) create_namespace(ns);
   start_scheduler(R"(queues:
   - name: team-a
@@ -73,7 +73,7 @@ TEST_F(KubeIsolation, ANamespaceCannotChargeAQueueThatDoesNotAdmitIt) {
 // one is short: an infinite grace, a 200 KB fraction and a dataset named "../../etc/passwd"
 // each make their pod wait as invalid, and no node gets an annotation from them.
 TEST_F(KubeIsolation, BadValuesMakeAPodWaitWithAShortReasonAndReachNoNode) {
-  start_emulator(1);
+  start_cluster(1);
   create_namespace("team-a");
   SchedulerOptions o = scheduler_options();
   o.prestage_datasets = 4;
@@ -95,7 +95,7 @@ TEST_F(KubeIsolation, BadValuesMakeAPodWaitWithAShortReasonAndReachNoNode) {
     EXPECT_LT(why.size(), 600u) << pod;
     EXPECT_TRUE(node_of("team-a", pod).empty()) << pod;
   }
-  const json nodes = emu_->request("GET", "/api/v1/nodes").json_body();
+  const json nodes = api("GET", "/api/v1/nodes").json_body();
   for (const json& n : nodes["items"]) {
     const json notes = n["metadata"].value("annotations", json::object());
     for (const auto& [key, value] : notes.items()) {

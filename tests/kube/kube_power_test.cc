@@ -36,7 +36,7 @@ class KubePowerTest : public testing::KubeEnv {
   void start_v100_emulator(int nodes) {
     kube_emulator::Options o = emulator_options(nodes);
     o.nodes[0].product = kV100;
-    start_emulator(o);
+    start_cluster(o);
   }
 
   // What the engine counts for a gang of `gpus` V100s at `limit_w` (0: TDP) above idle.
@@ -81,7 +81,7 @@ class KubePowerTest : public testing::KubeEnv {
     for (int i = 0; i < 2; ++i) create_pod("team-a", name + "-" + std::to_string(i), 4, name);
   }
   json pod(const std::string& name) {
-    return emu_->request("GET", "/api/v1/namespaces/team-a/pods/" + name).json_body();
+    return api("GET", "/api/v1/namespaces/team-a/pods/" + name).json_body();
   }
   bool bound(const std::string& name) { return !pod(name)["spec"].value("nodeName", "").empty(); }
   // The pod's tessera.io/power-limit-watts, or -1 without one.
@@ -104,8 +104,7 @@ class KubePowerTest : public testing::KubeEnv {
   // Events of `reason` about pods whose name starts with `prefix`.
   int events(const std::string& reason, const std::string& prefix) {
     int n = 0;
-    const json list =
-        emu_->request("GET", "/apis/events.k8s.io/v1/namespaces/team-a/events").json_body();
+    const json list = api("GET", "/apis/events.k8s.io/v1/namespaces/team-a/events").json_body();
     for (const json& e : list.value("items", json::array())) {
       if (e.value("reason", "") == reason &&
           e["regarding"].value("name", "").rfind(prefix, 0) == 0) {
@@ -115,10 +114,10 @@ class KubePowerTest : public testing::KubeEnv {
     return n;
   }
   void annotate_node(const std::string& node, const json& value) {
-    const auto r = emu_->request(
-        "PATCH", "/api/v1/nodes/" + node,
-        json{{"metadata", {{"annotations", {{kThermalHeadroomAnnotation, value}}}}}}.dump(),
-        "application/merge-patch+json");
+    const auto r =
+        api("PATCH", "/api/v1/nodes/" + node,
+            json{{"metadata", {{"annotations", {{kThermalHeadroomAnnotation, value}}}}}}.dump(),
+            "application/merge-patch+json");
     ASSERT_EQ(r.status, 200) << r.body;
   }
 
@@ -173,7 +172,7 @@ TEST_F(KubePowerTest, ShiftModeLowersBothGangsLimitsOnBindingsAndByPatch) {
   ASSERT_TRUE(wait_for([&] { return bound("second-0") && bound("second-1"); }, 20))
       << unschedulable("second-0");
   // The second gang's limit came on its Binding (the API server copies it onto the pod)...
-  for (const auto& b : emu_->bindings()) {
+  for (const auto& b : cluster_->bindings()) {
     if (b.name.rfind("second-", 0) != 0) continue;
     ASSERT_TRUE(b.annotations.contains(kPowerLimitAnnotation)) << b.annotations.dump();
     ASSERT_TRUE(b.annotations.contains(kGpuIndexAnnotation)) << b.annotations.dump();
@@ -187,7 +186,7 @@ TEST_F(KubePowerTest, ShiftModeLowersBothGangsLimitsOnBindingsAndByPatch) {
     EXPECT_LT(w, tdp()) << name;
     EXPECT_GE(w, std::floor(lowest_limit())) << name;
   }
-  for (const auto& b : emu_->bindings()) {
+  for (const auto& b : cluster_->bindings()) {
     if (b.name.rfind("first-", 0) == 0) {
       EXPECT_FALSE(b.annotations.contains(kPowerLimitAnnotation)) << b.annotations.dump();
     }
@@ -203,7 +202,7 @@ TEST_F(KubePowerTest, ShiftModeLowersBothGangsLimitsOnBindingsAndByPatch) {
   // its default: the annotation rises or is removed).
   const double lowered = limit_of("first-0");
   for (const std::string name : {"second-0", "second-1"}) {
-    emu_->request("DELETE", "/api/v1/namespaces/team-a/pods/" + name + "?gracePeriodSeconds=0");
+    api("DELETE", "/api/v1/namespaces/team-a/pods/" + name + "?gracePeriodSeconds=0");
   }
   EXPECT_TRUE(wait_for(
       [&] {
@@ -227,7 +226,7 @@ TEST_F(KubePowerTest, ANodeWithoutThermalHeadroomGetsNoJobUntilItsAnnotationChan
   for (int i = 0; i < 9; ++i) {
     if (!bound("p" + std::to_string(i))) waiting = "p" + std::to_string(i);
   }
-  for (const auto& b : emu_->bindings()) EXPECT_EQ(b.node, "gpu-node-0001") << b.name;
+  for (const auto& b : cluster_->bindings()) EXPECT_EQ(b.node, "gpu-node-0001") << b.name;
   std::string message;
   ASSERT_TRUE(wait_for(
       [&] {

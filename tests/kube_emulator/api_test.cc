@@ -74,6 +74,12 @@ TEST_F(ApiTest, GenerateNameAndInvalidNames) {
   EXPECT_EQ(name.size(), 11u);
   EXPECT_EQ(name.substr(0, 6), "train-");
   EXPECT_EQ(http_->post("/api/v1/namespaces/default/pods", pod_json("Bad_Name")).status, 422);
+  // As the real server: generateName is validated itself, so one ending in '.' is refused
+  // (client-go's event recorder names events POD.HEX instead).
+  p["metadata"]["generateName"] = "train.";
+  r = http_->post("/api/v1/namespaces/default/pods", p);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.value("message", "").find("metadata.generateName"), std::string::npos);
   p["metadata"].erase("generateName");
   EXPECT_EQ(http_->post("/api/v1/namespaces/default/pods", p).status, 422);
 }

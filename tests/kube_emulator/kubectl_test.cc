@@ -150,7 +150,7 @@ TEST_P(KubectlTest, EverydayCommands) {
   json ev = {
       {"apiVersion", "events.k8s.io/v1"},
       {"kind", "Event"},
-      {"metadata", {{"generateName", pod + "."}, {"namespace", ns}}},
+      {"metadata", {{"generateName", pod + "-"}, {"namespace", ns}}},
       {"eventTime", rfc3339_micro(Clock::now())},
       {"type", "Warning"},
       {"reason", "FailedScheduling"},

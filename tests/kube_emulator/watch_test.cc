@@ -172,7 +172,7 @@ TEST_F(WatchTest, EventsOfBothApiGroupsShareOneStore) {
                    "/api/v1/namespaces/default/events?watch=1&resourceVersion=" + rv_now());
   json ev = {{"apiVersion", "events.k8s.io/v1"},
              {"kind", "Event"},
-             {"metadata", {{"generateName", "p."}, {"namespace", "default"}}},
+             {"metadata", {{"generateName", "p-"}, {"namespace", "default"}}},
              {"eventTime", "2026-01-01T00:00:00.000000Z"},
              {"type", "Warning"},
              {"reason", "FailedScheduling"},

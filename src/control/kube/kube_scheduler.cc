@@ -831,9 +831,21 @@ void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const 
                                const std::string& action, const std::string& note,
                                WorkQueue* queue) {
   ++kube_counters_.events;
+  // Named as client-go's recorder names them, POD.<unix nanoseconds in hex>: the API server
+  // refuses generateName "POD." (a name may not end in '.'). Strictly increasing, so two
+  // events of one pod never share a name; the pod's part is cut to keep a valid length.
+  const int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  int64_t last = last_event_nanos_.load();
+  int64_t stamp;
+  do {
+    stamp = std::max(nanos, last + 1);
+  } while (!last_event_nanos_.compare_exchange_weak(last, stamp));
+  const std::string name = fmt::format("{}.{:x}", p.name.substr(0, 253 - 17), stamp);
   json ev = {{"apiVersion", "events.k8s.io/v1"},
              {"kind", "Event"},
-             {"metadata", {{"generateName", p.name + "."}, {"namespace", p.ns}}},
+             {"metadata", {{"name", name}, {"namespace", p.ns}}},
              {"eventTime", format_micro_time(wall_now())},
              {"type", type},
              {"reason", reason},

@@ -245,7 +245,8 @@ class KubeScheduler {
   std::map<std::string, std::string> stage_asked_;
   HistoryLog history_;
   HistorySampler history_sampler_;
-  std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
+  std::atomic<uint64_t> api_errors_{0};       // failed writes, counted by the worker threads
+  std::atomic<int64_t> last_event_nanos_{0};  // names events uniquely (post_event)
   DecayedUsage decayed_;
   // Saved usage not yet given to a queue: read when this replica starts leading, applied to
   // each queue as it appears (a namespace with no pods yet has no queue in a flat tree).
