@@ -12,12 +12,17 @@
 #include <vector>
 
 #include "kube/kube_env.h"
+#include "kube/support/process.h"
 
 namespace tessera::kube {
 namespace {
 
 using nlohmann::json;
-using KubeFaults = testing::KubeEnv;
+using KubeFaults = testing::KubeEnvOnBoth;
+using testing::Process;
+// Faults only the emulator can make on demand (watches cut, a bind refused once, a node's
+// Ready condition flipped); tests/kube/kube_real_server_test.cc makes the real server's own.
+using KubeFaultsEmulator = testing::KubeEnv;
 
 // Every pod the emulator lists is in one of `phases`.
 bool all_in(const json& pods, const std::set<std::string>& phases) {
@@ -27,7 +32,7 @@ bool all_in(const json& pods, const std::set<std::string>& phases) {
   return true;
 }
 
-TEST_F(KubeFaults, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhile) {
+TEST_F(KubeFaultsEmulator, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhile) {
   start_cluster(16);  // 128 GPUs
   create_namespace("team-a");
   start_scheduler();
@@ -54,34 +59,7 @@ TEST_F(KubeFaults, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhi
   EXPECT_GT(k.reconnects, 0u);
 }
 
-// A process of this test's own: `tessera ARGS...`, its output to `log`; SIGKILL on the way out.
-struct Process {
-  pid_t pid = -1;
-  Process(std::vector<std::string> args, const std::string& log) {
-    args.insert(args.begin(), TESSERA_BINARY);
-    pid = fork();
-    if (pid == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      dup2(fd, 2);
-      dup2(fd, 1);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(TESSERA_BINARY, argv.data());
-      _exit(127);
-    }
-  }
-  void signal(int sig) {
-    if (pid > 0) {
-      ::kill(pid, sig);
-      waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-  }
-  ~Process() { signal(SIGKILL); }
-};
-
-TEST_F(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice) {
+TEST_P(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice) {
   start_cluster(32);  // 256 GPUs
   create_namespace("team-a");
   const std::string log = (dir_ / "kube.log").string();
@@ -119,7 +97,7 @@ TEST_F(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice)
   EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}) && pods().size() == 240; }, 10));
 }
 
-TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
+TEST_F(KubeFaultsEmulator, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
   // The API server persists its objects (as etcd would) and comes back on the same address
   // with the same certificates; the scheduler keeps running throughout.
   kube_emulator::Options opt = emulator_options(8);  // 64 GPUs
@@ -166,7 +144,7 @@ TEST_F(KubeFaults, AnApiServerRestartIsRiddenOutAndNothingIsBoundTwice) {
   EXPECT_GT(sched_->kube_metrics().reconnects, 0u);
 }
 
-TEST_F(KubeFaults, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
+TEST_F(KubeFaultsEmulator, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
   start_cluster(2);
   create_namespace("team-a");
   ASSERT_TRUE(emu_->set_node_ready("gpu-node-0000", "False"));
@@ -181,7 +159,7 @@ TEST_F(KubeFaults, ANotReadyNodeTakesNoNewPodsUntilItIsReadyAgain) {
   EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}); }, 10));
 }
 
-TEST_F(KubeFaults, PodsOfAnotherSchedulerHoldTheirGpus) {
+TEST_P(KubeFaults, PodsOfAnotherSchedulerHoldTheirGpus) {
   start_cluster(2);
   create_namespace("team-a");
   // kube-scheduler's pods (bound by it) hold 7 GPUs of each node.
@@ -199,7 +177,7 @@ TEST_F(KubeFaults, PodsOfAnotherSchedulerHoldTheirGpus) {
       all_in(pods("?fieldSelector=spec.schedulerName%3Dtessera,spec.nodeName%21%3D"), {"Running"}));
 }
 
-TEST_F(KubeFaults, AFailedBindEvictsTheGangsBoundMembers) {
+TEST_F(KubeFaultsEmulator, AFailedBindEvictsTheGangsBoundMembers) {
   start_cluster(4);
   create_namespace("team-a");
   emu_->add_bind_fault(
@@ -235,7 +213,7 @@ TEST_F(KubeFaults, AFailedBindEvictsTheGangsBoundMembers) {
   }
 }
 
-TEST_F(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) {
+TEST_P(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) {
   start_cluster(4);  // 32 GPUs
   create_namespace("team-a");
   create_namespace("team-b");
@@ -285,7 +263,7 @@ TEST_F(KubeFaults, AReturningTenantReclaimsWholeGangsAfterTheirCheckpointGrace) 
   EXPECT_EQ(sched_->metrics().preemptions, 2u);
 }
 
-TEST_F(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
+TEST_P(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
   start_cluster(1, 2);  // one node, 2 GPUs
   create_namespace("team-i");
   start_scheduler();
@@ -307,7 +285,7 @@ TEST_F(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
   EXPECT_EQ(per_gpu["1"], 2);
 }
 
-TEST_F(KubeFaults, EveryDeployManifestIsAcceptedByKubectlDryRun) {
+TEST_F(KubeFaultsEmulator, EveryDeployManifestIsAcceptedByKubectlDryRun) {
   if (std::system("command -v kubectl > /dev/null 2>&1") != 0) GTEST_SKIP() << "no kubectl";
   start_cluster(1);
   const std::string out = (dir_ / "apply.txt").string();
@@ -326,6 +304,8 @@ TEST_F(KubeFaults, EveryDeployManifestIsAcceptedByKubectlDryRun) {
     EXPECT_NE(text.find(what), std::string::npos) << what << "\n" << text;
   }
 }
+
+KUBE_ON_BOTH_TARGETS(KubeFaults);
 
 }  // namespace
 }  // namespace tessera::kube

@@ -1,8 +1,8 @@
 package main
 
 // KWOK, run from this binary: fake kubelets for the nodes annotated kwok.x-k8s.io/node=fake.
-// Stages: KWOK's own for node start-up, heartbeat with leases, pod ready and pod delete, and
-// one of ours for pod completion (stages/pod-complete.yaml).
+// Stages: KWOK's own for node start-up, heartbeat with leases and pod ready, and ours for pod
+// completion and deletion (stages/).
 
 import (
 	_ "embed"
@@ -19,12 +19,16 @@ import (
 	"sigs.k8s.io/kwok/pkg/utils/signals"
 )
 
-//go:embed stages/pod-complete.yaml
-var podCompleteStage string
+var (
+	//go:embed stages/pod-complete.yaml
+	podCompleteStage string
+	//go:embed stages/pod-delete.yaml
+	podDeleteStage string
+)
 
 func writeKwokConfig(path string) error {
 	docs := []string{nodefast.DefaultNodeInit, nodelease.DefaultNodeHeartbeatWithLease,
-		podfast.DefaultPodReady, podCompleteStage, podfast.DefaultPodDelete}
+		podfast.DefaultPodReady, podCompleteStage, podDeleteStage}
 	for i := range docs {
 		docs[i] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(docs[i]), "---"))
 	}

@@ -231,6 +231,9 @@ const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+  verbs: [get, list, watch]
 - level: None
   verbs: [get, list, watch]
 - level: Request
