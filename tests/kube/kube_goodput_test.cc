@@ -70,15 +70,20 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
   }
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2", "3"}));
   ASSERT_EQ(token.size(), 64u);
-  // The other four wait, saying why.
-  bool said = false;
-  for (const json& p : pods()) {
-    for (const json& c : p["status"].value("conditions", json::array())) {
-      said = said ||
-             c.value("message", "").find("adaptive: runs with the 4 members") != std::string::npos;
-    }
-  }
-  EXPECT_TRUE(said);
+  // The other four wait, saying why (once the reason has held a second).
+  EXPECT_TRUE(wait_for(
+      [&] {
+        for (const json& p : pods()) {
+          for (const json& c : p["status"].value("conditions", json::array())) {
+            if (c.value("message", "").find("adaptive: runs with the 4 members") !=
+                std::string::npos) {
+              return true;
+            }
+          }
+        }
+        return false;
+      },
+      10));
 
   // It reports over HTTP with its token: a step that scales, a noisy gradient.
   KubeApiServer read_api(*sched_);

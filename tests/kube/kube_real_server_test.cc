@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <iostream>
 #include <set>
 
 #include "kube/kube_env.h"
@@ -203,6 +204,75 @@ TEST_F(KubeRealServer, WatchesResumedFromACompactedRevisionGet410RelistAndLoseNo
   const KubeMetrics k = sched_->kube_metrics();
   EXPECT_GT(k.relists, relists_before);
   EXPECT_GT(k.reconnects, 0u);
+}
+
+// The scheduler's writes, from the audit log, by kind ("create pods/binding", ...), leaving
+// out its Lease and usage ConfigMap (periodic, not per pod).
+std::map<std::string, int> scheduler_writes(testing::RealCluster& real) {
+  std::map<std::string, int> n;
+  for (const json& e : real.audit()) {
+    if (e.value("userAgent", "").rfind("tessera-scheduler", 0) != 0) continue;
+    const json ref = e.value("objectRef", json::object());
+    const std::string resource = ref.value("resource", "");
+    if (resource == "leases" || resource == "configmaps") continue;
+    ++n[e.value("verb", "") + " " + resource +
+        (ref.contains("subresource") ? "/" + ref.value("subresource", "") : "")];
+  }
+  return n;
+}
+
+std::string describe(const std::map<std::string, int>& n) {
+  std::string s;
+  for (const auto& [k, v] : n) s += k + "=" + std::to_string(v) + " ";
+  return s;
+}
+
+TEST_F(KubeRealServer, AtMostTwoWritesPerBoundPodAndAWaitingPodIsToldOnce) {
+  start_cluster(32);  // 256 GPUs
+  create_namespace("team-a");
+  SchedulerOptions opt = scheduler_options();
+  opt.event_interval = 300;  // the default: words with new numbers but the same reason wait
+  start_scheduler(opt);
+  // Everything fits: 200 lone pods and 6 gangs of 8, 248 GPUs, arriving as a burst.
+  for (int i = 0; i < 200; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
+  for (int g = 0; g < 6; ++g) {
+    const std::string name = "g" + std::to_string(g);
+    create_group("team-a", name, 8);
+    for (int i = 0; i < 8; ++i) create_pod("team-a", name + "-" + std::to_string(i), 1, name);
+  }
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 248; }, 60));
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // events and group status land
+  const std::map<std::string, int> fit = scheduler_writes(*real_);
+  // Per pod, its Binding and its Scheduled event, nothing more; each group's status once
+  // (Running), or twice where its binds spread over more than a second.
+  EXPECT_EQ(fit.at("create pods/binding"), 248) << describe(fit);
+  EXPECT_EQ(fit.at("create events"), 248) << describe(fit);
+  EXPECT_EQ(fit.count("patch pods/status"), 0u) << describe(fit);
+  EXPECT_LE(fit.at("patch podgroups/status"), 2 * 6) << describe(fit);
+  std::cout << "[ writes ] all fit, 248 pods: " << describe(fit) << "\n";
+
+  // 100 more: 8 fit, 92 wait and are told why once (a condition and an event each), however
+  // often the numbers in the words change as pods come and go.
+  for (int i = 0; i < 100; ++i) create_pod("team-a", "w" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 256; }, 60));
+  auto told = [&] {
+    const std::map<std::string, int> n = scheduler_writes(*real_);
+    return n.count("patch pods/status") ? n.at("patch pods/status") : 0;
+  };
+  ASSERT_TRUE(wait_for([&] { return told() == 92; }, 30)) << told();
+  for (int i = 0; i < 40; ++i) {  // 40 lone pods end: 40 of the waiting ones start
+    ASSERT_EQ(api("DELETE",
+                  "/api/v1/namespaces/team-a/pods/p" + std::to_string(i) + "?gracePeriodSeconds=0")
+                  .status,
+              200);
+  }
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 296; }, 60));
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const std::map<std::string, int> after = scheduler_writes(*real_);
+  std::cout << "[ writes ] then 100 more, 92 waiting, 40 started: " << describe(after) << "\n";
+  EXPECT_EQ(after.at("patch pods/status"), 92) << describe(after);
+  // 296 Scheduled events and 92 FailedScheduling ones.
+  EXPECT_EQ(after.at("create events"), 296 + 92) << describe(after);
 }
 
 }  // namespace

@@ -239,7 +239,7 @@ rules:
 - level: Request
   resources:
   - group: ""
-    resources: [pods/binding, pods/eviction]
+    resources: [pods/binding, pods/eviction, pods/status]
 - level: Metadata
 `
 

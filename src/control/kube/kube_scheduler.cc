@@ -315,6 +315,7 @@ void KubeScheduler::drain_inbox() {
           }
           model_.remove_pod(e.key);
           written_.erase(e.key);
+          held_.erase(e.key);
         } else {
           model_.upsert_pod(std::get<PodInfo>(std::move(e.object)), e.at);
         }
@@ -477,7 +478,7 @@ void KubeScheduler::run_cycle() {
   apply(d, in, t);
   ask_prestaging(in, d);
   write_status(in, d, t);
-  write_group_status();
+  write_group_status(t);
 }
 
 // The gangs the model derived again (or lost) since the last cycle leave the queue and come
@@ -744,38 +745,41 @@ void KubeScheduler::evict_pods(const std::vector<std::string>& uids, const std::
     model_.mark_evicting(uid);
     ++kube_counters_.evictions;
     const PodInfo p = r->info;
-    post_event(p, "Normal", "Preempted", "Preempting", why);
     const auto grace_s = static_cast<int64_t>(std::max(0.0, grace));
-    actions_->push([this, p, why, grace_s] {
-      // As kube-scheduler: mark the pod a disruption target first, then evict it (the
-      // Eviction API honours PodDisruptionBudgets; the grace is the checkpoint grace).
-      json cond = {{"status",
-                    {{"conditions",
-                      {{{"type", "DisruptionTarget"},
-                        {"status", "True"},
-                        {"reason", "PreemptionByScheduler"},
-                        {"message", truncate(why, 1024)},
-                        {"lastTransitionTime", format_time(wall_now())}}}}}}};
-      Response c = client_->patch(object_path(kPods, p.ns, p.name, "status"), cond,
-                                  PatchType::kStrategicMerge);
-      if (!c.ok() && c.status != 404) ++api_errors_;
-      json ev = {{"apiVersion", "policy/v1"},
-                 {"kind", "Eviction"},
-                 {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
-                 {"deleteOptions",
-                  {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
-      for (int attempt = 0; attempt < 30 && !stop_.load(); ++attempt) {
-        Response e = client_->post(object_path(kPods, p.ns, p.name, "eviction"), ev);
-        if (e.ok() || e.status == 404 || e.status == 409) return;  // done, or already gone
-        ++api_errors_;
-        if (e.status != 429 && e.status != 0 && e.status < 500) {
-          std::fprintf(stderr, "tessera kube: evicting %s/%s: %s\n", p.ns.c_str(), p.name.c_str(),
-                       e.describe().c_str());
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::seconds(1));  // a PDB, or the server is busy
-      }
-    });
+    actions_->push(
+        [this, p, why, grace_s, event = event_body(p, "Normal", "Preempted", "Preempting", why)] {
+          // The reason first, in order (a scheduler killed before the eviction loses nothing):
+          // the Preempted event, then, as kube-scheduler, the DisruptionTarget condition, then the
+          // eviction (the Eviction API honours PodDisruptionBudgets; the grace is the checkpoint
+          // grace).
+          if (!client_->post(collection_path(kEvents, p.ns), event).ok()) ++api_errors_;
+          json cond = {{"status",
+                        {{"conditions",
+                          {{{"type", "DisruptionTarget"},
+                            {"status", "True"},
+                            {"reason", "PreemptionByScheduler"},
+                            {"message", truncate(why, 1024)},
+                            {"lastTransitionTime", format_time(wall_now())}}}}}}};
+          Response c = client_->patch(object_path(kPods, p.ns, p.name, "status"), cond,
+                                      PatchType::kStrategicMerge);
+          if (!c.ok() && c.status != 404) ++api_errors_;
+          json ev = {{"apiVersion", "policy/v1"},
+                     {"kind", "Eviction"},
+                     {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
+                     {"deleteOptions",
+                      {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
+          for (int attempt = 0; attempt < 30 && !stop_.load(); ++attempt) {
+            Response e = client_->post(object_path(kPods, p.ns, p.name, "eviction"), ev);
+            if (e.ok() || e.status == 404 || e.status == 409) return;  // done, or already gone
+            ++api_errors_;
+            if (e.status != 429 && e.status != 0 && e.status < 500) {
+              std::fprintf(stderr, "tessera kube: evicting %s/%s: %s\n", p.ns.c_str(),
+                           p.name.c_str(), e.describe().c_str());
+              return;
+            }
+            std::this_thread::sleep_for(std::chrono::seconds(1));  // a PDB, or the server is busy
+          }
+        });
   }
 }
 
@@ -827,9 +831,9 @@ void KubeScheduler::save_usage(bool synchronously) {
   }
 }
 
-void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const std::string& reason,
-                               const std::string& action, const std::string& note,
-                               WorkQueue* queue) {
+nlohmann::json KubeScheduler::event_body(const PodInfo& p, const std::string& type,
+                                         const std::string& reason, const std::string& action,
+                                         const std::string& note) {
   ++kube_counters_.events;
   // Named as client-go's recorder names them, POD.<unix nanoseconds in hex>: the API server
   // refuses generateName "POD." (a name may not end in '.'). Strictly increasing, so two
@@ -843,26 +847,32 @@ void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const 
     stamp = std::max(nanos, last + 1);
   } while (!last_event_nanos_.compare_exchange_weak(last, stamp));
   const std::string name = fmt::format("{}.{:x}", p.name.substr(0, 253 - 17), stamp);
-  json ev = {{"apiVersion", "events.k8s.io/v1"},
-             {"kind", "Event"},
-             {"metadata", {{"name", name}, {"namespace", p.ns}}},
-             {"eventTime", format_micro_time(wall_now())},
-             {"type", type},
-             {"reason", reason},
-             {"action", action},
-             {"note", truncate(note, 1024)},
-             {"reportingController", "tessera.io/scheduler"},
-             {"reportingInstance", opt_.reporting_instance},
-             {"regarding",
-              {{"apiVersion", "v1"},
-               {"kind", "Pod"},
-               {"namespace", p.ns},
-               {"name", p.name},
-               {"uid", p.uid}}}};
+  return {{"apiVersion", "events.k8s.io/v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", name}, {"namespace", p.ns}}},
+          {"eventTime", format_micro_time(wall_now())},
+          {"type", type},
+          {"reason", reason},
+          {"action", action},
+          {"note", truncate(note, 1024)},
+          {"reportingController", "tessera.io/scheduler"},
+          {"reportingInstance", opt_.reporting_instance},
+          {"regarding",
+           {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"namespace", p.ns},
+            {"name", p.name},
+            {"uid", p.uid}}}};
+}
+
+void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const std::string& reason,
+                               const std::string& action, const std::string& note,
+                               WorkQueue* queue) {
   const std::string path = collection_path(kEvents, p.ns);
-  (queue ? queue : status_.get())->push([this, path, body = std::move(ev)] {
-    if (!client_->post(path, body).ok()) ++api_errors_;
-  });
+  (queue ? queue : status_.get())
+      ->push([this, path, body = event_body(p, type, reason, action, note)] {
+        if (!client_->post(path, body).ok()) ++api_errors_;
+      });
 }
 
 void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, double t) {
@@ -879,7 +889,9 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
     const std::string blocker = b != nullptr ? b->key : "";
     const std::string queue =
         r.queue < model_.tree().size() ? model_.tree().queue(r.queue).path : "";
-    why[g] = {std::string(to_string(r.code)) + " " + queue + " " + blocker,
+    // The kind leaves the blocker out: as the queue moves, each start names a new blocker
+    // for every gang behind it, and rewriting them all would cost a write per waiting pod.
+    why[g] = {std::string(to_string(r.code)) + " " + queue,
               reason_words(r, model_.cluster(), describe(r, blocker, queue))};
   }
   for (const auto& [key, g] : model_.gangs()) {
@@ -894,34 +906,71 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
       Written& w = written_[uid];
       const bool new_kind = w.kind != reason.kind;
       const bool due = w.message != msg && t - w.at >= opt_.event_interval;
+      if (!new_kind) w.held_kind.clear();  // back to what the pod already says
       if (!new_kind && !due) continue;
-      w = {reason.kind, msg, t};
-      if (r->info.unschedulable_message != msg) {
-        const PodInfo& p = r->info;
-        json body = {{"status",
-                      {{"conditions",
-                        {{{"type", "PodScheduled"},
-                          {"status", "False"},
-                          {"reason", "Unschedulable"},
-                          {"message", msg},
-                          {"lastTransitionTime", format_time(wall_now())}}}}}}};
-        const std::string path = object_path(kPods, p.ns, p.name, "status");
-        ++kube_counters_.status_writes;
-        status_->push([this, path, body = std::move(body)] {
-          Response res = client_->patch(path, body, PatchType::kStrategicMerge);
-          if (!res.ok() && res.status != 404) ++api_errors_;
-        });
+      if (new_kind && opt_.reason_delay > 0) {
+        // Said once it has held reason_delay: a pod placed within it (binds in flight, a
+        // gang's pods still being created) gets no condition and no event.
+        if (w.held_kind != reason.kind) {
+          w.held_kind = reason.kind;
+          w.held_since = t;
+        }
+        w.held_message = msg;
+        held_.insert(uid);
+        continue;
       }
-      // One FailedScheduling event when the reason changes, then at most every event_interval
-      // (on their own queue, so that a flood of them never delays conditions and Scheduled).
-      post_event(r->info, "Warning", "FailedScheduling", "Scheduling", msg, events_.get());
+      say_why(*r, w, reason.kind, msg, t);
     }
+  }
+  for (auto it = held_.begin(); it != held_.end();) {
+    PodRecord* r = model_.pod(*it);
+    auto w = written_.find(*it);
+    if (!r || w == written_.end() || w->second.held_kind.empty() || !r->info.node_name.empty() ||
+        !r->assumed_node.empty()) {
+      if (w != written_.end()) w->second.held_kind.clear();
+      it = held_.erase(it);
+      continue;
+    }
+    if (t - w->second.held_since < opt_.reason_delay) {
+      ++it;
+      continue;
+    }
+    const std::string kind = std::move(w->second.held_kind);
+    w->second.held_kind.clear();
+    say_why(*r, w->second, kind, w->second.held_message, t);
+    it = held_.erase(it);
   }
   // Each waiting gang keeps its latest reason (one that leaves the queue loses it: sync_queue).
   for (const PendingReason& r : d.pending) reasons_.insert_or_assign(in.gang_of(r.job)->key, r);
 }
 
-void KubeScheduler::write_group_status() {
+void KubeScheduler::say_why(const PodRecord& r, Written& w, const std::string& kind,
+                            const std::string& msg, double t) {
+  w.kind = kind;
+  w.message = msg;
+  w.at = t;
+  if (r.info.unschedulable_message != msg) {
+    const PodInfo& p = r.info;
+    json body = {{"status",
+                  {{"conditions",
+                    {{{"type", "PodScheduled"},
+                      {"status", "False"},
+                      {"reason", "Unschedulable"},
+                      {"message", msg},
+                      {"lastTransitionTime", format_time(wall_now())}}}}}}};
+    const std::string path = object_path(kPods, p.ns, p.name, "status");
+    ++kube_counters_.status_writes;
+    status_->push([this, path, body = std::move(body)] {
+      Response res = client_->patch(path, body, PatchType::kStrategicMerge);
+      if (!res.ok() && res.status != 404) ++api_errors_;
+    });
+  }
+  // One FailedScheduling event when the reason changes, then at most every event_interval
+  // (on their own queue, so that a flood of them never delays conditions and Scheduled).
+  post_event(r.info, "Warning", "FailedScheduling", "Scheduling", msg, events_.get());
+}
+
+void KubeScheduler::write_group_status(double t) {
   for (const auto& [key, info] : model_.groups()) {
     const Gang* g = model_.gangs().count(key) ? &model_.gangs().at(key) : nullptr;
     int32_t scheduled = 0, running = 0;
@@ -949,9 +998,26 @@ void KubeScheduler::write_group_status() {
                    {"running", running},
                    {"succeeded", succeeded},
                    {"failed", failed}};
+    // Written once it has held reason_delay (a gang that binds and runs within it is written
+    // once, Running, not at every bind and start), and at least every event_interval / 10
+    // while it keeps changing.
     const std::string text = status.dump();
-    if (group_status_[key] == text) continue;
-    group_status_[key] = text;
+    GroupWritten& w = group_status_[key];
+    if (w.sent == text) {
+      w.held.clear();
+      continue;
+    }
+    if (w.held != text) {
+      if (w.held.empty()) w.first_held = t;
+      w.held = text;
+      w.held_since = t;
+    }
+    if (t - w.held_since < opt_.reason_delay &&
+        t - w.first_held < std::max(opt_.reason_delay, opt_.event_interval / 10)) {
+      continue;
+    }
+    w.sent = text;
+    w.held.clear();
     const std::string path = object_path(kPodGroupsX, info.ns, info.name, "status");
     ++kube_counters_.status_writes;
     status_->push([this, path, body = json{{"status", status}}] {

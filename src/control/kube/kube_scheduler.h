@@ -63,6 +63,9 @@ struct SchedulerOptions {
   // A waiting pod's condition and FailedScheduling event are rewritten when the kind of reason
   // changes, else at most this often.
   double event_interval = 300;
+  // A new reason is written once it has held this long (seconds): pods placed sooner (a
+  // gang's binds in flight, its pods still being created) get no condition and no event.
+  double reason_delay = 1;
   // Waiting gangs are kept in a queue between cycles, and a cycle stops once nothing more can
   // start: a gang gets the engine's reason when it enters the queue (or changes), and every
   // this often one cycle gives every waiting gang its reason anew. 0: every cycle.
@@ -170,8 +173,10 @@ class KubeScheduler {
   void evict_pods(const std::vector<std::string>& uids, const std::string& why, double grace);
   void roll_back_partial_gangs(double now);
   void write_status(const CycleInput& in, const Decisions& d, double now);
-  void write_group_status();
-  // Posts an events.k8s.io/v1 Event about the pod on `queue` (null: the status queue).
+  void write_group_status(double now);
+  // An events.k8s.io/v1 Event about the pod, and one posted on `queue` (null: the status queue).
+  nlohmann::json event_body(const PodInfo& p, const std::string& type, const std::string& reason,
+                            const std::string& action, const std::string& note);
   void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
                   const std::string& action, const std::string& note, WorkQueue* queue = nullptr);
   double grace_for(const Gang& g) const;
@@ -215,11 +220,23 @@ class KubeScheduler {
   // What each waiting pod was last told (its condition and FailedScheduling event): the kind of
   // reason, the words, and when.
   struct Written {
-    std::string kind, message;
+    std::string kind, message;  // what the pod says (its condition and last event)
     double at = 0;
+    std::string held_kind, held_message;  // a new reason, said once it has held reason_delay
+    double held_since = 0;
   };
-  std::unordered_map<std::string, Written> written_;        // by pod uid
-  std::map<std::string, std::string> group_status_;         // podgroup key -> status JSON sent
+  std::unordered_map<std::string, Written> written_;  // by pod uid
+  std::set<std::string> held_;  // pods with a reason not yet said (Written::held_kind)
+  // Writes why the pod waits: its PodScheduled condition (unless it says so already) and a
+  // FailedScheduling event; records it in w.
+  void say_why(const PodRecord& r, Written& w, const std::string& kind, const std::string& msg,
+               double t);
+  struct GroupWritten {
+    std::string sent;  // the status JSON last written
+    std::string held;  // a newer one, written once it has held reason_delay
+    double held_since = 0, first_held = 0;
+  };
+  std::map<std::string, GroupWritten> group_status_;        // by podgroup key
   std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> its latest reason
   // The waiting gangs offered to the engine, kept between cycles (engine/pending_queue.h) with
   // a copy of each one's spec as it was queued (the gang's own is derived again in place), and
