@@ -48,7 +48,7 @@ def scratch_checkout(repo, shared):
     root = tempfile.mkdtemp(prefix="tessera-readme-")
     work = os.path.join(root, "repo")
     os.mkdir(work)
-    for name in ("deploy", "docs", "scripts", "fuzz"):
+    for name in ("deploy", "docs", "scripts", "fuzz", "tools"):
         if os.path.exists(os.path.join(repo, name)):
             os.symlink(os.path.join(repo, name), os.path.join(work, name))
     if shared and os.path.isdir(shared):

@@ -227,6 +227,70 @@ std::string describe(const std::map<std::string, int>& n) {
   return s;
 }
 
+TEST_F(KubeRealServer, TwoReplicasOnARealLeaseTheStandbyLeadsWithinTheLeaseAfterASigkill) {
+  start_cluster(16);  // 128 GPUs
+  create_namespace("team-a");
+  const std::string log = (dir_ / "kube.log").string();
+  auto replica = [&](const std::string& id) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{"kube", "--kubeconfig", kubeconfig_, "--leader-elect",
+                                 "--identity", id, "--listen", "127.0.0.1:0", "--gang-timeout",
+                                 "3"},
+        log);
+  };
+  std::map<std::string, std::unique_ptr<Process>> replicas;
+  replicas["replica-0"] = replica("replica-0");
+  replicas["replica-1"] = replica("replica-1");
+  auto holder = [&] {
+    return api("GET",
+               "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/tessera-scheduler")
+        .json_body()
+        .value("spec", json::object())
+        .value("holderIdentity", "");
+  };
+  ASSERT_TRUE(wait_for([&] { return replicas.count(holder()) == 1; }, 30)) << log;
+  int groups = 0;
+  auto add_gangs = [&](int n) {
+    for (int g = 0; g < n; ++g, ++groups) {
+      const std::string name = "g" + std::to_string(groups);
+      create_group("team-a", name, 8);
+      for (int i = 0; i < 8; ++i) create_pod("team-a", name + "-" + std::to_string(i), 1, name);
+    }
+  };
+  add_gangs(6);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() >= 8; }, 30)) << log;
+  // The leader is killed mid-run (perhaps between a gang's binds); more gangs come.
+  const std::string leader = holder();
+  const auto killed = std::chrono::steady_clock::now();
+  replicas[leader]->signal(SIGKILL);
+  add_gangs(6);
+  ASSERT_TRUE(wait_for([&] { return !holder().empty() && holder() != leader; }, 40)) << log;
+  const double takeover =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  // client-go's defaults, which tessera kube keeps: a 15 s lease, retried every 2 s.
+  EXPECT_LE(takeover, 15 + 2 + 1) << "the standby led " << takeover << " s after the kill";
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 96; }, 60))
+      << binds_by_pod().size() << " bound\n"
+      << log;
+  for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
+  // No gang partly bound: every gang's 8 pods run.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        std::map<std::string, int> running;
+        for (const json& p : pods("?fieldSelector=status.phase%3DRunning")) {
+          const std::string name = p["metadata"]["name"];
+          ++running[name.substr(0, name.find('-'))];
+        }
+        if (static_cast<int>(running.size()) != groups) return false;
+        for (const auto& [g, n] : running) {
+          if (n != 8) return false;
+        }
+        return true;
+      },
+      30));
+  std::cout << "[ lease ] standby led " << takeover << " s after the leader's SIGKILL\n";
+}
+
 TEST_F(KubeRealServer, AtMostTwoWritesPerBoundPodAndAWaitingPodIsToldOnce) {
   start_cluster(32);  // 256 GPUs
   create_namespace("team-a");

@@ -3,6 +3,7 @@
 //
 //	testcluster up --dir D [--background]   etcd + kube-apiserver + controllers + KWOK
 //	testcluster down --dir D [--purge]
+//	testcluster bench --dir D --scheduler bare|tessera|kube-scheduler ...
 //	testcluster kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kwok ARGS...
 package main
 
@@ -25,8 +26,10 @@ import (
 var kubeVersion = "unknown"
 
 const usage = `usage: testcluster COMMAND [ARGS...]
-  up --dir D [--background] [--port P] [--watch-cache=false] [--apiserver-arg=--flag=v]...
+  up --dir D [--background] [--gpu-nodes N] [--apply FILE]... [--port P] [--watch-cache=false]
+     [--apiserver-arg=--flag=v]...
   down --dir D [--purge]
+  bench --dir D --scheduler bare|tessera|kube-scheduler [--mode throughput|latency|gangs|restart] ...
   version
   kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kwok  ARGS...
 `
@@ -47,6 +50,8 @@ func main() {
 		err = runUp(os.Args[1:])
 	case "down":
 		err = runDown(os.Args[1:])
+	case "bench":
+		err = runBench(os.Args[1:])
 	case "version", "--version":
 		fmt.Println(kubeVersion)
 	case "kube-apiserver":

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 type stringList []string
@@ -46,6 +48,8 @@ type upOptions struct {
 	background   bool
 	audit        bool
 	apiserverArg stringList
+	gpuNodes     int
+	apply        stringList
 }
 
 // clusterInfo is DIR/cluster.json: what a test or a user needs to reach the cluster.
@@ -81,6 +85,8 @@ func runUp(args []string) error {
 	fs.BoolVar(&o.background, "background", false, "start in the background, print READY when the cluster answers, and return")
 	fs.BoolVar(&o.audit, "audit", true, "write an audit log of every write request (DIR/audit.log)")
 	fs.Var(&o.apiserverArg, "apiserver-arg", "an extra kube-apiserver flag, as --name=value (repeatable)")
+	fs.IntVar(&o.gpuNodes, "gpu-nodes", 0, "create this many KWOK nodes of 8 GPUs (node-00000, ...) and wait until they are Ready")
+	fs.Var(&o.apply, "apply", "a manifest (file or directory) to kubectl apply once the server answers (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -395,6 +401,9 @@ func up(o upOptions) error {
 			return err
 		}
 	}
+	if err := prepare(o, adminCfg); err != nil {
+		return err
+	}
 	info := clusterInfo{Server: server, Etcd: etcdURL, Kubeconfig: adminCfg, AuditLog: auditLog,
 		Pid: os.Getpid(), Version: kubeVersion}
 	raw, _ := json.MarshalIndent(info, "", "  ")
@@ -416,6 +425,36 @@ func up(o upOptions) error {
 	_ = os.Remove(filepath.Join(o.dir, "cluster.json"))
 	_ = os.Remove(filepath.Join(o.dir, "up.pid"))
 	return nil
+}
+
+// prepare applies the --apply manifests and creates the --gpu-nodes, as the administrator.
+func prepare(o upOptions, kubeconfig string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, m := range o.apply {
+		cmd := exec.Command(self, "kubectl", "--kubeconfig", kubeconfig, "apply", "-f", m)
+		cmd.Env = append(os.Environ(), "HOME="+o.dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("kubectl apply -f %s: %v\n%s", m, err, out)
+		}
+	}
+	if o.gpuNodes == 0 {
+		return nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return ensureNodes(ctx, cs, o.gpuNodes)
 }
 
 // waitReady polls /readyz with the admin certificate until it answers 200.

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tessera kube beside kube-scheduler on one real API server (tools/testcluster: etcd,
+# kube-apiserver, KWOK nodes of 8 GPUs), each run on a fresh cluster, in one go. Prints one
+# JSON line a run and a markdown table at the end.
+#
+#   bench/kube_real.sh                      # 1,000 nodes, 10,000 pods
+#   NODES=100 PODS=800 bench/kube_real.sh   # a quick look
+#   ONLY="bare tessera" bench/kube_real.sh
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tc="$root/tools/testcluster/bin/testcluster"
+tessera="${TESSERA:-$root/build/release/src/tessera}"
+NODES="${NODES:-1000}"
+PODS="${PODS:-10000}"
+GANG_PODS="${GANG_PODS:-16000}"   # 2,000 gangs of 8
+ONLY="${ONLY:-ceiling tessera kube-scheduler-50 kube-scheduler-5000 latency gangs restart}"
+work="${WORK:-$(mktemp -d /tmp/tessera-kube-real-bench.XXXXXX)}"
+mkdir -p "$work"
+out="${OUT:-$work/results.jsonl}"
+[ -x "$tc" ] || { echo "$tc is missing: run scripts/setup.sh" >&2; exit 1; }
+[ -x "$tessera" ] || { echo "$tessera is missing: build first" >&2; exit 1; }
+: > "$out"
+
+run() {  # NAME BENCH-ARGS...
+  local name="$1"; shift
+  local dir="$work/$name"
+  rm -rf "$dir"
+  "$tc" up --dir "$dir" --background > /dev/null
+  "$tc" kubectl --kubeconfig "$dir/admin.kubeconfig" apply \
+    -f "$root/deploy/kubernetes/01-podgroup-crd.yaml" > /dev/null
+  if "$tc" bench --dir "$dir" --tessera "$tessera" "$@" | tee -a "$out"; then :; else
+    echo "{\"run\":\"$name\",\"failed\":true}" | tee -a "$out"
+  fi
+  "$tc" down --dir "$dir"
+}
+
+# The ceiling first: the latency runs arrive at half of it.
+ceiling=""
+for what in $ONLY; do
+  case "$what" in
+    ceiling) run ceiling --scheduler bare --threads 16 --nodes "$NODES" --pods "$PODS"
+             ceiling="$(tail -1 "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("binds_per_s", 0))')" ;;
+    tessera) run tessera --scheduler tessera --nodes "$NODES" --pods "$PODS" ;;
+    kube-scheduler-50) run ks50 --scheduler kube-scheduler --qps 50 --burst 100 --nodes "$NODES" --pods "$PODS" ;;
+    kube-scheduler-5000) run ks5000 --scheduler kube-scheduler --qps 5000 --burst 5000 --nodes "$NODES" --pods "$PODS" ;;
+    latency)
+      rate="$(python3 -c "print(max(1.0, float('${ceiling:-200}') / 2))")"
+      run lat-tessera --scheduler tessera --mode latency --rate "$rate" --nodes "$NODES" --pods "$(( PODS / 4 ))"
+      run lat-ks5000 --scheduler kube-scheduler --qps 5000 --burst 5000 --mode latency --rate "$rate" --nodes "$NODES" --pods "$(( PODS / 4 ))" ;;
+    gangs) run gangs --scheduler tessera --mode gangs --gang-size 8 --nodes "$NODES" --pods "$GANG_PODS" ;;
+    restart) run restart --scheduler tessera --mode restart --nodes "$NODES" --pods 0 ;;
+  esac
+done
+python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("| scheduler | mode | nodes | pods bound | start->first bind s | start->all bound s | binds/s | p50 s | p99 s | partial gangs |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    if r.get("failed"):
+        print(f"| {r['run']} | failed | | | | | | | | |"); continue
+    name = r["scheduler"] + (f" (QPS {r['client_qps']:g})" if r.get("client_qps") else "")
+    f = lambda k: f"{r[k]:.2f}" if k in r else ""
+    print(f"| {name} | {r['mode']} | {r['nodes']} | {r['bound']} | {f('start_to_first_bind_s')} | "
+          f"{f('start_to_all_bound_s')} | {r['binds_per_s']:.0f} | {f('create_to_bind_p50_s')} | "
+          f"{f('create_to_bind_p99_s')} | {r.get('partial_gangs', '')} |")
+PY
