@@ -279,10 +279,7 @@ queues:
   // team-a's pods end while no scheduler runs; a new one (a restart, or the next leader)
   // carries the usage on from the ConfigMap (it would be 0 from the cluster alone).
   for (int i = 0; i < 8; ++i) {
-    ASSERT_EQ(api("DELETE",
-                  "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) + "?gracePeriodSeconds=0")
-                  .status,
-              200);
+    delete_pod("team-a", "a" + std::to_string(i));
   }
   ASSERT_TRUE(wait_for([&] { return pods().empty(); }, 10));
   start_scheduler(opt);

@@ -184,6 +184,13 @@ class KubeEnv : public ::testing::Test {
     return n;
   }
 
+  // Deletes a pod at once (grace 0), as when its node is gone.
+  void delete_pod(const std::string& ns, const std::string& name) {
+    const auto r =
+        api("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + name + "?gracePeriodSeconds=0");
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+
   json pods(const std::string& query = "") {
     return api("GET", "/api/v1/pods" + query).json_body()["items"];
   }

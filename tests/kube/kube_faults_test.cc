@@ -43,10 +43,7 @@ TEST_F(KubeFaultsEmulator, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChange
   emu_->compact();
   // Half the pods go away while the scheduler re-lists; their GPUs must be learned free.
   for (int i = 0; i < 64; ++i) {
-    ASSERT_EQ(api("DELETE",
-                  "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) + "?gracePeriodSeconds=0")
-                  .status,
-              200);
+    delete_pod("team-a", "a" + std::to_string(i));
   }
   emu_->compact();
   for (int i = 0; i < 64; ++i) create_pod("team-a", "b" + std::to_string(i), 1);

@@ -192,10 +192,7 @@ TEST_F(KubeRealServer, WatchesResumedFromACompactedRevisionGet410RelistAndLoseNo
   ASSERT_TRUE(real_->wait_ready(60));
   // Half the pods go; their GPUs must be learned free from the new list.
   for (int i = 0; i < 64; ++i) {
-    ASSERT_EQ(api("DELETE",
-                  "/api/v1/namespaces/team-a/pods/a" + std::to_string(i) + "?gracePeriodSeconds=0")
-                  .status,
-              200);
+    delete_pod("team-a", "a" + std::to_string(i));
   }
   for (int i = 0; i < 64; ++i) create_pod("team-a", "b" + std::to_string(i), 1);
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 192; }, 60))
@@ -325,10 +322,7 @@ TEST_F(KubeRealServer, AtMostTwoWritesPerBoundPodAndAWaitingPodIsToldOnce) {
   };
   ASSERT_TRUE(wait_for([&] { return told() == 92; }, 30)) << told();
   for (int i = 0; i < 40; ++i) {  // 40 lone pods end: 40 of the waiting ones start
-    ASSERT_EQ(api("DELETE",
-                  "/api/v1/namespaces/team-a/pods/p" + std::to_string(i) + "?gracePeriodSeconds=0")
-                  .status,
-              200);
+    delete_pod("team-a", "p" + std::to_string(i));
   }
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 296; }, 60));
   std::this_thread::sleep_for(std::chrono::seconds(4));

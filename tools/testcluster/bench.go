@@ -223,42 +223,27 @@ func ensureNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 	for _, node := range list.Items {
 		have[node.Name] = true
 	}
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	work := make(chan int)
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				name := fmt.Sprintf("node-%05d", i)
-				if have[name] {
-					continue
-				}
-				q := corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1536Gi"),
-					corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8"),
-				}
-				node := &corev1.Node{
-					ObjectMeta: metav1.ObjectMeta{Name: name,
-						Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-						Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok",
-							"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-					Status: corev1.NodeStatus{Capacity: q, Allocatable: q},
-				}
-				if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if e := firstErr.Load(); e != nil {
-		return e.(error)
+	err = parallel(32, n, nil, func(i int) error {
+		name := fmt.Sprintf("node-%05d", i)
+		if have[name] {
+			return nil
+		}
+		q := corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1536Gi"),
+			corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8"),
+		}
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels: map[string]string{"kubernetes.io/hostname": name, "type": "kwok",
+					"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+			Status: corev1.NodeStatus{Capacity: q, Allocatable: q},
+		}
+		_, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for ctx.Err() == nil {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -313,102 +298,79 @@ func podObject(ns, name, schedulerName, group string) *corev1.Pod {
 
 // createPods creates PREFIX-0..n-1 with 16 goroutines, at --rate when onCreate is set.
 func createPods(ctx context.Context, cs kubernetes.Interface, o benchOptions, schedulerName, prefix string, n int, onCreate func(string, time.Time)) error {
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				name := fmt.Sprintf("%s-%06d", prefix, i)
-				t := time.Now()
-				if _, err := cs.CoreV1().Pods(o.namespace).Create(ctx, podObject(o.namespace, name, schedulerName, ""), metav1.CreateOptions{}); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				if onCreate != nil {
-					onCreate(name, t)
-				}
-			}
-		}()
-	}
 	begin := time.Now()
-	for i := range n {
-		if onCreate != nil {
-			due := begin.Add(time.Duration(float64(i) / o.rate * float64(time.Second)))
-			time.Sleep(time.Until(due))
+	var pace func(int)
+	if onCreate != nil {
+		pace = func(i int) {
+			time.Sleep(time.Until(begin.Add(time.Duration(float64(i) / o.rate * float64(time.Second)))))
 		}
-		work <- i
 	}
-	close(work)
-	wg.Wait()
-	if e := firstErr.Load(); e != nil {
-		return e.(error)
-	}
-	return nil
+	return parallel(16, n, pace, func(i int) error {
+		name := fmt.Sprintf("%s-%06d", prefix, i)
+		t := time.Now()
+		if _, err := cs.CoreV1().Pods(o.namespace).Create(ctx, podObject(o.namespace, name, schedulerName, ""), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if onCreate != nil {
+			onCreate(name, t)
+		}
+		return nil
+	})
 }
 
 func createGangs(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o benchOptions, schedulerName string, gangs int) error {
 	gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for g := range work {
-				name := fmt.Sprintf("g-%05d", g)
-				pg := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-					"metadata": map[string]any{"name": name, "namespace": o.namespace},
-					"spec":     map[string]any{"minMember": int64(o.gangSize)},
-				}}
-				if _, err := dyn.Resource(gvr).Namespace(o.namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				for i := range o.gangSize {
-					p := podObject(o.namespace, fmt.Sprintf("%s-%02d", name, i), schedulerName, name)
-					if _, err := cs.CoreV1().Pods(o.namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-						firstErr.CompareAndSwap(nil, err)
-					}
-				}
+	return parallel(16, gangs, nil, func(g int) error {
+		name := fmt.Sprintf("g-%05d", g)
+		pg := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+			"metadata": map[string]any{"name": name, "namespace": o.namespace},
+			"spec":     map[string]any{"minMember": int64(o.gangSize)},
+		}}
+		if _, err := dyn.Resource(gvr).Namespace(o.namespace).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		for i := range o.gangSize {
+			p := podObject(o.namespace, fmt.Sprintf("%s-%02d", name, i), schedulerName, name)
+			if _, err := cs.CoreV1().Pods(o.namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				return err
 			}
-		}()
-	}
-	for g := range gangs {
-		work <- g
-	}
-	close(work)
-	wg.Wait()
-	if e := firstErr.Load(); e != nil {
-		return e.(error)
-	}
-	return nil
+		}
+		return nil
+	})
 }
 
 // bareBind binds the named pods, 8 to a node from node index `first`, with --threads
 // goroutines: what a client that decides nothing reaches.
 func bareBind(ctx context.Context, cs kubernetes.Interface, o benchOptions, names []string, first int) error {
+	return parallel(o.threads, len(names), nil, func(i int) error {
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: o.namespace},
+			Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("node-%05d", first+i/8)}}
+		return cs.CoreV1().Pods(o.namespace).Bind(ctx, b, metav1.CreateOptions{})
+	})
+}
+
+// parallel runs do(0..n-1) on `workers` goroutines, handing out i after pace(i) (nil: at
+// once), and returns the first error.
+func parallel(workers, n int, pace func(i int), do func(i int) error) error {
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	work := make(chan int)
-	for range o.threads {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: o.namespace},
-					Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("node-%05d", first+i/8)}}
-				if err := cs.CoreV1().Pods(o.namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+				if err := do(i); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 				}
 			}
 		}()
 	}
-	for i := range names {
+	for i := range n {
+		if pace != nil {
+			pace(i)
+		}
 		work <- i
 	}
 	close(work)
