@@ -45,6 +45,10 @@ std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetr
   o += "# HELP tessera_kube_relists_total Re-lists after the API server expired a watch.\n";
   o += "# TYPE tessera_kube_relists_total counter\n";
   o += fmt::format("tessera_kube_relists_total {}\n", k.relists);
+  o += "# HELP tessera_kube_api_throttled_total Requests the API server answered 429 (or 5xx "
+       "with Retry-After), sent again after the wait it asked for.\n";
+  o += "# TYPE tessera_kube_api_throttled_total counter\n";
+  o += fmt::format("tessera_kube_api_throttled_total {}\n", k.throttled);
   o += "# HELP tessera_kube_watch_reconnects_total Watches resumed after a dropped stream.\n";
   o += "# TYPE tessera_kube_watch_reconnects_total counter\n";
   o += fmt::format("tessera_kube_watch_reconnects_total {}\n", k.reconnects);

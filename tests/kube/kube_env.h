@@ -180,7 +180,9 @@ class KubeEnv : public ::testing::Test {
   // Successful binds per pod uid, from the cluster's binding log (the real server's audit log).
   std::map<std::string, int> binds_by_pod() {
     std::map<std::string, int> n;
-    for (const auto& b : cluster_->bindings()) n[b.uid] += b.code == 201;
+    for (const auto& b : cluster_->bindings()) {
+      if (b.code == 201) ++n[b.uid];
+    }
     return n;
   }
 

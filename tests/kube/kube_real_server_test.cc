@@ -24,6 +24,30 @@ class KubeRealServer : public testing::KubeEnv {
   testing::RealClusterOptions real_options() override { return real_options_; }
   testing::RealClusterOptions real_options_;
 
+  // A kubeconfig with the tessera-scheduler ServiceAccount's token (kubectl create token), as
+  // a pod of the Deployment would have it mounted; deploy/kubernetes's namespace and RBAC
+  // applied first.
+  std::string service_account_kubeconfig() {
+    const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/deploy/kubernetes";
+    for (const char* f : {"00-namespace.yaml", "02-rbac.yaml", "03-config.yaml"}) {
+      kubectl_ok("apply -f " + dir + "/" + f);
+    }
+    std::string token =
+        kubectl_ok("create token tessera-scheduler -n tessera-system --duration=1h");
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+      token.pop_back();
+    }
+    const std::string path = (dir_ / "sa.kubeconfig").string();
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                        << "    server: " << real_->server() << "\n"
+                        << "    certificate-authority: " << (dir_ / "cluster" / "ca.crt").string()
+                        << "\n"
+                        << "users:\n- name: u\n  user:\n    token: " << token << "\n"
+                        << "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+                        << "current-context: c\n";
+    return path;
+  }
+
   std::string kubectl_ok(const std::string& args) {
     std::string out;
     const int rc = cluster_->kubectl(args, &out);
@@ -71,23 +95,7 @@ TEST_F(KubeRealServer, DeployManifestsAreAcceptedAndTheCrdRefusesAnInvalidPodGro
 
 TEST_F(KubeRealServer, TheSchedulerRunsWithItsServiceAccountAndTheShippedRbacAlone) {
   start_cluster(8);  // 64 GPUs
-  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/deploy/kubernetes";
-  for (const char* f : {"00-namespace.yaml", "02-rbac.yaml", "03-config.yaml"}) {
-    kubectl_ok("apply -f " + dir + "/" + f);
-  }
-  // The ServiceAccount's token, as a pod of the Deployment would have it mounted.
-  std::string token = kubectl_ok("create token tessera-scheduler -n tessera-system --duration=1h");
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-    token.pop_back();
-  }
-  const std::string ca = (dir_ / "cluster" / "ca.crt").string();
-  const std::string kubeconfig = (dir_ / "sa.kubeconfig").string();
-  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-                            << "    server: " << real_->server() << "\n"
-                            << "    certificate-authority: " << ca << "\n"
-                            << "users:\n- name: u\n  user:\n    token: " << token << "\n"
-                            << "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
-                            << "current-context: c\n";
+  const std::string kubeconfig = service_account_kubeconfig();
   // The Deployment's queue tree and flags (its ConfigMap, leader election in tessera-system).
   const std::string queues = (dir_ / "queues.yaml").string();
   std::ofstream(queues) << kubectl_ok(
@@ -136,7 +144,7 @@ TEST_F(KubeRealServer, TheSchedulerRunsWithItsServiceAccountAndTheShippedRbacAlo
   }
   // The audit saw the calls that matter (so the check above had something to check).
   for (const char* v : {"create pods/binding", "create pods/eviction", "patch pods/status",
-                        "watch pods", "list nodes", "update leases"}) {
+                        "watch pods", "list nodes", "create leases"}) {
     EXPECT_EQ(verbs.count(v), 1u) << v << " not seen among " << requests << " requests";
   }
   std::ifstream in(log);
@@ -286,6 +294,87 @@ TEST_F(KubeRealServer, TwoReplicasOnARealLeaseTheStandbyLeadsWithinTheLeaseAfter
       },
       30));
   std::cout << "[ lease ] standby led " << takeover << " s after the leader's SIGKILL\n";
+}
+
+TEST_F(KubeRealServer, ApiPriorityAndFairnessAnswers429TheSchedulerWaitsAndLosesNothing) {
+  // A small server (30 seats), and the scheduler's ServiceAccount in a priority level of one
+  // seat that rejects the rest at once: its bursts of binds are answered 429.
+  real_options_.apiserver_args = {"--max-requests-inflight=20",
+                                  "--max-mutating-requests-inflight=10"};
+  start_cluster(16);  // 128 GPUs
+  create_namespace("team-a");
+  const std::string kubeconfig = service_account_kubeconfig();
+  ASSERT_EQ(api("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+                json{{"apiVersion", "flowcontrol.apiserver.k8s.io/v1"},
+                     {"kind", "PriorityLevelConfiguration"},
+                     {"metadata", {{"name", "tessera-tight"}}},
+                     {"spec",
+                      {{"type", "Limited"},
+                       {"limited",
+                        {{"nominalConcurrencyShares", 1},
+                         {"lendablePercent", 0},
+                         {"limitResponse", {{"type", "Reject"}}}}}}}}
+                    .dump())
+                .status,
+            201);
+  ASSERT_EQ(api("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+                json{{"apiVersion", "flowcontrol.apiserver.k8s.io/v1"},
+                     {"kind", "FlowSchema"},
+                     {"metadata", {{"name", "tessera-tight"}}},
+                     {"spec",
+                      {{"priorityLevelConfiguration", {{"name", "tessera-tight"}}},
+                       {"matchingPrecedence", 100},
+                       {"distinguisherMethod", {{"type", "ByUser"}}},
+                       {"rules",
+                        {{{"subjects",
+                           {{{"kind", "ServiceAccount"},
+                             {"serviceAccount",
+                              {{"namespace", "tessera-system"}, {"name", "tessera-scheduler"}}}}}},
+                          {"resourceRules",
+                           {{{"verbs", {"*"}},
+                             {"apiGroups", {"*"}},
+                             {"resources", {"*"}},
+                             {"namespaces", {"*"}},
+                             {"clusterScope", true}}}}}}}}}}
+                    .dump())
+                .status,
+            201);
+  const std::string log = (dir_ / "kube.log").string();
+  const std::string addr = (dir_ / "addr").string();
+  Process sched({"kube", "--kubeconfig", kubeconfig, "--leader-elect", "--lease-namespace",
+                 "tessera-system", "--listen", "127.0.0.1:0", "--addr-file", addr},
+                log);
+  for (int i = 0; i < 96; ++i) create_pod("team-a", "p" + std::to_string(i), 1);
+  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 96; }, 120))
+      << binds_by_pod().size() << " bound\n"
+      << log;
+  for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
+  // The server did push back, and each refused bind came again after the wait it asked for
+  // (a second at least), not at once.
+  const std::string sa = "system:serviceaccount:tessera-system:tessera-scheduler";
+  std::map<std::string, std::vector<std::pair<double, int>>> tries;  // pod -> (time, code)
+  int refused = 0;
+  for (const json& e : real_->audit()) {
+    if (e["user"].value("username", "") != sa) continue;
+    const int code = e["responseStatus"].value("code", 0);
+    refused += code == 429;
+    const json ref = e.value("objectRef", json::object());
+    if (ref.value("subresource", "") == "binding") {
+      tries[ref.value("name", "")].emplace_back(parse_time(e.value("requestReceivedTimestamp", "")),
+                                                code);
+    }
+  }
+  EXPECT_GT(refused, 0) << "API Priority and Fairness never answered 429";
+  int waited = 0;
+  for (const auto& [pod, t] : tries) {
+    for (size_t i = 1; i < t.size(); ++i) {
+      if (t[i - 1].second != 429) continue;
+      EXPECT_GE(t[i].first - t[i - 1].first, 0.9) << pod << " tried again at once after a 429";
+      ++waited;
+    }
+  }
+  std::cout << "[ apf ] " << refused << " requests answered 429; " << waited
+            << " binds sent again after waiting\n";
 }
 
 TEST_F(KubeRealServer, AtMostTwoWritesPerBoundPodAndAWaitingPodIsToldOnce) {

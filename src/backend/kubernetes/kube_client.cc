@@ -9,6 +9,8 @@
 #include <openssl/x509v3.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -426,6 +428,7 @@ Response Client::send(const char* method, const std::string& path, const nlohman
     req.body = body->dump();
     req.headers.emplace("Content-Type", content_type);
   }
+  int waits = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<httplib::ClientImpl> conn;
     try {
@@ -443,6 +446,26 @@ Response Client::send(const char* method, const std::string& path, const nlohman
     bool ok = conn->send(attempt_req, res, err);
     if (ok) {
       pool_->give_back(std::move(conn));
+      // As client-go: a 429 (API Priority and Fairness rejected it unexecuted) or a 5xx that
+      // says Retry-After is sent again after the seconds it asks for, up to
+      // retry_after_attempts times.
+      const std::string wait = res.get_header_value("Retry-After");
+      if ((res.status == 429 || (res.status >= 500 && !wait.empty())) &&
+          waits < opt_.retry_after_attempts) {
+        int seconds = 1;
+        if (!wait.empty() &&
+            std::all_of(wait.begin(), wait.end(),
+                        [](unsigned char c) { return std::isdigit(c) != 0; }) &&
+            wait.size() < 6) {
+          seconds = std::stoi(wait);
+        }
+        ++waits;
+        ++throttled_;
+        std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
+            std::chrono::seconds(seconds), opt_.retry_after_cap));
+        attempt = -1;  // a fresh exchange, not the stale-connection retry
+        continue;
+      }
       out.status = res.status;
       out.body = std::move(res.body);
       return out;

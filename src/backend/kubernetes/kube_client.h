@@ -55,6 +55,10 @@ struct ClientOptions {
   // A watch whose stream stays silent this long is treated as dead (its read timeout).
   // 0: the path's timeoutSeconds (1800 when absent) plus 30 s.
   std::chrono::milliseconds watch_idle_timeout{0};
+  // A request answered 429, or 5xx with Retry-After, is sent again after the wait the server
+  // asks for (at most retry_after_cap), up to this many times (client-go: 10).
+  int retry_after_attempts = 10;
+  std::chrono::milliseconds retry_after_cap{10000};
 };
 
 class Client {
@@ -79,6 +83,8 @@ class Client {
                  const std::atomic<bool>& stop, const FieldMask* objects = nullptr);
 
   const KubeConfig& config() const { return config_; }
+  // Requests the server asked to come back later (429, or 5xx with Retry-After), and waited.
+  uint64_t throttled() const { return throttled_.load(); }
 
  private:
   struct Pool;
@@ -87,6 +93,7 @@ class Client {
   KubeConfig config_;
   ClientOptions opt_;
   std::unique_ptr<Pool> pool_;
+  std::atomic<uint64_t> throttled_{0};
 };
 
 // Percent-escapes a query value (selectors contain '=', ',', '!').

@@ -1222,6 +1222,7 @@ KubeMetrics KubeScheduler::kube_metrics() const {
   std::lock_guard lock(mu_);
   KubeMetrics k = kube_counters_;
   k.api_errors = api_errors_.load();
+  k.throttled = client_->throttled();
   for (const auto& r : reflectors_) {
     k.relists += r->stats().expired.load();
     k.reconnects += r->stats().reconnects.load();

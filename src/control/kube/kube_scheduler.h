@@ -106,6 +106,7 @@ struct KubeMetrics {
   std::vector<uint64_t> bind_bucket_counts;  // cumulative
   double bind_latency_sum = 0;
   uint64_t relists = 0, reconnects = 0;
+  uint64_t throttled = 0;  // requests answered 429 (or 5xx with Retry-After) and sent again
   std::string watch_errors;  // each watch's last failure ("" when none), for logs and tests
   bool leading = false;
 };
