@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -195,6 +196,13 @@ class KubeEnv : public ::testing::Test {
 
   json pods(const std::string& query = "") {
     return api("GET", "/api/v1/pods" + query).json_body()["items"];
+  }
+  // Every pod listed is in one of `phases`.
+  static bool all_in(const json& listed, const std::set<std::string>& phases) {
+    for (const json& p : listed) {
+      if (phases.count(p["status"].value("phase", "")) == 0) return false;
+    }
+    return true;
   }
 
   template <class Pred>

@@ -24,14 +24,6 @@ using testing::Process;
 // Ready condition flipped); tests/kube/kube_real_server_test.cc makes the real server's own.
 using KubeFaultsEmulator = testing::KubeEnv;
 
-// Every pod the emulator lists is in one of `phases`.
-bool all_in(const json& pods, const std::set<std::string>& phases) {
-  for (const json& p : pods) {
-    if (phases.count(p["status"].value("phase", "")) == 0) return false;
-  }
-  return true;
-}
-
 TEST_F(KubeFaultsEmulator, DroppedAndExpiredWatchesLoseNothingAndLearnWhatChangedMeanwhile) {
   start_cluster(16);  // 128 GPUs
   create_namespace("team-a");

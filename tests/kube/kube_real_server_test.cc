@@ -169,14 +169,7 @@ TEST_F(KubeRealServer, AnApiServerKilledMidRunComesBackOnItsEtcdAndNothingIsBoun
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 56; }, 60))
       << binds_by_pod().size() << " bound";
   for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
-  EXPECT_TRUE(wait_for(
-      [&] {
-        for (const json& p : pods()) {
-          if (p["status"].value("phase", "") != "Running") return false;
-        }
-        return true;
-      },
-      20));
+  EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}); }, 20));
   EXPECT_GT(sched_->kube_metrics().reconnects, 0u);
 }
 

@@ -447,18 +447,16 @@ Response Client::send(const char* method, const std::string& path, const nlohman
     if (ok) {
       pool_->give_back(std::move(conn));
       // As client-go: a 429 (API Priority and Fairness rejected it unexecuted) or a 5xx that
-      // says Retry-After is sent again after the seconds it asks for, up to
-      // retry_after_attempts times.
+      // says Retry-After in whole seconds is sent again after that wait, up to
+      // retry_after_attempts times. A 429 without it (the Eviction API refusing for a
+      // PodDisruptionBudget) is the caller's to handle.
       const std::string wait = res.get_header_value("Retry-After");
-      if ((res.status == 429 || (res.status >= 500 && !wait.empty())) &&
+      const bool seconds_given = !wait.empty() && wait.size() < 6 &&
+                                 std::all_of(wait.begin(), wait.end(),
+                                             [](unsigned char c) { return std::isdigit(c) != 0; });
+      if ((res.status == 429 || res.status >= 500) && seconds_given &&
           waits < opt_.retry_after_attempts) {
-        int seconds = 1;
-        if (!wait.empty() &&
-            std::all_of(wait.begin(), wait.end(),
-                        [](unsigned char c) { return std::isdigit(c) != 0; }) &&
-            wait.size() < 6) {
-          seconds = std::stoi(wait);
-        }
+        const int seconds = std::stoi(wait);
         ++waits;
         ++throttled_;
         std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(

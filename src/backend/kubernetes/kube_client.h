@@ -55,8 +55,8 @@ struct ClientOptions {
   // A watch whose stream stays silent this long is treated as dead (its read timeout).
   // 0: the path's timeoutSeconds (1800 when absent) plus 30 s.
   std::chrono::milliseconds watch_idle_timeout{0};
-  // A request answered 429, or 5xx with Retry-After, is sent again after the wait the server
-  // asks for (at most retry_after_cap), up to this many times (client-go: 10).
+  // A request answered 429 or 5xx with Retry-After (seconds) is sent again after that wait
+  // (at most retry_after_cap), up to this many times (client-go: 10).
   int retry_after_attempts = 10;
   std::chrono::milliseconds retry_after_cap{10000};
 };
