@@ -56,11 +56,12 @@ void serve_dashboard_file(const httplib::Request& req, httplib::Response& res,
   res.set_content(std::string(asset->body), std::string(asset->content_type));
 }
 
-void send_server_info(httplib::Response& res, const std::string& server, bool read_only) {
+void send_server_info(httplib::Response& res, const std::string& server, bool read_only,
+                      bool token_required) {
   res.set_content(json_text(nlohmann::json{{"server", server},
                                            {"version", std::string(tessera_version())},
                                            {"read_only", read_only},
-                                           {"token_required", !read_only}}),
+                                           {"token_required", token_required}}),
                   kJson);
 }
 

@@ -18,8 +18,10 @@ void serve_dashboard_file(const httplib::Request& req, httplib::Response& res,
                           const std::string& path, const std::string& ui_dir);
 
 // GET /v1/info, asked without a token: which server this is, so that the dashboard knows
-// whether to ask for one (`tessera kube` is read-only and takes none).
-void send_server_info(httplib::Response& res, const std::string& server, bool read_only);
+// whether to ask for one (`tessera kube` is read-only, and takes a Kubernetes token unless its
+// read API is open).
+void send_server_info(httplib::Response& res, const std::string& server, bool read_only,
+                      bool token_required);
 
 // GET /v1/history?since=&until=&step=: the samples in [since, until] (unix seconds; the last
 // hour by default) averaged over buckets of `step` seconds (the sample interval by default),

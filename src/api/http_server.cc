@@ -430,7 +430,7 @@ void ApiServer::routes() {
         });
 
   route("GET", "/v1/info", [](const httplib::Request&, httplib::Response& res) {
-    send_server_info(res, "serve", false);
+    send_server_info(res, "serve", false, true);
   });
 
   // Who a token stands for: the dashboard shows the admin's pages only to the admin.

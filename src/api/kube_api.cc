@@ -58,38 +58,72 @@ std::string render_kube_prometheus(const ServiceMetrics& m, const kube::KubeMetr
   return o;
 }
 
-KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
-    : scheduler_(scheduler), http_(std::make_unique<GuardedHttpServer>([threads] {
-        HttpLimits l;
-        l.workers = threads;
-        return l;
-      }())) {
+KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, KubeReadAccess read_access,
+                             int threads, TlsConfig tls)
+    : scheduler_(scheduler),
+      access_(std::move(read_access)),
+      http_(std::make_unique<GuardedHttpServer>(
+          [threads] {
+            HttpLimits l;
+            l.workers = threads;
+            return l;
+          }(),
+          std::move(tls))) {
   http_->set_tcp_nodelay(true);
   kube::KubeScheduler& s = scheduler_;
+  KubeReadAccess& access = access_;
   // Errors are JSON, as serve's; anything unexpected is a 500 naming it, never a crash.
   auto guarded = [](auto h) {
     return [h](const httplib::Request& req, httplib::Response& res) {
-      answer_errors(res, [&] { h(req, res); });
+      answer_errors(res, [&] {
+        try {
+          h(req, res);
+        } catch (const ServiceError& e) {
+          // RFC 6750: a refused bearer token says which scheme to bring.
+          if (e.kind() == ServiceError::kUnauthorized) {
+            res.set_header("WWW-Authenticate", "Bearer realm=\"tessera kube\"");
+          }
+          throw;
+        }
+      });
     };
   };
-  http_->Get("/healthz", [&s](const httplib::Request&, httplib::Response& res) {
-    // Healthy once the cache is warm; a standby replica is healthy too.
+  // A read of a cluster-wide view: `get` on its path.
+  auto cluster_view = [&access, guarded](auto h) {
+    return guarded([&access, h](const httplib::Request& req, httplib::Response& res) {
+      access.require(access.who(req), req.path);
+      h(req, res);
+    });
+  };
+  // Open, for the kubelet's probes: alive, and ready once the cache is warm (a standby replica
+  // is ready too, or a rollout would wait on it forever).
+  auto probe = [&s](const httplib::Request&, httplib::Response& res) {
     if (!s.synced()) {
       res.status = 503;
       res.set_content("not synced: the first list of pods and nodes is not done\n", "text/plain");
       return;
     }
     res.set_content(s.leading() ? "ok (leader)\n" : "ok (standby)\n", "text/plain");
-  });
+  };
+  http_->Get("/healthz", probe);
+  http_->Get("/readyz", probe);
   GuardedHttpServer& front = *http_;
-  http_->Get("/metrics", [&s, &front](const httplib::Request&, httplib::Response& res) {
-    res.set_content(
-        render_kube_prometheus(s.metrics(), s.kube_metrics()) + render_http_front(front.stats()),
-        "text/plain; version=0.0.4");
-  });
-  http_->Get("/v1/jobs", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+  http_->Get("/metrics",
+             cluster_view([&s, &front](const httplib::Request&, httplib::Response& res) {
+               res.set_content(render_kube_prometheus(s.metrics(), s.kube_metrics()) +
+                                   render_http_front(front.stats()),
+                               "text/plain; version=0.0.4");
+             }));
+  // The namespaces whose jobs the caller sees (nullopt: all), asked before the scheduler's lock.
+  auto visible = [&s, &access](const KubeReader& r) -> kube::KubeScheduler::Namespaces {
+    if (r.open || access.sees_all_namespaces(r)) return std::nullopt;
+    return access.visible(r, s.job_namespaces());
+  };
+  http_->Get("/v1/jobs",
+             guarded([&s, &access, visible](const httplib::Request& req, httplib::Response& res) {
+               const auto seen = visible(access.who(req));
                const JobFilter f = job_filter(req);
-               const auto jobs = s.jobs(f);
+               const auto jobs = s.jobs(f, seen);
                nlohmann::json arr = nlohmann::json::array();
                for (const JobView& v : jobs) arr.push_back(to_json(v));
                nlohmann::json out{{"jobs", std::move(arr)}};
@@ -97,21 +131,23 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
                res.set_content(json_text(out), kJson);
              }));
   http_->Get(R"(/v1/jobs/([^/]+))",
-             guarded([&s](const httplib::Request& req, httplib::Response& res) {
+             guarded([&s, &access, visible](const httplib::Request& req, httplib::Response& res) {
+               const auto seen = visible(access.who(req));
                const int64_t id = path_id(req);
-               const auto v = s.job(id);
+               // Another namespace's job is not found: its existence is not the caller's to know.
+               const auto v = s.job(id, seen);
                if (!v) {
                  throw ServiceError(ServiceError::kNotFound, "",
                                     "job " + std::to_string(id) + " not found");
                }
                res.set_content(json_text(to_json(*v)), kJson);
              }));
-  http_->Get("/v1/queues", guarded([&s](const httplib::Request&, httplib::Response& res) {
+  http_->Get("/v1/queues", cluster_view([&s](const httplib::Request&, httplib::Response& res) {
                nlohmann::json arr = nlohmann::json::array();
                for (const QueueView& q : s.queues()) arr.push_back(to_json(q));
                res.set_content(json_text(nlohmann::json{{"queues", arr}}), kJson);
              }));
-  http_->Get("/v1/nodes", guarded([&s](const httplib::Request&, httplib::Response& res) {
+  http_->Get("/v1/nodes", cluster_view([&s](const httplib::Request&, httplib::Response& res) {
                nlohmann::json arr = nlohmann::json::array();
                for (const NodeView& n : s.nodes()) arr.push_back(to_json(n));
                res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
@@ -124,16 +160,20 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, int threads)
   http_->Get(R"(/ui/(.*))", [](const httplib::Request& req, httplib::Response& res) {
     serve_dashboard_file(req, res, req.matches[1], "");
   });
-  http_->Get("/v1/info", [](const httplib::Request&, httplib::Response& res) {
-    send_server_info(res, "kube", true);
+  const bool token_required = !access_.is_open();
+  http_->Get("/v1/info", [token_required](const httplib::Request&, httplib::Response& res) {
+    send_server_info(res, "kube", true, token_required);
   });
-  http_->Get("/v1/whoami", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(
-        json_text(nlohmann::json{
-            {"admin", true}, {"tenant", nullptr}, {"read_only", true}, {"server", "kube"}}),
-        kJson);
-  });
-  http_->Get("/v1/history", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+  http_->Get("/v1/whoami", guarded([&access](const httplib::Request& req, httplib::Response& res) {
+               const KubeReader r = access.who(req);
+               nlohmann::json me{{"admin", r.open || access.sees_all_namespaces(r)},
+                                 {"tenant", nullptr},
+                                 {"read_only", true},
+                                 {"server", "kube"}};
+               if (!r.open) me["user"] = r.user.username;
+               res.set_content(json_text(me), kJson);
+             }));
+  http_->Get("/v1/history", cluster_view([&s](const httplib::Request& req, httplib::Response& res) {
                send_history(req, res, s.clock_now(), s.history_interval(), s.history_window(),
                             [&s](double since, double until, double step) {
                               return s.history(since, until, step);

@@ -1,22 +1,25 @@
-// The HTTP face of `tessera kube` (--listen): /healthz, /metrics (the serve metric names plus
-// bind latency, binds, evictions and API errors) and the read-only part of the serve API
-// (GET /v1/queues, /v1/jobs, /v1/jobs/{id}, /v1/nodes; a job is a pod group), so that
-// `tessera queues|jobs|job|nodes` work against either. Nothing here changes the cluster, so it
-// asks for no token (serve it on a cluster-internal address). The one write, an adaptive pod
-// group's report (POST /v1/groups/NS/NAME/report, --policy goodput), takes the group's token.
+// The HTTP face of `tessera kube` (--listen): /healthz and /readyz, /metrics (the serve metric
+// names plus bind latency, binds, evictions and API errors) and the read-only part of the serve
+// API (GET /v1/queues, /v1/jobs, /v1/jobs/{id}, /v1/nodes; a job is a pod group), so that
+// `tessera queues|jobs|job|nodes` work against either. Who may read what is KubeReadAccess's
+// (Kubernetes tokens and RBAC, or open); the probes, /v1/info and the dashboard's files are
+// open. The one write, an adaptive pod group's report (POST /v1/groups/NS/NAME/report,
+// --policy goodput), takes the group's own token.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "api/guarded_http_server.h"
+#include "api/kube_read_access.h"
 #include "control/kube/kube_scheduler.h"
 
 namespace tessera {
 
 class KubeApiServer {
  public:
-  explicit KubeApiServer(kube::KubeScheduler& scheduler, int threads = 16);
+  KubeApiServer(kube::KubeScheduler& scheduler, KubeReadAccess access, int threads = 16,
+                TlsConfig tls = {});
   ~KubeApiServer();
   KubeApiServer(const KubeApiServer&) = delete;
   KubeApiServer& operator=(const KubeApiServer&) = delete;
@@ -28,6 +31,7 @@ class KubeApiServer {
 
  private:
   kube::KubeScheduler& scheduler_;
+  KubeReadAccess access_;
   std::unique_ptr<GuardedHttpServer> http_;
 };
 

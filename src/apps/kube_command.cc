@@ -53,6 +53,18 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
   k->add_option("--listen", a.listen,
                 "host:port for /healthz, /metrics and the read API (port 0: any free port)");
   k->add_option("--addr-file", a.addr_file, "write host:port here once listening");
+  k->add_option("--read-auth", a.read_auth,
+                "who may read --listen: kubernetes (a bearer token the API server accepts, "
+                "TokenReview; RBAC decides what it sees, SubjectAccessReview) or none (anyone "
+                "who reaches the port sees every namespace). Default: none on a loopback "
+                "address, else kubernetes")
+      ->check(CLI::IsMember({"kubernetes", "none"}));
+  k->add_option("--tls-cert", a.tls_cert,
+                "serve --listen over HTTPS with this certificate chain (PEM); callers' tokens "
+                "then never cross the network in clear")
+      ->check(CLI::ExistingFile);
+  k->add_option("--tls-key", a.tls_key, "the private key of --tls-cert (PEM)")
+      ->check(CLI::ExistingFile);
   k->add_option("--checkpoint-grace", a.checkpoint_grace,
                 "eviction grace (s) for preempted pods that name none "
                 "(tessera.io/checkpoint-grace-seconds) when the queue tree sets none")
@@ -119,6 +131,9 @@ int run_kube(const KubeArgs& a) {
   std::string host;
   int port = 0;
   split_listen(a.listen, host, port);
+  if (a.tls_cert.empty() != a.tls_key.empty()) {
+    throw std::runtime_error("--tls-cert and --tls-key go together");
+  }
   const sigset_t stop_signals = block_stop_signals();
 
   // The power flags are checked before anything connects: a mistake is said at once.
@@ -172,7 +187,13 @@ int run_kube(const KubeArgs& a) {
   copt.connections = a.bind_workers + 8;
   auto client = std::make_shared<kube::Client>(config, copt);
   kube::KubeScheduler scheduler(client, opt);
-  KubeApiServer api(scheduler);
+  const bool loopback =
+      host == "localhost" || host.starts_with("127.") || host == "::1" || host == "[::1]";
+  const std::string read_auth =
+      !a.read_auth.empty() ? a.read_auth : (loopback ? "none" : "kubernetes");
+  KubeApiServer api(
+      scheduler, read_auth == "none" ? KubeReadAccess::open() : KubeReadAccess::kubernetes(client),
+      16, TlsConfig{a.tls_cert, a.tls_key});
   const int bound = api.bind(host, port);
   const std::string addr = host + ":" + std::to_string(bound);
   scheduler.start();
@@ -184,7 +205,10 @@ int run_kube(const KubeArgs& a) {
   signals.detach();
   write_addr_file(a.addr_file, addr);
   std::cerr << "tessera kube: scheduling pods of schedulerName " << a.scheduler_names.front()
-            << " on " << config.server << " (" << config.source << "); read API on http://" << addr
+            << " on " << config.server << " (" << config.source << "); read API on "
+            << (a.tls_cert.empty() ? "http://" : "https://") << addr
+            << (read_auth == "none" ? " (open to anyone who reaches it)"
+                                    : " (Kubernetes tokens and RBAC)")
             << (a.leader_elect ? ", leader election on " + a.lease_namespace + "/" + a.lease_name +
                                      " as " + opt.lease.identity
                                : std::string())

@@ -24,6 +24,8 @@ struct KubeArgs {
   std::string lease_name = "tessera-scheduler";
   std::string identity;  // empty: hostname_pid
   std::string listen = "127.0.0.1:10259";
+  std::string read_auth;  // kubernetes | none; empty: none on a loopback --listen, else kubernetes
+  std::string tls_cert, tls_key;
   std::string addr_file;
   double checkpoint_grace = 30;
   double gang_timeout = 30;

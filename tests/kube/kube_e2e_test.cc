@@ -441,7 +441,7 @@ TEST_P(KubeE2E, PodGroupStatusScheduledEventsAndTheReadApiThroughTheCli) {
       },
       20));
   // `tessera jobs` and `tessera queues` read the same API as against serve.
-  KubeApiServer read_api(*sched_);
+  KubeApiServer read_api(*sched_, KubeReadAccess::open());
   const int port = read_api.bind("127.0.0.1", 0);
   std::thread serving([&] { read_api.run(); });
   const std::string out = (dir_ / "jobs.json").string();

@@ -274,26 +274,6 @@ TEST_P(KubeFaults, FractionalPodsShareGpusAndAreToldWhichOne) {
   EXPECT_EQ(per_gpu["1"], 2);
 }
 
-TEST_F(KubeFaultsEmulator, EveryDeployManifestIsAcceptedByKubectlDryRun) {
-  if (std::system("command -v kubectl > /dev/null 2>&1") != 0) GTEST_SKIP() << "no kubectl";
-  start_cluster(1);
-  const std::string out = (dir_ / "apply.txt").string();
-  const std::string cmd = "HOME=" + dir_.string() + " kubectl --kubeconfig " + kubeconfig_ +
-                          " --cache-dir " + (dir_ / "cache").string() +
-                          " apply --dry-run=client --validate=false --recursive -f " +
-                          TESSERA_SOURCE_DIR + "/deploy/kubernetes > " + out + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(out);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_EQ(rc, 0) << text;
-  for (const char* what :
-       {"namespace/tessera-system", "customresourcedefinition",
-        "clusterrole.rbac.authorization.k8s.io/tessera-scheduler", "configmap/tessera-queues",
-        "deployment.apps/tessera-scheduler", "podgroup.scheduling.x-k8s.io/llm-pretrain"}) {
-    EXPECT_NE(text.find(what), std::string::npos) << what << "\n" << text;
-  }
-}
-
 KUBE_ON_BOTH_TARGETS(KubeFaults);
 
 }  // namespace

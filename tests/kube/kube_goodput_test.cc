@@ -86,7 +86,7 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
       10));
 
   // It reports over HTTP with its token: a step that scales, a noisy gradient.
-  KubeApiServer read_api(*sched_);
+  KubeApiServer read_api(*sched_, KubeReadAccess::open());
   const int port = read_api.bind("127.0.0.1", 0);
   std::thread serving([&] { read_api.run(); });
   httplib::Client http("127.0.0.1", port);

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <set>
 
-#include "kube/kube_env.h"
+#include "kube/real_server_fixture.h"
 #include "kube/support/process.h"
 
 namespace tessera::kube {
@@ -18,55 +18,19 @@ using nlohmann::json;
 using testing::Process;
 using testing::Target;
 
-class KubeRealServer : public testing::KubeEnv {
- protected:
-  Target target() const override { return Target::kApiServer; }
-  testing::RealClusterOptions real_options() override { return real_options_; }
-  testing::RealClusterOptions real_options_;
-
-  // A kubeconfig with the tessera-scheduler ServiceAccount's token (kubectl create token), as
-  // a pod of the Deployment would have it mounted; deploy/kubernetes's namespace and RBAC
-  // applied first.
-  std::string service_account_kubeconfig() {
-    const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/deploy/kubernetes";
-    for (const char* f : {"00-namespace.yaml", "02-rbac.yaml", "03-config.yaml"}) {
-      kubectl_ok("apply -f " + dir + "/" + f);
-    }
-    std::string token =
-        kubectl_ok("create token tessera-scheduler -n tessera-system --duration=1h");
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-      token.pop_back();
-    }
-    const std::string path = (dir_ / "sa.kubeconfig").string();
-    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-                        << "    server: " << real_->server() << "\n"
-                        << "    certificate-authority: " << (dir_ / "cluster" / "ca.crt").string()
-                        << "\n"
-                        << "users:\n- name: u\n  user:\n    token: " << token << "\n"
-                        << "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
-                        << "current-context: c\n";
-    return path;
-  }
-
-  std::string kubectl_ok(const std::string& args) {
-    std::string out;
-    const int rc = cluster_->kubectl(args, &out);
-    EXPECT_EQ(rc, 0) << "kubectl " << args << "\n" << out;
-    return out;
-  }
-};
-
 TEST_F(KubeRealServer, DeployManifestsAreAcceptedAndTheCrdRefusesAnInvalidPodGroup) {
   start_cluster(1);
   const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/deploy/kubernetes";
-  // Server-side validation of every object (the emulator suite's dry run is client-side),
-  // once their namespace exists, then the objects themselves.
+  // Server-side validation of every object, once their namespace exists, then the objects
+  // themselves.
   kubectl_ok("apply -f " + dir + "/00-namespace.yaml");
   kubectl_ok("apply --dry-run=server -f " + dir);
   const std::string applied = kubectl_ok("apply -f " + dir);
-  for (const char* what : {"namespace/tessera-system", "customresourcedefinition",
-                           "clusterrole.rbac.authorization.k8s.io/tessera-scheduler",
-                           "configmap/tessera-queues", "deployment.apps/tessera-scheduler"}) {
+  for (const char* what :
+       {"namespace/tessera-system", "customresourcedefinition",
+        "clusterrole.rbac.authorization.k8s.io/tessera-scheduler",
+        "clusterrole.rbac.authorization.k8s.io/tessera-viewer", "configmap/tessera-queues",
+        "deployment.apps/tessera-scheduler", "networkpolicy.networking.k8s.io/tessera-scheduler"}) {
     EXPECT_NE(applied.find(what), std::string::npos) << what << "\n" << applied;
   }
   // The examples, each with its namespace.

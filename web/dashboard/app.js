@@ -1,7 +1,8 @@
 // The dashboard's shell: sign-in, the hash router (#/overview, #/queues, #/jobs?state=...,
 // #/jobs/ID, #/nodes, #/audit) and the poller that refreshes the open page.
-// A read-only server (`tessera kube`: whoami says read_only) takes no token: the sign-in step
-// is skipped, and the pages offer no action and ask for nothing the server does not have.
+// A read-only server (`tessera kube`: whoami says read_only) offers no action and is asked for
+// nothing it does not have; an open one (no token_required in /v1/info) skips the sign-in, one
+// behind Kubernetes tokens takes one (`kubectl create token NAME`) and shows whose it is.
 import * as api from './api.js';
 import * as overview from './page-overview.js';
 import * as queues from './page-queues.js';
@@ -13,7 +14,8 @@ import * as audit from './page-audit.js';
 const PAGES = { overview, queues, jobs, job, nodes, audit };
 const $ = (id) => document.getElementById(id);
 
-let who = null;      // {admin, tenant, read_only?, server?} of the signed-in token
+let who = null;      // {admin, tenant, read_only?, server?, user?} of the signed-in token
+let info = null;     // GET /v1/info: {server, read_only, token_required}
 let current = null;  // {name, inst, gen, timer, busy, again}
 let generation = 0;
 
@@ -29,11 +31,16 @@ function showSignin(message) {
   err.hidden = !message;
   $('signin-token').value = '';
   $('signin-token').focus();
+  if (info && info.read_only && info.token_required) {
+    // tessera kube behind Kubernetes' own authentication: a ServiceAccount's token.
+    $('signin-label').textContent = 'Kubernetes token';
+    $('signin-hint').textContent = 'A token the cluster issued (kubectl create token NAME): you see the jobs of the namespaces whose pods it may list.';
+  }
 }
 
 async function signIn(token) {
   const me = await api.get('/v1/whoami', { token });
-  if (me.read_only) api.clearToken(); // a read-only server takes none: nothing to keep
+  if (me.read_only && !me.user) api.clearToken(); // an open read-only server: nothing to keep
   else api.setToken(token);
   enter(me);
 }
@@ -45,11 +52,13 @@ function enter(me) {
   $('shell').hidden = false;
   document.body.classList.toggle('read-only', ro);
   $('nav-audit').hidden = !me.admin || ro;
-  $('signout').hidden = ro;
+  $('signout').hidden = ro && !me.user;
   if (ro) {
     const server = me.server ? `tessera ${me.server}` : 'tessera';
-    $('who').textContent = `${server} · read-only`;
-    $('who').title = `${server} serves a read-only view: no token, no actions (change the cluster with its own tools)`;
+    $('who').textContent = me.user ? `${me.user} · read-only` : `${server} · read-only`;
+    $('who').title = me.user
+      ? `${server} serves a read-only view, as Kubernetes' RBAC lets ${me.user} see it (change the cluster with its own tools)`
+      : `${server} serves a read-only view: no token, no actions (change the cluster with its own tools)`;
   } else {
     $('who').textContent = me.admin ? 'admin' : `tenant ${me.tenant}`;
     $('who').title = me.admin ? 'Signed in with the admin token' : `Signed in as tenant ${me.tenant}`;
@@ -62,8 +71,8 @@ function enter(me) {
 // then is /v1/whoami asked without a token.
 async function readOnlyServer() {
   try {
-    const info = await api.get('/v1/info', { token: '' });
-    if (!info || !info.read_only) return null;
+    info = await api.get('/v1/info', { token: '' });
+    if (!info || !info.read_only || info.token_required) return null;
     const me = await api.get('/v1/whoami', { token: '' });
     return me && me.read_only ? me : null;
   } catch {

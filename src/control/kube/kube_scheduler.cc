@@ -1091,10 +1091,11 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   return v;
 }
 
-std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
+std::vector<JobView> KubeScheduler::jobs(const JobFilter& f, const Namespaces& visible) const {
   std::lock_guard lock(mu_);
   std::vector<JobView> out;
   for (const auto& [key, g] : model_.gangs()) {
+    if (visible && !visible->contains(g.ns)) continue;
     JobView v = view_locked(g);
     if (!f.wants(v.row.state)) continue;
     if (!f.tenant.empty() && v.row.tenant != f.tenant) continue;
@@ -1111,14 +1112,23 @@ std::vector<JobView> KubeScheduler::jobs(const JobFilter& f) const {
   return out;
 }
 
-std::optional<JobView> KubeScheduler::job(int64_t id) const {
+std::optional<JobView> KubeScheduler::job(int64_t id, const Namespaces& visible) const {
   std::lock_guard lock(mu_);
   // Ids are handed out on first sight, in the gangs' order: a link to a job must work before
   // anything listed the jobs.
   for (const auto& [key, g] : model_.gangs()) {
-    if (job_id(key) == id) return view_locked(g);
+    if (job_id(key) != id) continue;
+    if (visible && !visible->contains(g.ns)) return std::nullopt;
+    return view_locked(g);
   }
   return std::nullopt;
+}
+
+std::vector<std::string> KubeScheduler::job_namespaces() const {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [key, g] : model_.gangs()) out.insert(g.ns);
+  return {out.begin(), out.end()};
 }
 
 std::vector<QueueView> KubeScheduler::queues() const {

@@ -106,7 +106,7 @@ struct KubeMetrics {
   std::vector<uint64_t> bind_bucket_counts;  // cumulative
   double bind_latency_sum = 0;
   uint64_t relists = 0, reconnects = 0;
-  uint64_t throttled = 0;  // requests answered 429 (or 5xx with Retry-After) and sent again
+  uint64_t throttled = 0;    // requests answered 429 (or 5xx with Retry-After) and sent again
   std::string watch_errors;  // each watch's last failure ("" when none), for logs and tests
   bool leading = false;
 };
@@ -124,10 +124,14 @@ class KubeScheduler {
   // The model holds a whole list of nodes and of pods (the cache is warm).
   bool synced() const;
 
-  // The read API (the same views as `tessera serve`): a job is a gang (pod group).
+  // The read API (the same views as `tessera serve`): a job is a gang (pod group). A caller
+  // who may not see every namespace passes those it may see.
+  using Namespaces = std::optional<std::set<std::string>>;  // nullopt: every namespace
   std::vector<QueueView> queues() const;
-  std::vector<JobView> jobs(const JobFilter& f) const;
-  std::optional<JobView> job(int64_t id) const;
+  std::vector<JobView> jobs(const JobFilter& f, const Namespaces& visible = std::nullopt) const;
+  std::optional<JobView> job(int64_t id, const Namespaces& visible = std::nullopt) const;
+  // The namespaces that have jobs now.
+  std::vector<std::string> job_namespaces() const;
   std::vector<NodeView> nodes() const;
   ServiceMetrics metrics() const;
   KubeMetrics kube_metrics() const;
