@@ -148,6 +148,8 @@ struct KubeScheduler::BindAttempt {
   std::string gang;
   int32_t need = 0;  // members this attempt must bind for the gang to be whole
   std::vector<std::string> uids;
+  std::vector<std::string> nodes;  // where each member is bound (the watch may move the pod's
+                                   // assumed node before the answer arrives)
   std::vector<int> status;
   std::vector<std::string> errors;
   size_t outstanding = 0;
@@ -357,7 +359,7 @@ void KubeScheduler::drain_bind_results() {
         kube_counters_.bind_latency_sum += latency;
         add_bucket(kube_counters_.bind_bucket_counts, kube_counters_.bind_bucket_bounds, latency);
         post_event(p->info, "Normal", "Scheduled", "Binding",
-                   "Successfully assigned " + p->info.key() + " to " + p->assumed_node);
+                   "Successfully assigned " + p->info.key() + " to " + a.nodes[r.member]);
       }
     } else {
       ++kube_counters_.binds_failed;
@@ -541,8 +543,10 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
         Gang& victim = *in.gang_of(vj);
         victim.round_members = -1;  // an adaptive victim is planned afresh when it waits
         victim.stale = true;
+        const TenantId q = g.pending_spec.tenant;
         evict_pods(victim.bound_pods,
-                   "preempted by " + g.key + " (queue " + g.pending_spec.name + ")",
+                   "preempted by " + g.key + " (queue " +
+                       (q < model_.tenants().size() ? model_.tenants().name(q) : "?") + ")",
                    grace_for(victim));
         g.waits_for.insert(victim.bound_pods.begin(), victim.bound_pods.end());
         ++counters_.preemptions;
@@ -713,6 +717,7 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
     }
     const size_t member = att.uids.size();
     att.uids.push_back(uid);
+    att.nodes.push_back(r->assumed_node);
     att.status.push_back(0);
     att.errors.emplace_back();
     ++att.outstanding;
