@@ -5,7 +5,9 @@
 #
 #   bench/kube_real.sh                      # 1,000 nodes, 10,000 pods
 #   NODES=100 PODS=800 bench/kube_real.sh   # a quick look
-#   ONLY="bare tessera" bench/kube_real.sh
+#   ONLY="ceiling tessera" bench/kube_real.sh
+#   NODES=5000 RESTART_PENDING=10100 ONLY="ceiling tessera kube-scheduler-5000 restart" \
+#     bench/kube_real.sh    # 5,000 nodes; the restart among 50,000 pods
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tc="$root/tools/testcluster/bin/testcluster"
@@ -13,7 +15,8 @@ tessera="${TESSERA:-$root/build/release/src/tessera}"
 NODES="${NODES:-1000}"
 PODS="${PODS:-10000}"
 GANG_PODS="${GANG_PODS:-16000}"   # 2,000 gangs of 8
-ONLY="${ONLY:-ceiling tessera kube-scheduler-50 kube-scheduler-5000 latency gangs restart}"
+RESTART_PENDING="${RESTART_PENDING:-100}"  # pending pods beside a full cluster (100 of them fit)
+ONLY="${ONLY:-ceiling ceiling-events tessera kube-scheduler-50 kube-scheduler-5000 latency gangs restart}"
 work="${WORK:-$(mktemp -d /tmp/tessera-kube-real-bench.XXXXXX)}"
 mkdir -p "$work"
 out="${OUT:-$work/results.jsonl}"
@@ -40,6 +43,8 @@ for what in $ONLY; do
   case "$what" in
     ceiling) run ceiling --scheduler bare --threads 16 --nodes "$NODES" --pods "$PODS"
              ceiling="$(tail -1 "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("binds_per_s", 0))')" ;;
+    # The ceiling of a scheduler that also says Scheduled: a Binding and an Event per pod.
+    ceiling-events) run ceiling-events --scheduler bare --events --threads 16 --nodes "$NODES" --pods "$PODS" ;;
     tessera) run tessera --scheduler tessera --nodes "$NODES" --pods "$PODS" ;;
     kube-scheduler-50) run ks50 --scheduler kube-scheduler --qps 50 --burst 100 --nodes "$NODES" --pods "$PODS" ;;
     kube-scheduler-5000) run ks5000 --scheduler kube-scheduler --qps 5000 --burst 5000 --nodes "$NODES" --pods "$PODS" ;;
@@ -48,7 +53,7 @@ for what in $ONLY; do
       run lat-tessera --scheduler tessera --mode latency --rate "$rate" --nodes "$NODES" --pods "$(( PODS / 4 ))"
       run lat-ks5000 --scheduler kube-scheduler --qps 5000 --burst 5000 --mode latency --rate "$rate" --nodes "$NODES" --pods "$(( PODS / 4 ))" ;;
     gangs) run gangs --scheduler tessera --mode gangs --gang-size 8 --nodes "$NODES" --pods "$GANG_PODS" ;;
-    restart) run restart --scheduler tessera --mode restart --nodes "$NODES" --pods 0 ;;
+    restart) run restart --scheduler tessera --mode restart --nodes "$NODES" --pods "$RESTART_PENDING" ;;
   esac
 done
 python3 - "$out" <<'PY'
@@ -59,7 +64,7 @@ print("|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r.get("failed"):
         print(f"| {r['run']} | failed | | | | | | | | |"); continue
-    name = r["scheduler"] + (f" (QPS {r['client_qps']:g})" if r.get("client_qps") else "")
+    name = r["scheduler"] + (f" (QPS {r['client_qps']:g})" if r.get("client_qps") else "") + (" + events" if r.get("events") else "")
     f = lambda k: f"{r[k]:.2f}" if k in r else ""
     print(f"| {name} | {r['mode']} | {r['nodes']} | {r['bound']} | {f('start_to_first_bind_s')} | "
           f"{f('start_to_all_bound_s')} | {r['binds_per_s']:.0f} | {f('create_to_bind_p50_s')} | "

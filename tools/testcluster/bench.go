@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,6 +37,7 @@ type benchOptions struct {
 	qps, burst                               float64
 	rate                                     float64 // pods/s created (latency mode)
 	timeout                                  time.Duration
+	events                                   bool // bare: a Scheduled event after each bind
 }
 
 type benchResult struct {
@@ -54,6 +56,7 @@ type benchResult struct {
 	PartialGangs  *int    `json:"partial_gangs,omitempty"` // gangs with some, not all, bound
 	KubeVersion   string  `json:"kube_version"`
 	SchedulerArgs string  `json:"scheduler_args,omitempty"`
+	Events        bool    `json:"events,omitempty"` // bare: each bind followed by its event
 }
 
 func runBench(args []string) error {
@@ -62,12 +65,13 @@ func runBench(args []string) error {
 	fs.StringVar(&o.dir, "dir", "", "the directory of a cluster `up` started (required)")
 	fs.StringVar(&o.scheduler, "scheduler", "bare", "bare | tessera | kube-scheduler")
 	fs.StringVar(&o.tessera, "tessera", "", "the tessera binary (--scheduler tessera)")
-	fs.StringVar(&o.mode, "mode", "throughput", "throughput (pods pending, then the scheduler starts) | latency (pods arrive at --rate) | gangs (--gang-size pods per PodGroup) | restart (the cluster full of bound pods, then 100 pending)")
+	fs.StringVar(&o.mode, "mode", "throughput", "throughput (pods pending, then the scheduler starts) | latency (pods arrive at --rate) | gangs (--gang-size pods per PodGroup) | restart (the cluster full of bound pods but 100 GPUs, then max(--pods, 100) pending: 100 fit)")
 	fs.StringVar(&o.namespace, "namespace", "bench", "namespace of the pods")
 	fs.IntVar(&o.nodes, "nodes", 100, "KWOK nodes of 8 GPUs to create (none when the cluster has them)")
 	fs.IntVar(&o.pods, "pods", 1000, "1-GPU pods")
 	fs.IntVar(&o.gangSize, "gang-size", 8, "pods per PodGroup (--mode gangs)")
 	fs.IntVar(&o.threads, "threads", 16, "binding goroutines (--scheduler bare)")
+	fs.BoolVar(&o.events, "events", false, "--scheduler bare: write a Scheduled event (events.k8s.io/v1) after each bind, the two writes a scheduler makes per pod")
 	fs.Float64Var(&o.qps, "qps", 50, "kube-scheduler's client QPS (burst: twice this, as its defaults 50/100)")
 	fs.Float64Var(&o.burst, "burst", 0, "kube-scheduler's client burst (0: twice --qps)")
 	fs.Float64Var(&o.rate, "rate", 100, "pods created per second (--mode latency)")
@@ -105,7 +109,7 @@ func runBench(args []string) error {
 	if schedName == "" {
 		return fmt.Errorf("bench: unknown --scheduler %q", o.scheduler)
 	}
-	res := benchResult{Scheduler: o.scheduler, Mode: o.mode, Nodes: o.nodes, Pods: o.pods, KubeVersion: kubeVersion}
+	res := benchResult{Scheduler: o.scheduler, Mode: o.mode, Nodes: o.nodes, Pods: o.pods, KubeVersion: kubeVersion, Events: o.events && o.scheduler == "bare"}
 	if o.scheduler == "kube-scheduler" {
 		res.QPS = o.qps
 	}
@@ -126,12 +130,12 @@ func runBench(args []string) error {
 			if err := createPods(ctx, cs, o, "bench-bare", "bound", fill, nil); err != nil {
 				return err
 			}
-			if err := bareBind(ctx, cs, o, w.pendingNames("bound"), 0); err != nil {
+			if err := bareBind(ctx, cs, o, w.pendingNames("bound"), 0, false); err != nil {
 				return err
 			}
 			expect = 100
 		}
-		if err := createPods(ctx, cs, o, schedName, "p", ifElse(o.mode == "restart", 100, o.pods), nil); err != nil {
+		if err := createPods(ctx, cs, o, schedName, "p", ifElse(o.mode == "restart", max(o.pods, 100), o.pods), nil); err != nil {
 			return err
 		}
 	case "gangs":
@@ -342,11 +346,28 @@ func createGangs(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Inter
 
 // bareBind binds the named pods, 8 to a node from node index `first`, with --threads
 // goroutines: what a client that decides nothing reaches.
-func bareBind(ctx context.Context, cs kubernetes.Interface, o benchOptions, names []string, first int) error {
+func bareBind(ctx context.Context, cs kubernetes.Interface, o benchOptions, names []string, first int, events bool) error {
 	return parallel(o.threads, len(names), nil, func(i int) error {
+		node := fmt.Sprintf("node-%05d", first+i/8)
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: names[i], Namespace: o.namespace},
-			Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("node-%05d", first+i/8)}}
-		return cs.CoreV1().Pods(o.namespace).Bind(ctx, b, metav1.CreateOptions{})
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+		if err := cs.CoreV1().Pods(o.namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil || !events {
+			return err
+		}
+		// Named as client-go names events (the API server refuses a generateName ending in '.').
+		ev := &eventsv1.Event{
+			ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", names[i], time.Now().UnixNano()), Namespace: o.namespace},
+			EventTime:           metav1.NowMicro(),
+			ReportingController: "bench-bare",
+			ReportingInstance:   "bench-bare",
+			Action:              "Binding",
+			Reason:              "Scheduled",
+			Type:                corev1.EventTypeNormal,
+			Regarding:           corev1.ObjectReference{Kind: "Pod", Namespace: o.namespace, Name: names[i]},
+			Note:                "Successfully assigned " + o.namespace + "/" + names[i] + " to " + node,
+		}
+		_, err := cs.EventsV1().Events(o.namespace).Create(ctx, ev, metav1.CreateOptions{})
+		return err
 	})
 }
 
@@ -386,9 +407,9 @@ func startScheduler(ctx context.Context, o benchOptions, w *bindWatch) (func(), 
 	case "bare":
 		go func() {
 			names := w.waitPending(ctx, "p", min(o.pods, o.nodes*8))
-			_ = bareBind(ctx, binderClient(o), o, names, 0)
+			_ = bareBind(ctx, binderClient(o), o, names, 0, o.events)
 		}()
-		return func() {}, fmt.Sprintf("threads=%d", o.threads), nil
+		return func() {}, fmt.Sprintf("threads=%d events=%v", o.threads, o.events), nil
 	case "tessera":
 		if o.tessera == "" {
 			return nil, "", errors.New("bench: --tessera PATH is needed")
