@@ -48,6 +48,8 @@ type upOptions struct {
 	background   bool
 	audit        bool
 	apiserverArg stringList
+	kcmArg       stringList
+	kwokArg      stringList
 	gpuNodes     int
 	apply        stringList
 }
@@ -85,6 +87,8 @@ func runUp(args []string) error {
 	fs.BoolVar(&o.background, "background", false, "start in the background, print READY when the cluster answers, and return")
 	fs.BoolVar(&o.audit, "audit", true, "write an audit log of every write request (DIR/audit.log)")
 	fs.Var(&o.apiserverArg, "apiserver-arg", "an extra kube-apiserver flag, as --name=value (repeatable)")
+	fs.Var(&o.kcmArg, "controller-manager-arg", "an extra kube-controller-manager flag, as --name=value (repeatable)")
+	fs.Var(&o.kwokArg, "kwok-arg", "an extra KWOK flag, as --name=value (repeatable; a later one wins)")
 	fs.IntVar(&o.gpuNodes, "gpu-nodes", 0, "create this many KWOK nodes of 8 GPUs (node-00000, ...) and wait until they are Ready")
 	fs.Var(&o.apply, "apply", "a manifest (file or directory) to kubectl apply once the server answers (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -371,7 +375,7 @@ func up(o upOptions) error {
 		// As the administrator: with --use-service-account-credentials=false every
 		// controller acts as the manager's own user, whose ClusterRole covers too little for
 		// node lifecycle (taints) and the garbage collector.
-		if err := newComp("kube-controller-manager", []string{
+		if err := newComp("kube-controller-manager", append([]string{
 			"--kubeconfig=" + adminCfg,
 			"--authentication-kubeconfig=" + adminCfg,
 			"--authorization-kubeconfig=" + adminCfg,
@@ -381,7 +385,7 @@ func up(o upOptions) error {
 			"--secure-port=0",
 			"--root-ca-file=" + filepath.Join(o.dir, "ca.crt"),
 			"--use-service-account-credentials=false",
-		}).start(); err != nil {
+		}, o.kcmArg...)).start(); err != nil {
 			return err
 		}
 	}
@@ -390,14 +394,14 @@ func up(o upOptions) error {
 		if err := writeKwokConfig(kwokCfg); err != nil {
 			return err
 		}
-		if err := newComp("kwok", []string{
+		if err := newComp("kwok", append([]string{
 			"--kubeconfig=" + adminCfg,
 			"--config=" + kwokCfg,
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--node-lease-duration-seconds=40",
 			"--cidr=10.64.0.0/12",
-		}).start(); err != nil {
+		}, o.kwokArg...)).start(); err != nil {
 			return err
 		}
 	}

@@ -115,8 +115,12 @@ void ClusterModel::rebuild() {
   ClusterBuilder b;
   set_default_links(b);
   const auto& keys = opt_.topology_labels;
+  unusable_nodes_ = 0;
   for (const auto& [name, n] : nodes_) {
-    if (!n.usable()) continue;  // NotReady or cordoned: no new pods (its pods are not counted)
+    if (!n.usable()) {  // NotReady or cordoned: no new pods (its pods are not counted)
+      ++unusable_nodes_;
+      continue;
+    }
     std::string spine = "cluster", rack = "cluster";
     if (keys.size() == 1) {
       rack = label_or(n, keys[0]);
@@ -712,7 +716,11 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
                     infeasible_reason(*cluster_, ps)};
     }
     if (g.admitted.never) {
-      g.waiting = "no node set of this cluster can ever host it: " + *g.admitted.never;
+      g.waiting = unusable_nodes_ == 0
+                      ? "no node set of this cluster can ever host it: " + *g.admitted.never
+                      : "no Ready, uncordoned node set can host it now (" +
+                            std::to_string(unusable_nodes_) +
+                            " node(s) NotReady or cordoned): " + *g.admitted.never;
       return;
     }
     if (have_bound >= min_member) g.complete_once = true;

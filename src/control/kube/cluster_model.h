@@ -229,6 +229,9 @@ class ClusterModel {
   bool all_stale_ = true;  // every gang must be derived again (the cluster or its nodes changed)
   std::vector<JobId> changed_;  // take_changed(), in the order they changed
   uint64_t cluster_generation_ = 0, overflow_pods_ = 0;
+  // Nodes left out of the engine's cluster for now (NotReady or cordoned): while there are
+  // any, a gang no usable node can host is told "not now", not "never".
+  size_t unusable_nodes_ = 0;
   uint32_t next_serial_ = 0;  // the next gang's Gang::serial
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<ClusterState> ledger_;

@@ -903,8 +903,14 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
     if (!g.waiting.empty()) why[&g] = {g.waiting, g.waiting};
   }
   for (const auto& [g, reason] : why) {
-    const std::string msg = "gang " + g->key + " (" + std::to_string(g->pending_pods.size()) +
-                            " pending pods): " + reason.text;
+    // A pod of no group is named as itself; a gang by its group and how many wait.
+    const PodRecord* lone = g->group.empty() && g->pending_pods.size() == 1
+                                ? model_.pod(g->pending_pods.front())
+                                : nullptr;
+    const std::string msg = (lone ? "pod " + lone->info.key()
+                                  : "gang " + g->key + " (" +
+                                        std::to_string(g->pending_pods.size()) + " pending pods)") +
+                            ": " + reason.text;
     for (const std::string& uid : g->pending_pods) {
       PodRecord* r = model_.pod(uid);
       if (!r) continue;

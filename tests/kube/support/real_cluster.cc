@@ -77,6 +77,10 @@ void RealCluster::start() {
   if (!opt_.kwok) args.push_back("--kwok=false");
   if (opt_.no_fsync) args.push_back("--etcd-unsafe-no-fsync");
   for (const std::string& a : opt_.apiserver_args) args.push_back("--apiserver-arg=" + a);
+  for (const std::string& a : opt_.controller_manager_args) {
+    args.push_back("--controller-manager-arg=" + a);
+  }
+  for (const std::string& a : opt_.kwok_args) args.push_back("--kwok-arg=" + a);
   const fs::path out = dir_ / "up.out";
   const pid_t parent = ::getpid();
   pid_ = ::fork();
@@ -300,7 +304,11 @@ void RealCluster::watch_pods() {
 }
 
 pid_t RealCluster::apiserver_pid() const {
-  std::ifstream in(dir_ / "pids/kube-apiserver");
+  return component_pid("kube-apiserver");
+}
+
+pid_t RealCluster::component_pid(const std::string& name) const {
+  std::ifstream in(dir_ / "pids" / name);
   pid_t pid = 0;
   in >> pid;
   return pid > 0 && ::kill(pid, 0) == 0 ? pid : 0;

@@ -23,7 +23,9 @@ struct RealClusterOptions {
   bool watch_cache = true;
   bool kwok = true;
   bool no_fsync = true;  // tests do not survive host crashes; the benchmark keeps fsync
-  std::vector<std::string> apiserver_args;  // extra --flag=value
+  std::vector<std::string> apiserver_args;           // extra --flag=value
+  std::vector<std::string> controller_manager_args;  // extra --flag=value
+  std::vector<std::string> kwok_args;                // extra --flag=value (a later one wins)
   kube_emulator::NodeLayout layout;
 };
 
@@ -56,6 +58,8 @@ class RealCluster : public ClusterUnderTest {
   std::string etcd_url() const { return etcd_; }
   const std::filesystem::path& dir() const { return dir_; }
   pid_t apiserver_pid() const;  // 0 while it is down
+  // A child of `up` (kube-apiserver, kube-controller-manager, kwok); 0 while it is down.
+  pid_t component_pid(const std::string& name) const;
   // Compacts etcd at its current revision: watches and lists from older resourceVersions
   // then answer 410 Gone (with the watch cache off).
   void compact_etcd();
