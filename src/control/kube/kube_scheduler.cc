@@ -364,7 +364,15 @@ void KubeScheduler::drain_bind_results() {
     } else {
       ++kube_counters_.binds_failed;
       if (conflict) ++kube_counters_.binds_conflict;
-      if (!bound_elsewhere) model_.forget(uid);
+      if (!bound_elsewhere) {
+        // As kube-scheduler: the refused pod is told in the server's words (an admission
+        // webhook or policy may have refused it).
+        if (const PodRecord* p = model_.pod(uid)) {
+          post_event(p->info, "Warning", "FailedScheduling", "Binding",
+                     "binding rejected: " + truncate(r.error, 1024));
+        }
+        model_.forget(uid);
+      }
     }
     if (--a.outstanding > 0) continue;
     // The whole attempt is in: a gang left short of its minimum gives its bound members back.
