@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 using testing::KubeEnv;
 
-class KubeData : public KubeEnv {
+class KubeData : public testing::KubeEnvOnBoth {
  protected:
   std::string node_of(const std::string& pod) {
     for (const json& p : pods()) {
@@ -43,7 +43,7 @@ class KubeData : public KubeEnv {
   }
 };
 
-TEST_F(KubeData, APodGoesWhereItsDatasetIsRatherThanWhereBestfitWouldPackIt) {
+TEST_P(KubeData, APodGoesWhereItsDatasetIsRatherThanWhereBestfitWouldPackIt) {
   start_cluster(2, 4);
   create_namespace("team-a");
   start_scheduler();
@@ -60,7 +60,7 @@ TEST_F(KubeData, APodGoesWhereItsDatasetIsRatherThanWhereBestfitWouldPackIt) {
   EXPECT_EQ(node_of("reader"), data);
 }
 
-TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
+TEST_P(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
   start_cluster(2, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
@@ -89,7 +89,7 @@ TEST_F(KubeData, WithinItsLocalityWaitAPodWaitsForItsDatasetsNodesAndSaysSo) {
 // Pre-staging (--prestage-datasets): a gang that waits for room has its dataset asked for on
 // the node it is likely to get (annotation stage.data.tessera.io/NAME); the test plays the
 // node's data agent, labels that node when "copied", and the gang lands there once room frees.
-TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
+TEST_P(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
   start_cluster(2, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
@@ -136,7 +136,7 @@ TEST_F(KubeData, AWaitingGangsDatasetIsAskedForOnTheNodeItWillGet) {
 
 // An ask for a gang that is gone (its pods deleted) is withdrawn from the node: a data agent
 // does not stage what nobody waits for.
-TEST_F(KubeData, AnAskIsWithdrawnWhenItsPodsGo) {
+TEST_P(KubeData, AnAskIsWithdrawnWhenItsPodsGo) {
   start_cluster(1, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
@@ -158,6 +158,8 @@ TEST_F(KubeData, AnAskIsWithdrawnWhenItsPodsGo) {
   ASSERT_LT(d.status, 300) << d.body;
   EXPECT_TRUE(wait_for([&] { return !asked(); }, 20)) << "the ask stayed on " << node;
 }
+
+KUBE_ON_BOTH_TARGETS(KubeData);
 
 }  // namespace
 }  // namespace tessera::kube

@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 using testing::KubeEnv;
 
-class KubeGoodput : public KubeEnv {
+class KubeGoodput : public testing::KubeEnvOnBoth {
  protected:
   static json adaptive_pod(const std::string& name) {
     json p = pod_json("team-a", name, 1, "train");
@@ -37,12 +37,25 @@ class KubeGoodput : public KubeEnv {
     }
     return out;
   }
+  // Each pod's node and what its condition says, for a failure's message.
+  std::string said() {
+    std::string out;
+    for (const json& p : pods()) {
+      out += "\n" + p["metadata"]["name"].get<std::string>() + " on '" +
+             p["spec"].value("nodeName", "") + "'" +
+             (p["metadata"].contains("deletionTimestamp") ? " (deleting)" : "");
+      for (const json& c : p["status"].value("conditions", json::array())) {
+        if (c.value("type", "") == "PodScheduled") out += ": " + c.value("message", "");
+      }
+    }
+    return out;
+  }
   static std::string note(const json& pod, const char* key) {
     return pod["metadata"]["annotations"].value(key, "");
   }
 };
 
-TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
+TEST_P(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
   start_cluster(2, 4);  // 8 GPUs
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
@@ -54,7 +67,7 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
 
   // Never reported: 4 GPUs (4 x one member's), the batch it was tuned for; each bound pod told
   // its rank, the world size and the group's report token.
-  ASSERT_TRUE(wait_for([&] { return bound().size() == 4; }, 20)) << bound().size();
+  ASSERT_TRUE(wait_for([&] { return bound().size() == 4; }, 20)) << bound().size() << said();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto first = bound();
   ASSERT_EQ(first.size(), 4u);
@@ -149,7 +162,7 @@ TEST_F(KubeGoodput, AGroupStartsAtItsRoundsSizeReportsAndIsRestartedLarger) {
   EXPECT_TRUE(resized) << events.dump().substr(0, 2000);
 }
 
-TEST_F(KubeGoodput, MalformedAdaptiveAnnotationsAreSaidOnThePod) {
+TEST_P(KubeGoodput, MalformedAdaptiveAnnotationsAreSaidOnThePod) {
   start_cluster(1, 4);
   create_namespace("team-a");
   SchedulerOptions opt = scheduler_options();
@@ -173,6 +186,8 @@ TEST_F(KubeGoodput, MalformedAdaptiveAnnotationsAreSaidOnThePod) {
       << message;
   EXPECT_TRUE(bound().empty());
 }
+
+KUBE_ON_BOTH_TARGETS(KubeGoodput);
 
 }  // namespace
 }  // namespace tessera::kube

@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 using testing::KubeEnv;
 
-class KubeIsolation : public KubeEnv {
+class KubeIsolation : public testing::KubeEnvOnBoth {
  protected:
   std::string node_of(const std::string& ns, const std::string& pod) {
     return api("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod)
@@ -41,7 +41,7 @@ class KubeIsolation : public KubeEnv {
 
 // A queue admits its own namespace and those it lists; a pod naming a queue its namespace may
 // not use waits, saying so, and team-a's own pods run.
-TEST_F(KubeIsolation, ANamespaceCannotChargeAQueueThatDoesNotAdmitIt) {
+TEST_P(KubeIsolation, ANamespaceCannotChargeAQueueThatDoesNotAdmitIt) {
   start_cluster(1);  // 8 GPUs
   for (const std::string ns : {"team-a", "team-b", "ml-dev"}) create_namespace(ns);
   start_scheduler(R"(queues:
@@ -72,7 +72,7 @@ TEST_F(KubeIsolation, ANamespaceCannotChargeAQueueThatDoesNotAdmitIt) {
 // Values read from pods are checked where they are read, and what a condition says of a bad
 // one is short: an infinite grace, a 200 KB fraction and a dataset named "../../etc/passwd"
 // each make their pod wait as invalid, and no node gets an annotation from them.
-TEST_F(KubeIsolation, BadValuesMakeAPodWaitWithAShortReasonAndReachNoNode) {
+TEST_P(KubeIsolation, BadValuesMakeAPodWaitWithAShortReasonAndReachNoNode) {
   start_cluster(1);
   create_namespace("team-a");
   SchedulerOptions o = scheduler_options();
@@ -103,6 +103,8 @@ TEST_F(KubeIsolation, BadValuesMakeAPodWaitWithAShortReasonAndReachNoNode) {
     }
   }
 }
+
+KUBE_ON_BOTH_TARGETS(KubeIsolation);
 
 }  // namespace
 }  // namespace tessera::kube

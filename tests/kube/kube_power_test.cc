@@ -24,7 +24,7 @@ using nlohmann::json;
 
 constexpr const char* kV100 = "Tesla-V100-SXM2-16GB";
 
-class KubePowerTest : public testing::KubeEnv {
+class KubePowerTest : public testing::KubeEnvOnBoth {
  protected:
   void SetUp() override {
     KubeEnv::SetUp();
@@ -124,7 +124,7 @@ class KubePowerTest : public testing::KubeEnv {
   std::shared_ptr<const PowerModel> model_;
 };
 
-TEST_F(KubePowerTest, HoldModeASecondGangWaitsForPowerAndSaysSo) {
+TEST_P(KubePowerTest, HoldModeASecondGangWaitsForPowerAndSaysSo) {
   start_v100_emulator(2);
   create_namespace("team-a");
   start_scheduler(power_options(cap_kw(200), /*shifting=*/false, 200));
@@ -160,7 +160,7 @@ TEST_F(KubePowerTest, HoldModeASecondGangWaitsForPowerAndSaysSo) {
   EXPECT_TRUE(sched_->metrics().energy);
 }
 
-TEST_F(KubePowerTest, ShiftModeLowersBothGangsLimitsOnBindingsAndByPatch) {
+TEST_P(KubePowerTest, ShiftModeLowersBothGangsLimitsOnBindingsAndByPatch) {
   start_v100_emulator(2);
   create_namespace("team-a");
   start_scheduler(power_options(cap_kw(200), /*shifting=*/true, 200));
@@ -213,7 +213,7 @@ TEST_F(KubePowerTest, ShiftModeLowersBothGangsLimitsOnBindingsAndByPatch) {
       << limit_of("first-0") << " was " << lowered;
 }
 
-TEST_F(KubePowerTest, ANodeWithoutThermalHeadroomGetsNoJobUntilItsAnnotationChanges) {
+TEST_P(KubePowerTest, ANodeWithoutThermalHeadroomGetsNoJobUntilItsAnnotationChanges) {
   start_v100_emulator(2);  // gpu-node-0000, gpu-node-0001
   create_namespace("team-a");
   annotate_node("gpu-node-0000", "0");
@@ -246,7 +246,7 @@ TEST_F(KubePowerTest, ANodeWithoutThermalHeadroomGetsNoJobUntilItsAnnotationChan
   EXPECT_TRUE(wait_for([&] { return bound("after"); }, 20));
 }
 
-TEST_F(KubePowerTest, ABestEffortGangWaitsForACleanerHourAndSaysSoInItsCondition) {
+TEST_P(KubePowerTest, ABestEffortGangWaitsForACleanerHourAndSaysSoInItsCondition) {
   start_v100_emulator(1);
   create_namespace("team-a");
   // Dirty now, clean from half an hour on (Unix time, as --carbon).
@@ -396,6 +396,8 @@ TEST(KubePowerFlags, InvalidPowerFlagsAreRefused) {
     EXPECT_EQ(text.find("kubeconfig"), std::string::npos) << flags << ": " << text;
   }
 }
+
+KUBE_ON_BOTH_TARGETS(KubePowerTest);
 
 }  // namespace
 }  // namespace tessera::kube

@@ -690,7 +690,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
                     " members its goodput round gave it; the group's other pods wait for a "
                     "round to give it more";
       } else if (g.round_members < 0) {
-        g.waiting = "adaptive: waits for its first goodput round";
+        g.waiting =
+            "adaptive: waits for its first goodput round (once its pods have stopped arriving)";
       } else if (g.round_members == 0) {
         g.waiting =
             "adaptive: waits for a goodput round to give it GPUs (the last gave them to "

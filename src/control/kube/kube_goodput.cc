@@ -24,12 +24,27 @@ GoodputModel& KubeScheduler::goodput_model(const Gang& g) {
   return it->second;
 }
 
+bool KubeScheduler::arriving(const Gang& g, double t) const {
+  if (g.round_members >= 0) return false;
+  double newest = 0;
+  for (const std::string& uid : g.pods) {
+    if (auto it = model_.pods().find(uid); it != model_.pods().end()) {
+      newest = std::max(newest, it->second.first_seen);
+    }
+  }
+  return t - newest < opt_.adaptive_settle;
+}
+
 bool KubeScheduler::goodput_round_due(double t) const {
   if (!policy_.goodput) return false;
   if (last_goodput_round_ < 0 || t - last_goodput_round_ >= opt_.goodput_round) return true;
-  // A new (or preempted) adaptive group is planned at once, not a round later.
+  // A new (or preempted) adaptive group is planned at once once its pods have arrived, not a
+  // round later.
   for (const auto& [key, g] : model_.gangs()) {
-    if (g.adaptive.batch > 0 && g.round_members < 0 && g.round_spec.max_members > 0) return true;
+    if (g.adaptive.batch > 0 && g.round_members < 0 && g.round_spec.max_members > 0 &&
+        !arriving(g, t)) {
+      return true;
+    }
   }
   return false;
 }
@@ -57,7 +72,7 @@ bool KubeScheduler::goodput_round(double t) {
   std::vector<GoodputRoundJob> jobs;
   for (const auto& [key, cg] : model_.gangs()) {
     Gang& g = *model_.gang(key);
-    if (g.adaptive.batch <= 0 || g.round_spec.max_members <= 0) continue;
+    if (g.adaptive.batch <= 0 || g.round_spec.max_members <= 0 || arriving(g, t)) continue;
     GoodputRoundJob j;
     j.model = &goodput_model(g);
     j.spec = &g.round_spec;

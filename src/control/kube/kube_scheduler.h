@@ -85,6 +85,10 @@ struct SchedulerOptions {
   // planned), and how they weigh groups. The report tokens derive from a Secret
   // (<lease.name>-report in lease.ns), created by the first leader that needs it.
   double goodput_round = 60;
+  // A new adaptive group is first planned once none of its pods has arrived for this long (a
+  // controller creates them in turn; sized by the few that exist, it would be restarted as soon
+  // as the rest arrived).
+  double adaptive_settle = 1.0;
   GoodputAllocationOptions goodput;
   // Data locality (docs/data.md): a gang whose pods name a dataset (tessera.io/dataset) goes to
   // nodes labelled as holding it when it fits there, and waits up to this long (from its pods'
@@ -189,6 +193,8 @@ class KubeScheduler {
   // changed, so the cycle's input is prepared again); the report secret, read or created; a
   // group's report token; the annotations a bound pod of an adaptive group is told.
   bool goodput_round_due(double t) const;
+  // A group not yet planned whose pods are still arriving (adaptive_settle).
+  bool arriving(const Gang& g, double t) const;
   bool goodput_round(double t);
   bool ensure_report_secret();
   std::string report_token(const std::string& gang_key) const;
