@@ -59,12 +59,8 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
                 "who reaches the port sees every namespace). Default: none on a loopback "
                 "address, else kubernetes")
       ->check(CLI::IsMember({"kubernetes", "none"}));
-  k->add_option("--tls-cert", a.tls_cert,
-                "serve --listen over HTTPS with this certificate chain (PEM); callers' tokens "
-                "then never cross the network in clear")
-      ->check(CLI::ExistingFile);
-  k->add_option("--tls-key", a.tls_key, "the private key of --tls-cert (PEM)")
-      ->check(CLI::ExistingFile);
+  add_tls_options(*k, a.tls_cert, a.tls_key,
+                  "serve --listen over HTTPS (callers' tokens never cross the network in clear)");
   k->add_option("--checkpoint-grace", a.checkpoint_grace,
                 "eviction grace (s) for preempted pods that name none "
                 "(tessera.io/checkpoint-grace-seconds) when the queue tree sets none")
@@ -131,9 +127,7 @@ int run_kube(const KubeArgs& a) {
   std::string host;
   int port = 0;
   split_listen(a.listen, host, port);
-  if (a.tls_cert.empty() != a.tls_key.empty()) {
-    throw std::runtime_error("--tls-cert and --tls-key go together");
-  }
+  check_tls_pair(a.tls_cert, a.tls_key);
   const sigset_t stop_signals = block_stop_signals();
 
   // The power flags are checked before anything connects: a mistake is said at once.

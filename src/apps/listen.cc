@@ -41,4 +41,14 @@ void write_addr_file(const std::string& path, const std::string& addr) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+void add_tls_options(CLI::App& app, std::string& cert, std::string& key, const std::string& what) {
+  app.add_option("--tls-cert", cert, what + " with this certificate chain (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", key, "the private key of --tls-cert (PEM)")->check(CLI::ExistingFile);
+}
+
+void check_tls_pair(const std::string& cert, const std::string& key) {
+  if (cert.empty() != key.empty()) throw std::runtime_error("--tls-cert and --tls-key go together");
+}
+
 }  // namespace tessera

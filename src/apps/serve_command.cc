@@ -177,12 +177,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--submission-burst", a.limits.submission_burst,
                 "submissions a tenant may make at once before the rate applies")
       ->check(CLI::Range(1.0, 1e9));
-  s->add_option("--tls-cert", a.tls_cert,
-                "serve HTTPS with this certificate chain (PEM); clients verify it with "
-                "TESSERA_CA")
-      ->check(CLI::ExistingFile);
-  s->add_option("--tls-key", a.tls_key, "the private key of --tls-cert (PEM)")
-      ->check(CLI::ExistingFile);
+  add_tls_options(*s, a.tls_cert, a.tls_key, "serve HTTPS (clients verify it with TESSERA_CA)");
   s->add_option("--classify", a.classify,
                 "give a job that names no priority class the class of the kind this workload "
                 "classifier predicts (logistic, threshold or majority; docs/classifier.md); it "
@@ -361,9 +356,7 @@ int run_serve(const ServeArgs& a) {
               << path << "))\n";
   }
 
-  if (a.tls_cert.empty() != a.tls_key.empty()) {
-    throw std::runtime_error("--tls-cert and --tls-key go together");
-  }
+  check_tls_pair(a.tls_cert, a.tls_key);
   ApiOptions api_opt;
   api_opt.tls = TlsConfig{a.tls_cert, a.tls_key};
   api_opt.metrics_token = a.metrics_token;

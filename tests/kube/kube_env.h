@@ -194,6 +194,16 @@ class KubeEnv : public ::testing::Test {
     ASSERT_EQ(r.status, 200) << r.body;
   }
 
+  // The message of a pod's PodScheduled=False condition ("" while it has none).
+  std::string waiting_message(const std::string& ns, const std::string& pod) {
+    const json p = api("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod).json_body();
+    for (const json& c : p["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+        return c.value("message", "");
+      }
+    }
+    return "";
+  }
   json pods(const std::string& query = "") {
     return api("GET", "/api/v1/pods" + query).json_body()["items"];
   }

@@ -20,16 +20,6 @@ class KubeIsolation : public testing::KubeEnvOnBoth {
         .json_body()["spec"]
         .value("nodeName", "");
   }
-  // The message of the pod's PodScheduled=False condition ("" while it has none).
-  std::string waiting_message(const std::string& ns, const std::string& pod) {
-    const json p = api("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod).json_body();
-    for (const json& c : p["status"].value("conditions", json::array())) {
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-        return c.value("message", "");
-      }
-    }
-    return "";
-  }
   void labelled_pod(const std::string& ns, const std::string& name, const json& labels,
                     const json& notes = json::object()) {
     json p = pod_json(ns, name, 1);

@@ -27,16 +27,6 @@ class KubeRealNode : public KubeRealServer {
     }
     return "";
   }
-  // The message of a pod's PodScheduled=False condition ("" when it has none).
-  std::string unschedulable(const std::string& ns, const std::string& name) {
-    const json p = api("GET", "/api/v1/namespaces/" + ns + "/pods/" + name).json_body();
-    for (const json& c : p["status"].value("conditions", json::array())) {
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-        return c.value("message", "");
-      }
-    }
-    return "";
-  }
 };
 
 TEST_F(KubeRealNode, NodesWhoseKubeletsStopTakeNoNewPodsUntilTheyAreBack) {
@@ -57,7 +47,7 @@ TEST_F(KubeRealNode, NodesWhoseKubeletsStopTakeNoNewPodsUntilTheyAreBack) {
   std::string why;
   const bool told = wait_for(
       [&] {
-        why = unschedulable("team-a", "p7");
+        why = waiting_message("team-a", "p7");
         return !why.empty();
       },
       30);
