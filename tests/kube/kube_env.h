@@ -178,6 +178,17 @@ class KubeEnv : public ::testing::Test {
                   const std::string& scheduler = "tessera") {
     post_pod(pod_json(ns, name, gpus, group, seconds, scheduler));
   }
+  // `n` gangs of 8 one-GPU pods in team-a, named g0, g1, ... on from the last call's
+  // (gangs_made_ counts them).
+  void add_gangs(int n) {
+    for (int g = 0; g < n; ++g, ++gangs_made_) {
+      const std::string name = "g" + std::to_string(gangs_made_);
+      create_group("team-a", name, 8);
+      for (int i = 0; i < 8; ++i) create_pod("team-a", name + "-" + std::to_string(i), 1, name);
+    }
+  }
+  int gangs_made_ = 0;
+
   // Successful binds per pod uid, from the cluster's binding log (the real server's audit log).
   std::map<std::string, int> binds_by_pod() {
     std::map<std::string, int> n;

@@ -57,14 +57,6 @@ TEST_P(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice)
                                     "127.0.0.1:0", "--gang-timeout", "3"};
   };
   // Gangs of 8 x 1 GPU arrive while the scheduler is killed and restarted twice.
-  int groups = 0;
-  auto add_gangs = [&](int n) {
-    for (int g = 0; g < n; ++g, ++groups) {
-      const std::string name = "g" + std::to_string(groups);
-      create_group("team-a", name, 8);
-      for (int i = 0; i < 8; ++i) create_pod("team-a", name + "-" + std::to_string(i), 1, name);
-    }
-  };
   {
     Process first(kube_args(), log);
     add_gangs(10);

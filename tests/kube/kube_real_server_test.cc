@@ -212,14 +212,6 @@ TEST_F(KubeRealServer, TwoReplicasOnARealLeaseTheStandbyLeadsWithinTheLeaseAfter
         .value("holderIdentity", "");
   };
   ASSERT_TRUE(wait_for([&] { return replicas.count(holder()) == 1; }, 30)) << log;
-  int groups = 0;
-  auto add_gangs = [&](int n) {
-    for (int g = 0; g < n; ++g, ++groups) {
-      const std::string name = "g" + std::to_string(groups);
-      create_group("team-a", name, 8);
-      for (int i = 0; i < 8; ++i) create_pod("team-a", name + "-" + std::to_string(i), 1, name);
-    }
-  };
   add_gangs(6);
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() >= 8; }, 30)) << log;
   // The leader is killed mid-run (perhaps between a gang's binds); more gangs come.
@@ -244,7 +236,7 @@ TEST_F(KubeRealServer, TwoReplicasOnARealLeaseTheStandbyLeadsWithinTheLeaseAfter
           const std::string name = p["metadata"]["name"];
           ++running[name.substr(0, name.find('-'))];
         }
-        if (static_cast<int>(running.size()) != groups) return false;
+        if (static_cast<int>(running.size()) != gangs_made_) return false;
         for (const auto& [g, n] : running) {
           if (n != 8) return false;
         }
