@@ -115,9 +115,8 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, KubeReadAccess read
                                "text/plain; version=0.0.4");
              }));
   // The namespaces whose jobs the caller sees (nullopt: all), asked before the scheduler's lock.
-  auto visible = [&s, &access](const KubeReader& r) -> kube::KubeScheduler::Namespaces {
-    if (r.open || access.sees_all_namespaces(r)) return std::nullopt;
-    return access.visible(r, s.job_namespaces());
+  auto visible = [&s, &access](const KubeReader& r) {
+    return access.visible(r, [&s] { return s.job_namespaces(); });
   };
   http_->Get("/v1/jobs",
              guarded([&s, &access, visible](const httplib::Request& req, httplib::Response& res) {

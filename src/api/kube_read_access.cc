@@ -163,14 +163,11 @@ bool KubeReadAccess::sees_all_namespaces(const KubeReader& r) {
   return may(r, list_pods(""));
 }
 
-std::set<std::string> KubeReadAccess::visible(const KubeReader& r,
-                                              const std::vector<std::string>& namespaces) {
+std::optional<std::set<std::string>> KubeReadAccess::visible(
+    const KubeReader& r, const std::function<std::vector<std::string>()>& namespaces) {
+  if (r.open || sees_all_namespaces(r)) return std::nullopt;
   std::set<std::string> out;
-  if (sees_all_namespaces(r)) {
-    out.insert(namespaces.begin(), namespaces.end());
-    return out;
-  }
-  for (const std::string& ns : namespaces) {
+  for (const std::string& ns : namespaces()) {
     if (!ns.empty() && !out.contains(ns) && may(r, list_pods(ns))) out.insert(ns);
   }
   return out;

@@ -73,8 +73,11 @@ class KubeReadAccess {
   void require(const KubeReader& r, const std::string& path);
   // Whether the caller may list pods in every namespace.
   bool sees_all_namespaces(const KubeReader& r);
-  // Of `namespaces`, those whose pods the caller may list.
-  std::set<std::string> visible(const KubeReader& r, const std::vector<std::string>& namespaces);
+  // The namespaces whose jobs the caller sees: nullopt for every one (an open API, or a caller
+  // who may list pods everywhere); else those of `namespaces()`, asked only then, whose pods
+  // the caller may list.
+  std::optional<std::set<std::string>> visible(
+      const KubeReader& r, const std::function<std::vector<std::string>()>& namespaces);
 
   // Reviews sent to the API server so far (the cache's misses).
   uint64_t reviews() const;
