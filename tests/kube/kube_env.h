@@ -198,6 +198,16 @@ class KubeEnv : public ::testing::Test {
     return n;
   }
 
+  // Pods whose spec.nodeName is set. Where the scheduler is killed mid-request, the audit log
+  // may say 504 for a bind the server did commit: the pod itself is the judge there.
+  size_t pods_bound() {
+    size_t n = 0;
+    for (const json& p : pods()) {
+      if (!p["spec"].value("nodeName", "").empty()) ++n;
+    }
+    return n;
+  }
+
   // Deletes a pod at once (grace 0), as when its node is gone.
   void delete_pod(const std::string& ns, const std::string& name) {
     const auto r =

@@ -67,12 +67,11 @@ TEST_P(KubeFaults, ASchedulerKilledMidRunRestartsFromTheApiAndBindsNothingTwice)
   {
     Process second(kube_args(), log);
     add_gangs(10);
-    ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() >= 160; }, 30));
+    ASSERT_TRUE(wait_for([&] { return pods_bound() >= 160; }, 30));
     second.signal(SIGKILL);
   }
   Process third(kube_args(), log);
-  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 240; }, 30))
-      << binds_by_pod().size() << " bound";
+  ASSERT_TRUE(wait_for([&] { return pods_bound() == 240; }, 30)) << pods_bound() << " bound";
   for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
   // No gang is left partly running: every pod of every gang runs.
   EXPECT_TRUE(wait_for([&] { return all_in(pods(), {"Running"}) && pods().size() == 240; }, 10));

@@ -224,9 +224,8 @@ TEST_F(KubeRealServer, TwoReplicasOnARealLeaseTheStandbyLeadsWithinTheLeaseAfter
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   // client-go's defaults, which tessera kube keeps: a 15 s lease, retried every 2 s.
   EXPECT_LE(takeover, 15 + 2 + 1) << "the standby led " << takeover << " s after the kill";
-  ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 96; }, 60))
-      << binds_by_pod().size() << " bound\n"
-      << log;
+  ASSERT_TRUE(wait_for([&] { return pods_bound() == 96; }, 60)) << pods_bound() << " bound\n"
+                                                                << log;
   for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
   // No gang partly bound: every gang's 8 pods run.
   ASSERT_TRUE(wait_for(
