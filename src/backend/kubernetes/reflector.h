@@ -38,7 +38,9 @@ struct ReflectorOptions {
   std::string path;            // the collection, e.g. "/api/v1/pods" or "/apis/G/V/podgroups"
   std::string label_selector;  // unescaped, e.g. "app=x"
   std::string field_selector;  // unescaped, e.g. "status.phase!=Succeeded"
-  int page_size = 500;
+  // client-go's 500 made the API server's per-page cost the bulk of a restart: 50,000 pods
+  // (125 MB) listed in 4.3-6.4 s in pages of 500, 2.8-3.1 s in pages of 5,000 (12 MB each).
+  int page_size = 5000;
   // Only these fields of each object are parsed (lists and watch events); none: all.
   std::optional<FieldMask> fields;
   int watch_timeout_seconds = 300;  // asked of the server; it ends the stream, we resume

@@ -188,6 +188,7 @@ double KubeScheduler::now() const {
 }
 
 void KubeScheduler::start() {
+  started_at_ = now();
   binder_ = std::make_unique<WorkQueue>(opt_.bind_workers);
   actions_ = std::make_unique<WorkQueue>(opt_.action_workers);
   status_ = std::make_unique<WorkQueue>(opt_.status_workers, opt_.status_qps,
@@ -272,6 +273,7 @@ void KubeScheduler::run_loop() {
       if (lead && synced() && (model_.dirty() || t - last_cycle_ >= opt_.max_cycle_interval)) {
         run_cycle();
         last_cycle_ = t;
+        if (!said_ready_) say_ready(t);
       }
     }
     // metrics() and queues() take the lock themselves.
@@ -282,6 +284,17 @@ void KubeScheduler::run_loop() {
   // The last leader's usage outlives it (the elector may be giving the lease up meanwhile).
   std::lock_guard lock(mu_);
   if (kube_counters_.leading) save_usage(true);
+}
+
+// Once, after the first cycle: where the time from start to scheduling went (a restart in a big
+// cluster is spent listing; an operator asks "why did it take 12 s").
+void KubeScheduler::say_ready(double cycle_began) {
+  said_ready_ = true;
+  std::fprintf(stderr,
+               "tessera kube: scheduling %.2f s after start: %zu nodes listed at %.2f s, %zu pods "
+               "at %.2f s, the first cycle took %.3f s\n",
+               now() - started_at_, model_.nodes().size(), nodes_listed_at_ - started_at_,
+               model_.pods().size(), pods_listed_at_ - started_at_, now() - cycle_began);
 }
 
 void KubeScheduler::drain_inbox() {
@@ -295,6 +308,7 @@ void KubeScheduler::drain_inbox() {
       case Inbox::Kind::kNode:
         if (e.retain) {
           model_.retain_nodes(*e.retain);
+          if (!listed_nodes_) nodes_listed_at_ = now();
           listed_nodes_ = true;  // the model holds a whole list now, not part of one
         } else if (e.removed) {
           model_.remove_node(e.key);
@@ -305,6 +319,7 @@ void KubeScheduler::drain_inbox() {
       case Inbox::Kind::kPod:
         if (e.retain) {
           model_.retain_pods(*e.retain);
+          if (!listed_pods_) pods_listed_at_ = now();
           listed_pods_ = true;
         } else if (e.removed || std::get<PodInfo>(e.object).terminal()) {
           const PodInfo& p = std::get<PodInfo>(e.object);

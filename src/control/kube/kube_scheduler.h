@@ -181,6 +181,7 @@ class KubeScheduler {
   // Evicts these pods (a whole gang, or the bound part of one): DisruptionTarget, then Eviction.
   void evict_pods(const std::vector<std::string>& uids, const std::string& why, double grace);
   void roll_back_partial_gangs(double now);
+  void say_ready(double cycle_began);
   void write_status(const CycleInput& in, const Decisions& d, double now);
   void write_group_status(double now);
   // An events.k8s.io/v1 Event about the pod, and one posted on `queue` (null: the status queue).
@@ -286,6 +287,8 @@ class KubeScheduler {
   // The model has taken in a whole list of nodes / of pods (set by the scheduler thread as it
   // applies the list's end, so a cycle never decides on part of the first list).
   std::atomic<bool> listed_nodes_{false}, listed_pods_{false};
+  double started_at_ = 0, nodes_listed_at_ = 0, pods_listed_at_ = 0;
+  bool said_ready_ = false;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
