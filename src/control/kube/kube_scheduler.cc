@@ -41,109 +41,6 @@ void add_bucket(std::vector<uint64_t>& counts, const std::vector<double>& bounds
 
 }  // namespace
 
-// ---- what the watch threads hand to the scheduler thread ----
-
-struct KubeScheduler::Inbox {
-  enum class Kind { kNode, kPod, kGroup };
-  struct Event {
-    Kind kind;
-    bool removed = false;
-    std::variant<std::monostate, NodeInfo, PodInfo, PodGroupInfo> object;
-    std::string key;                                      // node name, pod uid, ns/name
-    std::shared_ptr<const std::set<std::string>> retain;  // a re-list ended: keep only these
-    double at = 0;
-  };
-  struct BindResult {
-    uint64_t attempt = 0;
-    size_t member = 0;
-    int status = 0;
-    std::string error;
-  };
-
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<Event> events;
-  std::vector<BindResult> results;
-
-  void push(Event e) {
-    {
-      std::lock_guard lock(mu);
-      events.push_back(std::move(e));
-    }
-    cv.notify_one();
-  }
-  void push(BindResult r) {
-    {
-      std::lock_guard lock(mu);
-      results.push_back(std::move(r));
-    }
-    cv.notify_one();
-  }
-};
-
-// A ReflectorHandler that parses objects (on the watch thread) and queues them.
-class KubeScheduler::Handler : public ReflectorHandler {
- public:
-  Handler(Inbox& inbox, Inbox::Kind kind) : inbox_(inbox), kind_(kind) {}
-
-  void on_list_begin() override { listing_ = std::make_shared<std::set<std::string>>(); }
-  void on_list_item(json&& object) override {
-    Inbox::Event e;
-    if (parse(object, e)) {
-      listing_->insert(e.key);
-      inbox_.push(std::move(e));
-    }
-  }
-  void on_list_end(const std::string&) override {
-    Inbox::Event e;
-    e.kind = kind_;
-    e.retain = std::move(listing_);
-    inbox_.push(std::move(e));
-  }
-  void on_event(const std::string& type, json&& object) override {
-    Inbox::Event e;
-    if (!parse(object, e)) return;
-    e.removed = type == "DELETED";
-    inbox_.push(std::move(e));
-  }
-
- private:
-  bool parse(const json& object, Inbox::Event& e) {
-    e.kind = kind_;
-    e.at = wall_now();
-    try {
-      switch (kind_) {
-        case Inbox::Kind::kNode: {
-          NodeInfo n = parse_node(object);
-          e.key = n.name;
-          e.object = std::move(n);
-          break;
-        }
-        case Inbox::Kind::kPod: {
-          PodInfo p = parse_pod(object);
-          e.key = p.uid;
-          e.object = std::move(p);
-          break;
-        }
-        case Inbox::Kind::kGroup: {
-          PodGroupInfo g = parse_pod_group(object);
-          e.key = g.key();
-          e.object = std::move(g);
-          break;
-        }
-      }
-    } catch (const std::exception& ex) {
-      std::fprintf(stderr, "tessera kube: ignoring a malformed object: %s\n", ex.what());
-      return false;
-    }
-    return true;
-  }
-
-  Inbox& inbox_;
-  Inbox::Kind kind_;
-  std::shared_ptr<std::set<std::string>> listing_ = std::make_shared<std::set<std::string>>();
-};
-
 struct KubeScheduler::BindAttempt {
   std::string gang;
   int32_t need = 0;  // members this attempt must bind for the gang to be whole
@@ -161,7 +58,11 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
     : client_(std::move(client)),
       opt_(std::move(opt)),
       policy_(make_policy(opt_.policy, opt_.seed)),
-      inbox_(std::make_unique<Inbox>()),
+      informer_(*client_, inbox_, [this] { return now(); }),
+      writer_(*client_,
+              {opt_.status_workers, opt_.status_qps, opt_.event_interval, opt_.reason_delay,
+               opt_.reporting_instance},
+              [this] { return now(); }),
       model_(with_goodput(opt_.model, policy_.goodput)),
       power_(opt_.power),
       history_(opt_.history_window),
@@ -191,32 +92,8 @@ void KubeScheduler::start() {
   started_at_ = now();
   binder_ = std::make_unique<WorkQueue>(opt_.bind_workers);
   actions_ = std::make_unique<WorkQueue>(opt_.action_workers);
-  status_ = std::make_unique<WorkQueue>(opt_.status_workers, opt_.status_qps,
-                                        static_cast<int>(std::max(1.0, opt_.status_qps)));
-  events_ = std::make_unique<WorkQueue>(1, opt_.status_qps / 2,
-                                        static_cast<int>(std::max(1.0, opt_.status_qps / 2)));
-  struct Watch {
-    Inbox::Kind kind;
-    std::string path, fields;
-  };
-  // Every pod that is not finished: ours to schedule, and everyone's for capacity.
-  const std::vector<Watch> watches = {
-      {Inbox::Kind::kNode, collection_path(kNodes), ""},
-      {Inbox::Kind::kPod, collection_path(kPods), "status.phase!=Succeeded,status.phase!=Failed"},
-      {Inbox::Kind::kGroup, collection_path(kPodGroupsX), ""},
-  };
-  for (const Watch& w : watches) {
-    handlers_.push_back(std::make_unique<Handler>(*inbox_, w.kind));
-    ReflectorOptions ro;
-    ro.path = w.path;
-    ro.field_selector = w.fields;
-    if (w.kind == Inbox::Kind::kNode) ro.fields = node_fields();
-    if (w.kind == Inbox::Kind::kPod) ro.fields = pod_fields();
-    reflectors_.push_back(std::make_unique<Reflector>(*client_, ro, *handlers_.back()));
-  }
-  for (auto& r : reflectors_) {
-    threads_.emplace_back([this, rp = r.get()] { rp->run(stop_); });
-  }
+  writer_.start();
+  informer_.start(stop_);
   if (opt_.usage_save_interval > 0) {
     usage_store_ =
         std::make_unique<UsageStore>(*client_, opt_.lease.ns, opt_.lease.name + "-usage");
@@ -230,15 +107,15 @@ void KubeScheduler::start() {
 
 void KubeScheduler::stop() {
   if (stop_.exchange(true)) return;
-  inbox_->cv.notify_all();
+  inbox_.wake();
+  informer_.join();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
   threads_.clear();
   if (binder_) binder_->stop();
   if (actions_) actions_->stop();
-  if (status_) status_->stop();
-  if (events_) events_->stop();
+  writer_.stop();
 }
 
 bool KubeScheduler::leading() const {
@@ -253,12 +130,7 @@ bool KubeScheduler::synced() const {
 
 void KubeScheduler::run_loop() {
   while (!stop_.load()) {
-    {
-      std::unique_lock lock(inbox_->mu);
-      inbox_->cv.wait_for(lock, std::chrono::duration<double>(opt_.max_cycle_interval / 4), [&] {
-        return stop_.load() || !inbox_->events.empty() || !inbox_->results.empty();
-      });
-    }
+    inbox_.wait(opt_.max_cycle_interval / 4, stop_);
     if (stop_.load()) break;
     // Let a burst of events (a Job creating its pods) arrive before deciding.
     std::this_thread::sleep_for(std::chrono::duration<double>(opt_.min_cycle_interval));
@@ -298,12 +170,7 @@ void KubeScheduler::say_ready(double cycle_began) {
 }
 
 void KubeScheduler::drain_inbox() {
-  std::vector<Inbox::Event> events;
-  {
-    std::lock_guard lock(inbox_->mu);
-    events.swap(inbox_->events);
-  }
-  for (Inbox::Event& e : events) {
+  for (Inbox::Event& e : inbox_.take_events()) {
     switch (e.kind) {
       case Inbox::Kind::kNode:
         if (e.retain) {
@@ -331,8 +198,7 @@ void KubeScheduler::drain_inbox() {
             }
           }
           model_.remove_pod(e.key);
-          written_.erase(e.key);
-          held_.erase(e.key);
+          writer_.forget_pod(e.key);
         } else {
           model_.upsert_pod(std::get<PodInfo>(std::move(e.object)), e.at);
         }
@@ -351,13 +217,8 @@ void KubeScheduler::drain_inbox() {
 }
 
 void KubeScheduler::drain_bind_results() {
-  std::vector<Inbox::BindResult> results;
-  {
-    std::lock_guard lock(inbox_->mu);
-    results.swap(inbox_->results);
-  }
   const double t = now();
-  for (const Inbox::BindResult& r : results) {
+  for (const Inbox::BindResult& r : inbox_.take_results()) {
     auto it = attempts_.find(r.attempt);
     if (it == attempts_.end()) continue;
     BindAttempt& a = it->second;
@@ -373,8 +234,8 @@ void KubeScheduler::drain_bind_results() {
         const double latency = t - p->first_seen;
         kube_counters_.bind_latency_sum += latency;
         add_bucket(kube_counters_.bind_bucket_counts, kube_counters_.bind_bucket_bounds, latency);
-        post_event(p->info, "Normal", "Scheduled", "Binding",
-                   "Successfully assigned " + p->info.key() + " to " + a.nodes[r.member]);
+        writer_.post_event(p->info, "Normal", "Scheduled", "Binding",
+                           "Successfully assigned " + p->info.key() + " to " + a.nodes[r.member]);
       }
     } else {
       ++kube_counters_.binds_failed;
@@ -383,8 +244,8 @@ void KubeScheduler::drain_bind_results() {
         // As kube-scheduler: the refused pod is told in the server's words (an admission
         // webhook or policy may have refused it).
         if (const PodRecord* p = model_.pod(uid)) {
-          post_event(p->info, "Warning", "FailedScheduling", "Binding",
-                     "binding rejected: " + truncate(r.error, 1024));
+          writer_.post_event(p->info, "Warning", "FailedScheduling", "Binding",
+                             "binding rejected: " + truncate(r.error, 1024));
         }
         model_.forget(uid);
       }
@@ -503,7 +364,7 @@ void KubeScheduler::run_cycle() {
   apply(d, in, t);
   ask_prestaging(in, d);
   write_status(in, d, t);
-  write_group_status(t);
+  writer_.write_group_status(model_, done_, t);
 }
 
 // The gangs the model derived again (or lost) since the last cycle leave the queue and come
@@ -617,11 +478,11 @@ void KubeScheduler::write_power_limit(const Gang& g, double limit_w) {
     const std::string from = was > 0 ? fmt::format("{:.0f} W", was) : "the default (TDP)";
     const std::string to = want > 0 ? fmt::format("{:.0f} W", want) : "the default (TDP)";
     const bool lower = want > 0 && (was <= 0 || want < was);
-    post_event(p, "Normal", "PowerLimit", "PowerLimit",
-               "GPU power limit " + from + " -> " + to +
-                   (lower ? " to fit under the power cap" : ": power freed under the cap") +
-                   " (annotation " + kPowerLimitAnnotation +
-                   "; advisory, for a node agent to apply)");
+    writer_.post_event(p, "Normal", "PowerLimit", "PowerLimit",
+                       "GPU power limit " + from + " -> " + to +
+                           (lower ? " to fit under the power cap" : ": power freed under the cap") +
+                           " (annotation " + kPowerLimitAnnotation +
+                           "; advisory, for a node agent to apply)");
   }
 }
 
@@ -754,7 +615,7 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
       out.member = member;
       out.status = res.status;
       if (!res.ok()) out.error = res.describe();
-      inbox_->push(std::move(out));
+      inbox_.push(std::move(out));
     });
   }
   if (att.uids.empty()) {
@@ -774,40 +635,40 @@ void KubeScheduler::evict_pods(const std::vector<std::string>& uids, const std::
     ++kube_counters_.evictions;
     const PodInfo p = r->info;
     const auto grace_s = static_cast<int64_t>(std::max(0.0, grace));
-    actions_->push(
-        [this, p, why, grace_s, event = event_body(p, "Normal", "Preempted", "Preempting", why)] {
-          // The reason first, in order (a scheduler killed before the eviction loses nothing):
-          // the Preempted event, then, as kube-scheduler, the DisruptionTarget condition, then the
-          // eviction (the Eviction API honours PodDisruptionBudgets; the grace is the checkpoint
-          // grace).
-          if (!client_->post(collection_path(kEvents, p.ns), event).ok()) ++api_errors_;
-          json cond = {{"status",
-                        {{"conditions",
-                          {{{"type", "DisruptionTarget"},
-                            {"status", "True"},
-                            {"reason", "PreemptionByScheduler"},
-                            {"message", truncate(why, 1024)},
-                            {"lastTransitionTime", format_time(wall_now())}}}}}}};
-          Response c = client_->patch(object_path(kPods, p.ns, p.name, "status"), cond,
-                                      PatchType::kStrategicMerge);
-          if (!c.ok() && c.status != 404) ++api_errors_;
-          json ev = {{"apiVersion", "policy/v1"},
-                     {"kind", "Eviction"},
-                     {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
-                     {"deleteOptions",
-                      {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
-          for (int attempt = 0; attempt < 30 && !stop_.load(); ++attempt) {
-            Response e = client_->post(object_path(kPods, p.ns, p.name, "eviction"), ev);
-            if (e.ok() || e.status == 404 || e.status == 409) return;  // done, or already gone
-            ++api_errors_;
-            if (e.status != 429 && e.status != 0 && e.status < 500) {
-              std::fprintf(stderr, "tessera kube: evicting %s/%s: %s\n", p.ns.c_str(),
-                           p.name.c_str(), e.describe().c_str());
-              return;
-            }
-            std::this_thread::sleep_for(std::chrono::seconds(1));  // a PDB, or the server is busy
-          }
-        });
+    actions_->push([this, p, why, grace_s,
+                    event = writer_.event_body(p, "Normal", "Preempted", "Preempting", why)] {
+      // The reason first, in order (a scheduler killed before the eviction loses nothing):
+      // the Preempted event, then, as kube-scheduler, the DisruptionTarget condition, then the
+      // eviction (the Eviction API honours PodDisruptionBudgets; the grace is the checkpoint
+      // grace).
+      if (!client_->post(collection_path(kEvents, p.ns), event).ok()) ++api_errors_;
+      json cond = {{"status",
+                    {{"conditions",
+                      {{{"type", "DisruptionTarget"},
+                        {"status", "True"},
+                        {"reason", "PreemptionByScheduler"},
+                        {"message", truncate(why, 1024)},
+                        {"lastTransitionTime", format_time(wall_now())}}}}}}};
+      Response c = client_->patch(object_path(kPods, p.ns, p.name, "status"), cond,
+                                  PatchType::kStrategicMerge);
+      if (!c.ok() && c.status != 404) ++api_errors_;
+      json ev = {{"apiVersion", "policy/v1"},
+                 {"kind", "Eviction"},
+                 {"metadata", {{"name", p.name}, {"namespace", p.ns}}},
+                 {"deleteOptions",
+                  {{"gracePeriodSeconds", grace_s}, {"preconditions", {{"uid", p.uid}}}}}};
+      for (int attempt = 0; attempt < 30 && !stop_.load(); ++attempt) {
+        Response e = client_->post(object_path(kPods, p.ns, p.name, "eviction"), ev);
+        if (e.ok() || e.status == 404 || e.status == 409) return;  // done, or already gone
+        ++api_errors_;
+        if (e.status != 429 && e.status != 0 && e.status < 500) {
+          std::fprintf(stderr, "tessera kube: evicting %s/%s: %s\n", p.ns.c_str(), p.name.c_str(),
+                       e.describe().c_str());
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));  // a PDB, or the server is busy
+      }
+    });
   }
 }
 
@@ -859,58 +720,11 @@ void KubeScheduler::save_usage(bool synchronously) {
   }
 }
 
-nlohmann::json KubeScheduler::event_body(const PodInfo& p, const std::string& type,
-                                         const std::string& reason, const std::string& action,
-                                         const std::string& note) {
-  ++kube_counters_.events;
-  // Named as client-go's recorder names them, POD.<unix nanoseconds in hex>: the API server
-  // refuses generateName "POD." (a name may not end in '.'). Strictly increasing, so two
-  // events of one pod never share a name; the pod's part is cut to keep a valid length.
-  const int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-  int64_t last = last_event_nanos_.load();
-  int64_t stamp;
-  do {
-    stamp = std::max(nanos, last + 1);
-  } while (!last_event_nanos_.compare_exchange_weak(last, stamp));
-  const std::string name = fmt::format("{}.{:x}", p.name.substr(0, 253 - 17), stamp);
-  return {{"apiVersion", "events.k8s.io/v1"},
-          {"kind", "Event"},
-          {"metadata", {{"name", name}, {"namespace", p.ns}}},
-          {"eventTime", format_micro_time(wall_now())},
-          {"type", type},
-          {"reason", reason},
-          {"action", action},
-          {"note", truncate(note, 1024)},
-          {"reportingController", "tessera.io/scheduler"},
-          {"reportingInstance", opt_.reporting_instance},
-          {"regarding",
-           {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"namespace", p.ns},
-            {"name", p.name},
-            {"uid", p.uid}}}};
-}
-
-void KubeScheduler::post_event(const PodInfo& p, const std::string& type, const std::string& reason,
-                               const std::string& action, const std::string& note,
-                               WorkQueue* queue) {
-  const std::string path = collection_path(kEvents, p.ns);
-  (queue ? queue : status_.get())
-      ->push([this, path, body = event_body(p, type, reason, action, note)] {
-        if (!client_->post(path, body).ok()) ++api_errors_;
-      });
-}
-
 void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, double t) {
   // Why each waiting gang waits, and the kind of reason: the words carry live numbers (GPUs
   // free) that change with every bind elsewhere, so a pod's condition is rewritten when the
   // kind changes, and otherwise at most every event_interval.
-  struct Why {
-    std::string kind, text;
-  };
-  std::map<const Gang*, Why> why;
+  std::map<const Gang*, StatusWriter::Why> why;
   for (const PendingReason& r : d.pending) {
     const Gang* g = in.gang_of(r.job);
     const Gang* b = in.gang_of(r.blocker);
@@ -925,355 +739,9 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
   for (const auto& [key, g] : model_.gangs()) {
     if (!g.waiting.empty()) why[&g] = {g.waiting, g.waiting};
   }
-  for (const auto& [g, reason] : why) {
-    // A pod of no group is named as itself; a gang by its group and how many wait.
-    const PodRecord* lone = g->group.empty() && g->pending_pods.size() == 1
-                                ? model_.pod(g->pending_pods.front())
-                                : nullptr;
-    const std::string msg = (lone ? "pod " + lone->info.key()
-                                  : "gang " + g->key + " (" +
-                                        std::to_string(g->pending_pods.size()) + " pending pods)") +
-                            ": " + reason.text;
-    for (const std::string& uid : g->pending_pods) {
-      PodRecord* r = model_.pod(uid);
-      if (!r) continue;
-      Written& w = written_[uid];
-      const bool new_kind = w.kind != reason.kind;
-      const bool due = w.message != msg && t - w.at >= opt_.event_interval;
-      if (!new_kind) w.held_kind.clear();  // back to what the pod already says
-      if (!new_kind && !due) continue;
-      if (new_kind && opt_.reason_delay > 0) {
-        // Said once it has held reason_delay: a pod placed within it (binds in flight, a
-        // gang's pods still being created) gets no condition and no event.
-        if (w.held_kind != reason.kind) {
-          w.held_kind = reason.kind;
-          w.held_since = t;
-        }
-        w.held_message = msg;
-        held_.insert(uid);
-        continue;
-      }
-      say_why(*r, w, reason.kind, msg, t);
-    }
-  }
-  for (auto it = held_.begin(); it != held_.end();) {
-    PodRecord* r = model_.pod(*it);
-    auto w = written_.find(*it);
-    if (!r || w == written_.end() || w->second.held_kind.empty() || !r->info.node_name.empty() ||
-        !r->assumed_node.empty()) {
-      if (w != written_.end()) w->second.held_kind.clear();
-      it = held_.erase(it);
-      continue;
-    }
-    if (t - w->second.held_since < opt_.reason_delay) {
-      ++it;
-      continue;
-    }
-    const std::string kind = std::move(w->second.held_kind);
-    w->second.held_kind.clear();
-    say_why(*r, w->second, kind, w->second.held_message, t);
-    it = held_.erase(it);
-  }
+  writer_.write_reasons(model_, why, t);
   // Each waiting gang keeps its latest reason (one that leaves the queue loses it: sync_queue).
   for (const PendingReason& r : d.pending) reasons_.insert_or_assign(in.gang_of(r.job)->key, r);
-}
-
-void KubeScheduler::say_why(const PodRecord& r, Written& w, const std::string& kind,
-                            const std::string& msg, double t) {
-  w.kind = kind;
-  w.message = msg;
-  w.at = t;
-  if (r.info.unschedulable_message != msg) {
-    const PodInfo& p = r.info;
-    json body = {{"status",
-                  {{"conditions",
-                    {{{"type", "PodScheduled"},
-                      {"status", "False"},
-                      {"reason", "Unschedulable"},
-                      {"message", msg},
-                      {"lastTransitionTime", format_time(wall_now())}}}}}}};
-    const std::string path = object_path(kPods, p.ns, p.name, "status");
-    ++kube_counters_.status_writes;
-    status_->push([this, path, body = std::move(body)] {
-      Response res = client_->patch(path, body, PatchType::kStrategicMerge);
-      if (!res.ok() && res.status != 404) ++api_errors_;
-    });
-  }
-  // One FailedScheduling event when the reason changes, then at most every event_interval
-  // (on their own queue, so that a flood of them never delays conditions and Scheduled).
-  post_event(r.info, "Warning", "FailedScheduling", "Scheduling", msg, events_.get());
-}
-
-void KubeScheduler::write_group_status(double t) {
-  for (const auto& [key, info] : model_.groups()) {
-    const Gang* g = model_.gangs().count(key) ? &model_.gangs().at(key) : nullptr;
-    int32_t scheduled = 0, running = 0;
-    if (g) {
-      for (const std::string& uid : g->bound_pods) {
-        ++scheduled;
-        auto it = model_.pods().find(uid);
-        if (it != model_.pods().end() && it->second.info.phase == "Running") ++running;
-      }
-    }
-    const int32_t succeeded = std::max(info.succeeded, done_[key].first);
-    const int32_t failed = std::max(info.failed, done_[key].second);
-    std::string phase = "Pending";
-    if (failed > 0 && running + succeeded < info.min_member) {
-      phase = "Failed";
-    } else if (succeeded >= info.min_member && running == 0) {
-      phase = "Finished";
-    } else if (running + succeeded >= info.min_member) {
-      phase = "Running";
-    } else if (scheduled > 0) {
-      phase = "Scheduling";
-    }
-    json status = {{"phase", phase},
-                   {"scheduled", scheduled},
-                   {"running", running},
-                   {"succeeded", succeeded},
-                   {"failed", failed}};
-    // Written once it has held reason_delay (a gang that binds and runs within it is written
-    // once, Running, not at every bind and start), and at least every event_interval / 10
-    // while it keeps changing.
-    const std::string text = status.dump();
-    GroupWritten& w = group_status_[key];
-    if (w.sent == text) {
-      w.held.clear();
-      continue;
-    }
-    if (w.held != text) {
-      if (w.held.empty()) w.first_held = t;
-      w.held = text;
-      w.held_since = t;
-    }
-    if (t - w.held_since < opt_.reason_delay &&
-        t - w.first_held < std::max(opt_.reason_delay, opt_.event_interval / 10)) {
-      continue;
-    }
-    w.sent = text;
-    w.held.clear();
-    const std::string path = object_path(kPodGroupsX, info.ns, info.name, "status");
-    ++kube_counters_.status_writes;
-    status_->push([this, path, body = json{{"status", status}}] {
-      Response res = client_->patch(path, body, PatchType::kMerge);
-      if (!res.ok() && res.status != 404) ++api_errors_;
-    });
-  }
-}
-
-// ---- the read API ----
-
-int64_t KubeScheduler::job_id(const std::string& gang_key) const {
-  auto [it, inserted] = ids_.emplace(gang_key, next_id_);
-  if (inserted) ++next_id_;
-  return it->second;
-}
-
-JobView KubeScheduler::view_locked(const Gang& g) const {
-  JobView v;
-  JobRow& row = v.row;
-  row.id = job_id(g.key);
-  row.spec.name = g.key;
-  double submitted = 0, started = -1;
-  int32_t members = 0;
-  std::string queue;
-  for (const std::string& uid : g.pods) {
-    auto it = model_.pods().find(uid);
-    if (it == model_.pods().end()) continue;
-    const PodInfo& p = it->second.info;
-    queue = p.queue;
-    submitted = submitted == 0 ? p.created : std::min(submitted, p.created);
-    ++members;
-    row.spec.gpus = p.demand.gpus;
-    row.spec.gpu_milli = p.demand.gpu_milli;
-    row.spec.cpu_milli = p.demand.cpu_milli;
-    row.spec.mem_mib = p.demand.mem_mib;
-    if (it->second.slot && !p.node_name.empty()) {
-      started = started < 0 ? p.bound_at : std::min(started, p.bound_at);
-      MemberPlacement mp;
-      mp.rank = static_cast<int32_t>(v.placement.size());
-      mp.node = p.node_name;
-      for (const GpuShare& s : it->second.slot->shares) {
-        mp.gpus.push_back(model_.gpu_index(s.gpu));
-        mp.gpu_milli = s.milli;
-      }
-      v.placement.push_back(std::move(mp));
-    }
-  }
-  row.tenant = queue;
-  row.spec.tenant = queue;
-  row.spec.min_members = g.pending_spec.min_members;
-  row.spec.max_members = members;
-  row.submitted_at = submitted;
-  row.started_at = started;
-  row.power_limit_w = model_.power_limit(g);  // 0: the default (TDP)
-  row.state =
-      g.pending_pods.empty() && !g.bound_pods.empty() ? JobState::kRunning : JobState::kPending;
-  if (row.state == JobState::kPending) {
-    auto r = reasons_.find(g.key);
-    if (!g.waiting.empty()) {
-      v.pending_reason = g.waiting;
-    } else if (r != reasons_.end()) {
-      const PendingReason& pr = r->second;
-      v.reason_code = reason_code(pr.code);
-      v.pending_reason = reason_words(
-          pr, model_.cluster(),
-          describe(pr, "",
-                   pr.queue < model_.tree().size() ? model_.tree().queue(pr.queue).path : ""));
-    }
-  }
-  return v;
-}
-
-std::vector<JobView> KubeScheduler::jobs(const JobFilter& f, const Namespaces& visible) const {
-  std::lock_guard lock(mu_);
-  std::vector<JobView> out;
-  for (const auto& [key, g] : model_.gangs()) {
-    if (visible && !visible->contains(g.ns)) continue;
-    JobView v = view_locked(g);
-    if (!f.wants(v.row.state)) continue;
-    if (!f.tenant.empty() && v.row.tenant != f.tenant) continue;
-    if (!f.in_queue(v.queue)) continue;
-    if (!f.priority_class.empty() && v.priority_class != f.priority_class) continue;
-    if (!f.reason.empty() && v.reason_code != f.reason) continue;
-    if (f.newest_first ? (f.before > 0 && v.row.id >= f.before) : v.row.id <= f.after) continue;
-    out.push_back(std::move(v));
-  }
-  std::sort(out.begin(), out.end(), [&](const JobView& a, const JobView& b) {
-    return f.newest_first ? a.row.id > b.row.id : a.row.id < b.row.id;
-  });
-  if (f.limit > 0 && out.size() > f.limit) out.resize(f.limit);
-  return out;
-}
-
-std::optional<JobView> KubeScheduler::job(int64_t id, const Namespaces& visible) const {
-  std::lock_guard lock(mu_);
-  // Ids are handed out on first sight, in the gangs' order: a link to a job must work before
-  // anything listed the jobs.
-  for (const auto& [key, g] : model_.gangs()) {
-    if (job_id(key) != id) continue;
-    if (visible && !visible->contains(g.ns)) return std::nullopt;
-    return view_locked(g);
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> KubeScheduler::job_namespaces() const {
-  std::lock_guard lock(mu_);
-  std::set<std::string> out;
-  for (const auto& [key, g] : model_.gangs()) out.insert(g.ns);
-  return {out.begin(), out.end()};
-}
-
-std::vector<QueueView> KubeScheduler::queues() const {
-  std::lock_guard lock(mu_);
-  // What each queue holds now, and its fair share of the cluster.
-  std::vector<PendingJob> pending;
-  std::vector<RunningJob> running;
-  std::vector<std::pair<int64_t, int64_t>> counts(model_.tenants().size());  // pending, running
-  for (const auto& [key, g] : model_.gangs()) {
-    if (g.pending_id != kNoId) {
-      pending.push_back(PendingJob{g.pending_id, &g.pending_spec, 0, g.pending_spec.submit_time});
-      ++counts[g.pending_spec.tenant].first;
-    } else if (!g.pending_pods.empty()) {
-      // Waiting before the engine (its PodGroup, its pods): pending all the same.
-      const auto t = model_.tenants().find(model_.pods().at(g.pending_pods.front()).info.queue);
-      if (t) ++counts[*t].first;
-    }
-    if (g.running_id != kNoId) {
-      RunningJob r;
-      r.id = g.running_id;
-      r.spec = &g.running_spec;
-      r.alloc = &g.running_alloc;
-      running.push_back(r);
-      ++counts[g.running_spec.tenant].second;
-    }
-  }
-  Snapshot snap;
-  snap.now = now();
-  snap.state = &model_.ledger();
-  snap.pending = pending;
-  snap.running = running;
-  snap.queues = &model_.tree();
-  snap.decayed_usage = decayed_.view();
-  return queue_views(snap, decayed_, counts);
-}
-
-std::vector<NodeView> KubeScheduler::nodes() const {
-  std::lock_guard lock(mu_);
-  std::vector<NodeView> out =
-      node_views(model_.ledger(), [&](GpuId g) { return model_.gpu_index(g); });
-  // Which job (pod group) holds each GPU, as serve's nodes say (the dashboard's grid).
-  const Cluster& c = model_.ledger().cluster();
-  for (const auto& [key, g] : model_.gangs()) {
-    const int64_t id = job_id(key);
-    for (const std::string& uid : g.pods) {
-      const auto pod = model_.pods().find(uid);
-      if (pod == model_.pods().end() || !pod->second.slot) continue;
-      for (const GpuShare& s : pod->second.slot->shares) {
-        const NodeId n = c.node_of_gpu(s.gpu);
-        add_gpu_holder(out.at(n).gpus.at(s.gpu - c.node(n).first_gpu), id, pod->second.info.queue,
-                       key, s.milli);
-      }
-    }
-  }
-  sort_gpu_holders(out);
-  return out;
-}
-
-ServiceMetrics KubeScheduler::metrics() const {
-  std::lock_guard lock(mu_);
-  ServiceMetrics m = counters_;
-  std::map<std::string, ServiceMetrics::Tenant> by;
-  for (TenantId t = 0; t < model_.tenants().size(); ++t)
-    by[model_.tenants().name(t)].name = model_.tenants().name(t);
-  for (const auto& [key, g] : model_.gangs()) {
-    std::string q;
-    for (const std::string& uid : g.pods) {
-      auto it = model_.pods().find(uid);
-      if (it != model_.pods().end()) {
-        q = it->second.info.queue;
-        break;
-      }
-    }
-    if (q.empty()) continue;
-    ServiceMetrics::Tenant& tn = by[q];
-    tn.name = q;
-    if (!g.pending_pods.empty()) {
-      ++tn.pending;
-      ++m.pending_jobs;
-    }
-    if (!g.bound_pods.empty()) {
-      ++tn.running;
-      ++m.running_jobs;
-    }
-    for (const std::string& uid : g.bound_pods) {
-      auto it = model_.pods().find(uid);
-      if (it == model_.pods().end() || !it->second.slot) continue;
-      for (const GpuShare& s : it->second.slot->shares) tn.gpus_allocated += s.milli / 1000.0;
-    }
-  }
-  for (auto& [name, tn] : by) m.tenants.push_back(tn);
-  m.gpus_total = model_.cluster().num_gpus();
-  m.gpus_allocated = static_cast<double>(model_.ledger().allocated_milli()) / 1000.0;
-  // tessera_power_watts, as serve estimates it (no PUE; no per-GPU or per-tenant energy here).
-  m.energy = true;
-  m.power_watts = power_.draw_w(model_);
-  return m;
-}
-
-KubeMetrics KubeScheduler::kube_metrics() const {
-  std::lock_guard lock(mu_);
-  KubeMetrics k = kube_counters_;
-  k.api_errors = api_errors_.load();
-  k.throttled = client_->throttled();
-  for (const auto& r : reflectors_) {
-    k.relists += r->stats().expired.load();
-    k.reconnects += r->stats().reconnects.load();
-    if (const std::string e = r->last_error(); !e.empty()) k.watch_errors += e + "\n";
-  }
-  k.leading = leading();
-  return k;
 }
 
 }  // namespace tessera::kube

@@ -1,11 +1,12 @@
 // `tessera kube`: the Kubernetes scheduler on the engine. Kubernetes owns the pods; Tessera
 // only decides (DESIGN.md, "The Kubernetes scheduler"):
 //
-//   list+watch Pods, Nodes, PodGroups -> inbox -> ClusterModel (incremental)
+//   Informer (list+watch Pods, Nodes, PodGroups) -> Inbox -> ClusterModel (incremental)
 //     -> engine cycle (schedule_cycle, as simulate and serve) -> Decisions
 //     -> binder (every member of a gang, in parallel, at most once per pod)
 //     -> evictor (whole gangs, DisruptionTarget then the Eviction API with the checkpoint grace)
-//     -> status (PodScheduled=False + reason, Events, PodGroup status), rate-limited
+//     -> StatusWriter (PodScheduled=False + reason, Events, PodGroup status), rate-limited
+//   The read API's views (read_views.cc) are built under the model's lock.
 //
 // Threads: one reflector thread per watched collection parses objects and queues them; the
 // scheduler thread owns the model (applies queued events, runs cycles, handles bind results);
@@ -31,11 +32,12 @@
 #include <vector>
 
 #include "backend/kubernetes/kube_client.h"
-#include "backend/kubernetes/reflector.h"
 #include "control/history.h"
 #include "control/kube/cluster_model.h"
+#include "control/kube/informer.h"
 #include "control/kube/leader_elector.h"
 #include "control/kube/power.h"
+#include "control/kube/status_writer.h"
 #include "control/kube/usage_store.h"
 #include "control/kube/work_queue.h"
 #include "control/service.h"
@@ -155,9 +157,7 @@ class KubeScheduler {
                        const JobReport& r);
 
  private:
-  struct Inbox;
   struct BindAttempt;
-  class Handler;
 
   void run_loop();
   void drain_inbox();
@@ -183,12 +183,6 @@ class KubeScheduler {
   void roll_back_partial_gangs(double now);
   void say_ready(double cycle_began);
   void write_status(const CycleInput& in, const Decisions& d, double now);
-  void write_group_status(double now);
-  // An events.k8s.io/v1 Event about the pod, and one posted on `queue` (null: the status queue).
-  nlohmann::json event_body(const PodInfo& p, const std::string& type, const std::string& reason,
-                            const std::string& action, const std::string& note);
-  void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
-                  const std::string& action, const std::string& note, WorkQueue* queue = nullptr);
   double grace_for(const Gang& g) const;
   // Goodput rounds (kube_goodput.cc): whether one is due; one run (true when a group's size
   // changed, so the cycle's input is prepared again); the report secret, read or created; a
@@ -216,11 +210,11 @@ class KubeScheduler {
   std::shared_ptr<Client> client_;
   SchedulerOptions opt_;
   Policy policy_;
-  std::unique_ptr<Inbox> inbox_;
-  std::vector<std::unique_ptr<Handler>> handlers_;
-  std::vector<std::unique_ptr<Reflector>> reflectors_;
+  Inbox inbox_;
+  Informer informer_;
+  StatusWriter writer_;
   std::unique_ptr<LeaderElector> elector_;
-  std::unique_ptr<WorkQueue> binder_, actions_, status_, events_;
+  std::unique_ptr<WorkQueue> binder_, actions_;
 
   mutable std::mutex mu_;  // the model and everything below
   ClusterModel model_;
@@ -229,26 +223,6 @@ class KubeScheduler {
   double last_cycle_ = 0;
   std::map<uint64_t, BindAttempt> attempts_;
   uint64_t next_attempt_ = 1;
-  // What each waiting pod was last told (its condition and FailedScheduling event): the kind of
-  // reason, the words, and when.
-  struct Written {
-    std::string kind, message;  // what the pod says (its condition and last event)
-    double at = 0;
-    std::string held_kind, held_message;  // a new reason, said once it has held reason_delay
-    double held_since = 0;
-  };
-  std::unordered_map<std::string, Written> written_;  // by pod uid
-  std::set<std::string> held_;  // pods with a reason not yet said (Written::held_kind)
-  // Writes why the pod waits: its PodScheduled condition (unless it says so already) and a
-  // FailedScheduling event; records it in w.
-  void say_why(const PodRecord& r, Written& w, const std::string& kind, const std::string& msg,
-               double t);
-  struct GroupWritten {
-    std::string sent;  // the status JSON last written
-    std::string held;  // a newer one, written once it has held reason_delay
-    double held_since = 0, first_held = 0;
-  };
-  std::map<std::string, GroupWritten> group_status_;        // by podgroup key
   std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> its latest reason
   // The waiting gangs offered to the engine, kept between cycles (engine/pending_queue.h) with
   // a copy of each one's spec as it was queued (the gang's own is derived again in place), and
@@ -274,8 +248,7 @@ class KubeScheduler {
   std::map<std::string, std::string> stage_asked_;
   HistoryLog history_;
   HistorySampler history_sampler_;
-  std::atomic<uint64_t> api_errors_{0};       // failed writes, counted by the worker threads
-  std::atomic<int64_t> last_event_nanos_{0};  // names events uniquely (post_event)
+  std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
   DecayedUsage decayed_;
   // Saved usage not yet given to a queue: read when this replica starts leading, applied to
   // each queue as it appears (a namespace with no pods yet has no queue in a flat tree).
