@@ -215,7 +215,7 @@ void ClusterModel::place_slot(PodRecord& r) {
 
 void ClusterModel::stale(const PodRecord& r) {
   if (!r.ours) return;
-  if (auto it = gangs_.find(r.info.gang_key()); it != gangs_.end()) it->second.stale = true;
+  if (auto it = gangs_.find(r.info.gang_key()); it != gangs_.end()) it->second.stale_ = true;
 }
 
 void ClusterModel::release_slot(PodRecord& r) {
@@ -288,7 +288,7 @@ void ClusterModel::attach(PodRecord& r) {
     g.serial = next_serial_++;
   }
   g.pods.insert(r.info.uid);
-  g.stale = true;
+  g.stale_ = true;
 }
 
 void ClusterModel::detach(const PodRecord& r) {
@@ -296,8 +296,8 @@ void ClusterModel::detach(const PodRecord& r) {
   auto it = gangs_.find(r.info.gang_key());
   if (it == gangs_.end()) return;
   it->second.pods.erase(r.info.uid);
-  it->second.stale = true;
-  if (it->second.pods.empty() && it->second.waits_for.empty()) {
+  it->second.stale_ = true;
+  if (it->second.pods.empty() && it->second.kept_.waits_for.empty()) {
     changed_.push_back(2 * it->second.serial);
     gangs_.erase(it);
   }
@@ -378,19 +378,19 @@ void ClusterModel::upsert_group(PodGroupInfo g) {
   const std::string key = g.key();
   auto it = groups_.find(key);
   if (it == groups_.end() || it->second.min_member != g.min_member) dirty_ = true;
-  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale = true;
+  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale_ = true;
   groups_[key] = std::move(g);
 }
 
 void ClusterModel::remove_group(const std::string& key) {
   if (groups_.erase(key) != 0) dirty_ = true;
-  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale = true;
+  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale_ = true;
 }
 
 void ClusterModel::retain_groups(const std::set<std::string>& keep) {
   for (auto it = groups_.begin(); it != groups_.end();) {
     if (keep.count(it->first) == 0) {
-      if (auto gang = gangs_.find(it->first); gang != gangs_.end()) gang->second.stale = true;
+      if (auto gang = gangs_.find(it->first); gang != gangs_.end()) gang->second.stale_ = true;
       it = groups_.erase(it);
       dirty_ = true;
     } else {
@@ -508,8 +508,8 @@ void ClusterModel::plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pen
       if (!p->invalid.empty()) return;
     }
   }
-  if (!ensure_tenant(first->queue) || !g.waits_for.empty() || g.binding ||
-      g.attempts_in_flight > 0 || !g.terminating_pods.empty() ||
+  if (!ensure_tenant(first->queue) || !g.kept_.waits_for.empty() || g.binding ||
+      g.kept_.attempts_in_flight > 0 || !g.terminating_pods.empty() ||
       (!bound.empty() && g.running_id == kNoId)) {
     return;
   }
@@ -541,7 +541,7 @@ CycleInput ClusterModel::prepare(double now) {
     // it, each of which marks it stale when it changes), unless it waits for victims (whose
     // pods may have gone) or its running part's start is the clock's (a member bound at an
     // unknown time).
-    if (all_stale_ || g.stale || !g.waits_for.empty() || g.clock_bound) prepare_gang(g, now);
+    if (all_stale_ || g.stale_ || !g.kept_.waits_for.empty() || g.clock_bound) prepare_gang(g, now);
     if (g.running_id != kNoId) {
       in.by_job.emplace(g.running_id, &g);
       RunningJob rj;
@@ -579,7 +579,7 @@ std::vector<JobId> ClusterModel::take_changed() {
 
 // Derives what prepare() offers of one gang from its pods, group and the cluster.
 void ClusterModel::prepare_gang(Gang& g, double now) {
-  g.stale = false;
+  g.stale_ = false;
   changed_.push_back(2 * g.serial);
   g.clock_bound = false;
   {
@@ -609,8 +609,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
         if (!p.invalid.empty() && invalid.empty()) invalid = p.key() + ": " + p.invalid;
       }
     }
-    for (auto it = g.waits_for.begin(); it != g.waits_for.end();) {
-      it = pods_.count(*it) == 0 ? g.waits_for.erase(it) : std::next(it);
+    for (auto it = g.kept_.waits_for.begin(); it != g.kept_.waits_for.end();) {
+      it = pods_.count(*it) == 0 ? g.kept_.waits_for.erase(it) : std::next(it);
     }
 
     // The running part: offered to the engine (fair share, preemption) when its members are
@@ -670,10 +670,10 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
       g.waiting = "queue " + first.queue + " is not in the queue tree " + opt_.queues_path;
     } else if (const std::string why = namespace_refused(first); !why.empty()) {
       g.waiting = why;
-    } else if (!g.waits_for.empty()) {
-      g.waiting =
-          "waiting for " + std::to_string(g.waits_for.size()) + " preempted pod(s) to terminate";
-    } else if (g.binding || g.attempts_in_flight > 0) {
+    } else if (!g.kept_.waits_for.empty()) {
+      g.waiting = "waiting for " + std::to_string(g.kept_.waits_for.size()) +
+                  " preempted pod(s) to terminate";
+    } else if (g.binding || g.kept_.attempts_in_flight > 0) {
       // A bind attempt of this gang is still out: deciding its other pods now would count
       // members that the attempt may yet give back (a failed bind evicts the bound ones), and
       // could leave a member bound alone.
@@ -689,19 +689,19 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
         g.waiting = "adaptive: runs with the " + std::to_string(have_bound) +
                     " members its goodput round gave it; the group's other pods wait for a "
                     "round to give it more";
-      } else if (g.round_members < 0) {
+      } else if (g.kept_.round_members < 0) {
         g.waiting =
             "adaptive: waits for its first goodput round (once its pods have stopped arriving)";
-      } else if (g.round_members == 0) {
+      } else if (g.kept_.round_members == 0) {
         g.waiting =
             "adaptive: waits for a goodput round to give it GPUs (the last gave them to "
             "groups that gain more from them, or had none it fits)";
-      } else if (have_pending < g.round_members) {
+      } else if (have_pending < g.kept_.round_members) {
         g.waiting = "adaptive: waiting for the group's pods: " + std::to_string(have_pending) +
-                    " of the " + std::to_string(g.round_members) +
+                    " of the " + std::to_string(g.kept_.round_members) +
                     " members its goodput round gave it exist";
       } else {
-        min_member = g.round_members;
+        min_member = g.kept_.round_members;
       }
     }
     if (!g.waiting.empty()) return;
@@ -727,9 +727,9 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     if (have_bound >= min_member) g.complete_once = true;
     // Members that finished leave a whole gang short: that is not a partly bound gang.
     if (have_bound > 0 && have_bound < min_member && !g.complete_once) {
-      if (g.partial_since == 0) g.partial_since = now;
+      if (g.kept_.partial_since == 0) g.kept_.partial_since = now;
     } else {
-      g.partial_since = 0;
+      g.kept_.partial_since = 0;
     }
     g.pending_id = 2 * g.serial;
   }

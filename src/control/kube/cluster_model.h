@@ -7,6 +7,21 @@
 //
 // Single-threaded: only the scheduler thread calls it (watch threads queue their events).
 //
+// Each pod is a small state machine (as kube-scheduler's cache: Assume / Forget / Add / Remove):
+//
+//   upsert_pod (no node) --assume--> assumed --upsert_pod shows a node--> bound
+//        ^                              |                                   |
+//        +------------forget------------+          mark_evicting --> evicting
+//                                                                           |
+//   any state --remove_pod (deleted, finished, or left out of a re-list)--> gone
+//
+//  - assumed: a bind is in flight; its shares are held on the assumed node, so the next cycle
+//    does not give them away. forget (a failed bind) releases them.
+//  - bound: the watch shows spec.nodeName; the API is the truth from then on (a pod bound
+//    elsewhere by someone else moves there).
+//  - evicting: an eviction was asked for; it holds its node until it is gone, but is no
+//    longer a running member (not offered for preemption again).
+//
 // Invariants:
 //  - every pod that holds a node (bound or assumed, not finished) and whose node is in the
 //    Cluster has exactly one slot in the ledger, on that node;
@@ -64,6 +79,24 @@ struct PodRecord {
   double power_limit_w() const { return limit_sent >= 0 ? limit_sent : info.power_limit_w; }
 };
 
+// What the scheduler keeps on a gang, beside what prepare() derives: the model reads it, and it
+// is changed only through ClusterModel::keep(), which has prepare() derive the gang again.
+struct GangKept {
+  // Bind attempts sent and not all answered. While one is out, the gang is not decided again:
+  // the watch may show members bound before their answers arrive, and a failed member would
+  // otherwise be re-bound alone just before the attempt gives the rest back.
+  int32_t attempts_in_flight = 0;
+  // Preemption in progress: the victims' pod uids (dropped as each goes); the gang waits until
+  // none is left.
+  std::set<std::string> waits_for;
+  // A goodput-adaptive gang: the members its last goodput round gave it (-1: none since it last
+  // waited).
+  int32_t round_members = -1;
+  // Since when its members are only partly bound (a failed bind, a crash); 0: they are not.
+  // prepare() sets and clears it; the scheduler clears it when it rolls the gang back.
+  double partial_since = 0;
+};
+
 // A pod group (or a lone pod) of ours.
 struct Gang {
   std::string key;  // ns/group or pod:uid
@@ -79,34 +112,16 @@ struct Gang {
   JobSpec pending_spec, running_spec;
   Allocation running_alloc;
   double running_since = 0;
-  std::string waiting;   // why it is not offered to the engine ("" = offered), in words
-  bool binding = false;  // some member's bind is in flight (not yet seen bound)
-  // Bind attempts sent and not all answered (kept by the scheduler, not by prepare()). While
-  // one is out, the gang is not decided again: the watch may show members bound before their
-  // answers arrive, and a failed member would otherwise be re-bound alone just before the
-  // attempt gives the rest back.
-  int32_t attempts_in_flight = 0;
-  // Preemption in progress: the victims' pod uids; the gang waits until they are gone.
-  std::set<std::string> waits_for;
-  double waits_since = 0;
-  // A gang whose members are only partly bound (a failed bind, a crash): since when.
-  double partial_since = 0;
+  std::string waiting;         // why it is not offered to the engine ("" = offered), in words
+  bool binding = false;        // some member's bind is in flight (not yet seen bound)
   bool complete_once = false;  // held its minimum at some point (members may finish since)
   // Goodput-adaptive (its pods carry tessera.io/adaptive-batch, with ModelOptions::goodput).
   // prepare() fills `adaptive` (the first pod's limits) and `round_spec` (its shape, minMember
-  // and every pod it has as the most members; max_members 0 when it cannot be planned now);
-  // the scheduler keeps `round_members`, the members its last goodput round gave it (-1: none
-  // since it last waited).
+  // and every pod it has as the most members; max_members 0 when it cannot be planned now).
   AdaptiveBatch adaptive;
   JobSpec round_spec;
-  int32_t round_members = -1;
-  std::string dataset;  // what its waiting pods read (tessera.io/dataset), filled by prepare()
-  // Whether what prepare() derived of it may be out of date: set by every change to its pods,
-  // its group, the cluster, and by the scheduler when it changes what it keeps on the gang
-  // (attempts_in_flight, waits_for, partial_since, round_members); prepare() then derives it
-  // again, and offers the others as they were.
-  bool stale = true;
-  bool clock_bound = false;    // its running part started "now" (a member's bind time unknown)
+  std::string dataset;       // what its waiting pods read (tessera.io/dataset), filled by prepare()
+  bool clock_bound = false;  // its running part started "now" (a member's bind time unknown)
   double running_limit_w = 0;  // its running members' power limit (ClusterModel::power_limit)
   // Admission's answer (infeasible_reason) for the shape and cluster it was asked about.
   struct Admission {
@@ -116,6 +131,17 @@ struct Gang {
     const NodeSet* nodes = nullptr;  // by identity: node sets are cached per generation
     std::optional<std::string> never;
   } admitted;
+
+  const GangKept& kept() const { return kept_; }
+  bool stale() const { return stale_; }
+
+ private:
+  friend class ClusterModel;
+  GangKept kept_;
+  // Whether what prepare() derived of it may be out of date: set by every change to its pods,
+  // its group, the cluster, and by keep(); prepare() then derives it again, and offers the
+  // others as they were.
+  bool stale_ = true;
 };
 
 // The engine's input for one cycle; points into the model, valid until the model changes.
@@ -177,6 +203,11 @@ class ClusterModel {
   PodRecord* pod(const std::string& uid);
   const std::map<std::string, Gang>& gangs() const { return gangs_; }
   Gang* gang(const std::string& key);
+  // What the scheduler keeps on the gang, to change: prepare() derives the gang again.
+  GangKept& keep(Gang& g) {
+    g.stale_ = true;
+    return g.kept_;
+  }
   const std::map<std::string, PodGroupInfo>& groups() const { return groups_; }
   // Host GPU index (0..n-1 on its node) of a GpuId.
   int32_t gpu_index(GpuId g) const {

@@ -25,7 +25,7 @@ GoodputModel& KubeScheduler::goodput_model(const Gang& g) {
 }
 
 bool KubeScheduler::arriving(const Gang& g, double t) const {
-  if (g.round_members >= 0) return false;
+  if (g.kept().round_members >= 0) return false;
   double newest = 0;
   for (const std::string& uid : g.pods) {
     if (auto it = model_.pods().find(uid); it != model_.pods().end()) {
@@ -41,7 +41,7 @@ bool KubeScheduler::goodput_round_due(double t) const {
   // A new (or preempted) adaptive group is planned at once once its pods have arrived, not a
   // round later.
   for (const auto& [key, g] : model_.gangs()) {
-    if (g.adaptive.batch > 0 && g.round_members < 0 && g.round_spec.max_members > 0 &&
+    if (g.adaptive.batch > 0 && g.kept().round_members < 0 && g.round_spec.max_members > 0 &&
         !arriving(g, t)) {
       return true;
     }
@@ -59,7 +59,7 @@ bool KubeScheduler::goodput_round(double t) {
         g == nullptr ||
         (g->terminating_pods.empty() &&
          (!g->bound_pods.empty() ||
-          static_cast<int32_t>(g->pending_pods.size()) >= std::max(1, g->round_members) ||
+          static_cast<int32_t>(g->pending_pods.size()) >= std::max(1, g->kept().round_members) ||
           t - it->second >= opt_.gang_timeout));
     it = settled ? resizing_.erase(it) : std::next(it);
   }
@@ -93,9 +93,8 @@ bool KubeScheduler::goodput_round(double t) {
   for (size_t k = 0; k < gangs.size(); ++k) {
     Gang& g = *gangs[k];
     const int32_t now_members = g.running_id != kNoId ? g.running_alloc.members() : 0;
-    changed = changed || g.round_members != members[k];
-    g.round_members = members[k];
-    g.stale = true;
+    changed = changed || g.kept().round_members != members[k];
+    model_.keep(g).round_members = members[k];
     if (now_members == 0 || members[k] == now_members) continue;
     // Running at another size from now: evicted whole (its checkpoint grace), to be bound
     // again at the new size once its controller has made its pods again.
@@ -206,7 +205,7 @@ JobReportView KubeScheduler::report(const std::string& ns, const std::string& gr
       ReportBounds{std::max(g->round_spec.max_members, a.members()) * gpm,
                    static_cast<int>(model_.cluster().nodes().size()), g->adaptive.max_per_gpu});
   JobReportView v = report_view(m, a.members() * gpm, std::max(1, nodes_of(a)),
-                                g->round_members < 0 ? -1 : g->round_members * gpm);
+                                g->kept().round_members < 0 ? -1 : g->kept().round_members * gpm);
   v.job = job_id(key);
   return v;
 }

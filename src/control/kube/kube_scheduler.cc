@@ -274,9 +274,8 @@ void KubeScheduler::drain_bind_results() {
         evict_pods(ok, why + "); its bound members are evicted and it is tried again", 0);
       }
     }
-    if (Gang* g = model_.gang(a.gang); g != nullptr && g->attempts_in_flight > 0) {
-      --g->attempts_in_flight;
-      g->stale = true;  // prepare() reads what the scheduler keeps on a gang too
+    if (Gang* g = model_.gang(a.gang); g != nullptr && g->kept().attempts_in_flight > 0) {
+      --model_.keep(*g).attempts_in_flight;
     }
     attempts_.erase(it);
     model_.mark_dirty();
@@ -361,7 +360,7 @@ void KubeScheduler::run_cycle() {
   ++counters_.cycles;
   counters_.cycle_seconds_sum += secs;
   add_bucket(counters_.cycle_bucket_counts, counters_.cycle_bucket_bounds, secs);
-  apply(d, in, t);
+  apply(d, in);
   ask_prestaging(in, d);
   write_status(in, d, t);
   writer_.write_group_status(model_, done_, t);
@@ -407,7 +406,7 @@ double KubeScheduler::grace_for(const Gang& g) const {
   return tree >= 0 ? tree : opt_.checkpoint_grace;
 }
 
-void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
+void KubeScheduler::apply(const Decisions& d, const CycleInput& in) {
   std::map<JobId, std::vector<JobId>> victims_of;
   for (const Preemption& p : d.preemptions) victims_of[p.for_job].push_back(p.job);
   for (const Start& s : d.starts) {
@@ -425,18 +424,15 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in, double t) {
       // The preemptor waits until its victims are gone: their GPUs are not free before.
       for (JobId vj : v->second) {
         Gang& victim = *in.gang_of(vj);
-        victim.round_members = -1;  // an adaptive victim is planned afresh when it waits
-        victim.stale = true;
+        model_.keep(victim).round_members = -1;  // an adaptive victim is planned afresh
         const TenantId q = g.pending_spec.tenant;
         evict_pods(victim.bound_pods,
                    "preempted by " + g.key + " (queue " +
                        (q < model_.tenants().size() ? model_.tenants().name(q) : "?") + ")",
                    grace_for(victim));
-        g.waits_for.insert(victim.bound_pods.begin(), victim.bound_pods.end());
+        model_.keep(g).waits_for.insert(victim.bound_pods.begin(), victim.bound_pods.end());
         ++counters_.preemptions;
       }
-      g.waits_since = t;
-      g.stale = true;
       continue;
     }
     if (!model_.ledger().fits(s.alloc)) {
@@ -621,8 +617,7 @@ void KubeScheduler::bind_gang(Gang& g, const Start& s) {
   if (att.uids.empty()) {
     attempts_.erase(id);
   } else {
-    ++g.attempts_in_flight;  // until drain_bind_results has every answer
-    g.stale = true;
+    ++model_.keep(g).attempts_in_flight;  // until drain_bind_results has every answer
   }
 }
 
@@ -674,11 +669,10 @@ void KubeScheduler::evict_pods(const std::vector<std::string>& uids, const std::
 
 void KubeScheduler::roll_back_partial_gangs(double t) {
   for (const auto& [key, g] : model_.gangs()) {
-    if (g.partial_since <= 0 || t - g.partial_since < opt_.gang_timeout) continue;
+    if (g.kept().partial_since <= 0 || t - g.kept().partial_since < opt_.gang_timeout) continue;
     Gang* mg = model_.gang(key);
     std::vector<std::string> bound = mg->bound_pods;
-    mg->partial_since = 0;
-    mg->stale = true;
+    model_.keep(*mg).partial_since = 0;
     if (bound.empty()) continue;
     ++kube_counters_.gang_rollbacks;
     evict_pods(bound,

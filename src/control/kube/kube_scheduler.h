@@ -167,7 +167,7 @@ class KubeScheduler {
   void carry_usage();
   UsageByPath usage_to_save() const;
   void save_usage(bool synchronously);
-  void apply(const Decisions& d, const CycleInput& in, double now);
+  void apply(const Decisions& d, const CycleInput& in);
   void bind_gang(Gang& g, const Start& s);
   // A running gang's new GPU power limit (Decisions::power_limits): each bound pod's
   // annotation patched, with an Event.
