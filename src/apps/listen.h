@@ -1,4 +1,4 @@
-// --listen HOST:PORT and --addr-file, as every serving command (serve, kube, kube-emulator)
+// --listen HOST:PORT and --addr-file, as every serving command (serve, kube, and tessera-kube-emulator)
 // takes them.
 #pragma once
 

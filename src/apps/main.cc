@@ -17,7 +17,6 @@
 #include "apps/frag_command.h"
 #include "apps/gpu_commands.h"
 #include "apps/kube_command.h"
-#include "apps/kube_emulator_command.h"
 #include "apps/predict_command.h"
 #include "apps/report_command.h"
 #include "apps/service_commands.h"
@@ -78,8 +77,6 @@ int main(int argc, char** argv) {
   CLI::App* serve_cmd = tessera::add_serve_command(app, serve);
   tessera::KubeArgs kube;
   CLI::App* kube_cmd = tessera::add_kube_command(app, kube);
-  tessera::KubeEmulatorArgs kube_emulator;
-  CLI::App* kube_emulator_cmd = tessera::add_kube_emulator_command(app, kube_emulator);
   tessera::ClientArgs client;
   const tessera::ClientCommands client_cmds = tessera::add_client_commands(app, client);
   if (const std::optional<int> done = tessera::parse_command_line(app, argc, argv)) return *done;
@@ -87,7 +84,6 @@ int main(int argc, char** argv) {
   try {
     if (*serve_cmd) return tessera::run_serve(serve);
     if (*kube_cmd) return tessera::run_kube(kube);
-    if (*kube_emulator_cmd) return tessera::run_kube_emulator(kube_emulator);
     if (const int rc = tessera::run_client_command(client_cmds, client); rc >= 0) return rc;
     if (*bench_cmd) return tessera::run_bench(bench);
     if (*report_cmd) return tessera::run_report(report);

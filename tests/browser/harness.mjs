@@ -21,6 +21,15 @@ export function tesseraBinary() {
   return bin;
 }
 
+// The API-server emulator's binary: --emulator PATH (ctest passes it), else
+// $TESSERA_KUBE_EMULATOR.
+export function emulatorBinary() {
+  const i = process.argv.indexOf('--emulator');
+  const bin = i > 0 ? process.argv[i + 1] : process.env.TESSERA_KUBE_EMULATOR;
+  if (!bin || !fs.existsSync(bin)) throw new Error(`no emulator binary (--emulator PATH): ${bin}`);
+  return bin;
+}
+
 // Where screenshots go when the test is asked for them (--screenshots DIR), else null.
 export function screenshotDir() {
   const i = process.argv.indexOf('--screenshots');

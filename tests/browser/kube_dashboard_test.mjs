@@ -1,6 +1,6 @@
 // The dashboard (/ui/) served read-only by `tessera kube`, in a real browser: a Kubernetes API
-// emulator (`tessera kube-emulator`, 4 nodes × 8 GPUs), `tessera kube` scheduling it, and the
-// example 4-pod gang created with the real kubectl (deploy/kubernetes/examples/emulator-gang.yaml).
+// emulator (`tessera-kube-emulator`, 4 nodes × 8 GPUs), `tessera kube` scheduling it, and the
+// example 4-pod gang created with the real kubectl (deploy/kubernetes/examples/bare-pod-gang.yaml).
 // Checks: no sign-in and a "tessera kube · read-only" badge, no Audit page, the jobs table lists
 // the pod group (and filters it), its page shows its placement and, instead of events and logs,
 // the kubectl commands that show them; no action button on any page; the node grid has the 32
@@ -16,7 +16,8 @@ import http from 'node:http';
 import path from 'node:path';
 import {
   chartsDrawn,
-  run, launchBrowser, newPage, check, screenshotDir, tesseraBinary, tempDir, sleep, repo,
+  run, launchBrowser, newPage, check, screenshotDir, tesseraBinary, emulatorBinary, tempDir, sleep,
+  repo,
 } from './harness.mjs';
 
 const t0 = Date.now();
@@ -27,9 +28,9 @@ const shots = screenshotDir();
 if (shots) fs.mkdirSync(shots, { recursive: true });
 const state = {};
 
-function start(name, args) {
+function start(name, args, bin = tesseraBinary()) {
   const log = fs.openSync(path.join(dir, `${name}.log`), 'a');
-  const proc = spawn(tesseraBinary(), args, { stdio: ['ignore', log, log] });
+  const proc = spawn(bin, args, { stdio: ['ignore', log, log] });
   proc.logName = name;
   procs.push(proc);
   return proc;
@@ -99,10 +100,10 @@ const browserReady = launchBrowser();
 let browser = null;
 
 await run([
-  ['kube-emulator, tessera kube and the example gang (kubectl apply)', async () => {
-    const emu = start('emulator', ['kube-emulator', '--listen', '127.0.0.1:0', '--nodes', '4', '--gpus-per-node', '8',
-      '--kubeconfig-out', kubeconfig]);
-    await waitFile(kubeconfig, emu, 'kube-emulator');
+  ['the emulator, tessera kube and the example gang (kubectl apply)', async () => {
+    const emu = start('emulator', ['--listen', '127.0.0.1:0', '--nodes', '4', '--gpus-per-node', '8',
+      '--kubeconfig-out', kubeconfig], emulatorBinary());
+    await waitFile(kubeconfig, emu, 'tessera-kube-emulator');
     const kube = start('kube', ['kube', '--kubeconfig', kubeconfig, '--listen', '127.0.0.1:0',
       '--addr-file', path.join(dir, 'addr'), '--history-interval', '1']);
     state.kube = await waitFile(path.join(dir, 'addr'), kube, 'tessera kube');
@@ -113,7 +114,7 @@ await run([
       console.log(`     the dashboard from ${process.env.TESSERA_UI_DIR} (a proxy in front of kube)`);
     }
     execFileSync('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f',
-      path.join(repo, 'deploy', 'kubernetes', 'examples', 'emulator-gang.yaml')], { stdio: 'pipe', timeout: 20000 });
+      path.join(repo, 'deploy', 'kubernetes', 'examples', 'bare-pod-gang.yaml')], { stdio: 'pipe', timeout: 20000 });
     const deadline = Date.now() + 15000;
     for (;;) {
       const { jobs } = await getJson(`http://${state.kube}/v1/jobs?state=running`).catch(() => ({ jobs: [] }));

@@ -1,22 +1,58 @@
-// tessera kube-emulator: serves kube_emulator::Emulator until SIGINT/SIGTERM.
-#include "apps/kube_emulator_command.h"
-
+// tessera-kube-emulator: a Kubernetes API server emulator with fake GPU nodes and a KWOK-style
+// kubelet, for tests, benchmarks and trying `tessera kube` and kubectl without a cluster
+// (docs/kube-emulator.md). Serves kube_emulator::Emulator until SIGINT/SIGTERM. Its own
+// executable: the emulator stands for the cluster and is no part of the `tessera` product.
 #include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "apps/listen.h"
 #include "kube_emulator/emulator.h"
 
 namespace tessera {
+namespace {
 
-CLI::App* add_kube_emulator_command(CLI::App& app, KubeEmulatorArgs& a) {
-  CLI::App* s = app.add_subcommand(
-      "kube-emulator", "Run a Kubernetes API server emulator with fake GPU nodes (tests, demos)");
+struct KubeEmulatorArgs {
+  std::string listen = "127.0.0.1:6443";
+  std::string addr_file;
+  std::string kubeconfig_out;  // empty: print the kubeconfig on stdout
+  int nodes = 16;
+  int gpus_per_node = 8;
+  std::string gpu_product = "NVIDIA-H100-80GB-HBM3";
+  std::string cpu_per_node = "96";
+  std::string memory_per_node = "1536Gi";
+  std::vector<std::string> node_specs;  // COUNT:GPUS:PRODUCT[:CPU[:MEMORY]]; replace --nodes
+  int racks = 0;
+  int racks_per_spine = 4;
+  std::string spine_label = "network.topology.nvidia.com/spine";
+  std::string leaf_label = "network.topology.nvidia.com/leaf";
+  std::string node_prefix = "gpu-node-";
+  bool tls = false;
+  std::string tls_cert, tls_key, client_ca;
+  std::vector<std::string> tokens;
+  std::string state;
+  double state_interval = 5;
+  std::string binding_log;
+  size_t history = 10000;
+  double bookmark_interval = 60;
+  double watch_timeout = 0;
+  bool watch_expired_http = false;
+  std::string kubelet_start_delay = "100ms";
+  bool no_kubelet = false;
+  uint64_t seed = 1;
+  int threads = 256;
+};
+
+void add_options(CLI::App& app, KubeEmulatorArgs& a) {
+  CLI::App* s = &app;
   s->add_option("--listen", a.listen, "host:port to serve on (port 0: any free port)");
   s->add_option("--addr-file", a.addr_file, "write host:port here once listening");
   s->add_option("--kubeconfig-out", a.kubeconfig_out,
@@ -62,10 +98,9 @@ CLI::App* add_kube_emulator_command(CLI::App& app, KubeEmulatorArgs& a) {
   s->add_option("--seed", a.seed, "seed for UIDs and generated names");
   s->add_option("--threads", a.threads, "HTTP worker threads (one per open watch or connection)")
       ->check(CLI::Range(4, 4096));
-  return s;
 }
 
-int run_kube_emulator(const KubeEmulatorArgs& a) {
+int run(const KubeEmulatorArgs& a) {
   kube_emulator::Options opt;
   split_listen(a.listen, opt.host, opt.port);
   if (a.node_specs.empty()) {
@@ -134,7 +169,7 @@ int run_kube_emulator(const KubeEmulatorArgs& a) {
   }
   write_addr_file(a.addr_file, addr);
   const auto stats = emu.stats();
-  std::cerr << "tessera kube-emulator: serving " << emu.url() << " ("
+  std::cerr << "tessera-kube-emulator: serving " << emu.url() << " ("
             << stats["objects"].value("/nodes", 0) << " nodes)"
             << (a.kubeconfig_out.empty() ? "" : "; kubeconfig in " + a.kubeconfig_out) << "\n";
   int sig = 0;
@@ -143,4 +178,23 @@ int run_kube_emulator(const KubeEmulatorArgs& a) {
   return 0;
 }
 
+}  // namespace
 }  // namespace tessera
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tessera-kube-emulator: a Kubernetes API server emulator with fake GPU nodes (tests, demos)"};
+  tessera::KubeEmulatorArgs args;
+  tessera::add_options(app, args);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    return tessera::run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera-kube-emulator: error: %s\n", e.what());
+    return 2;
+  }
+}
