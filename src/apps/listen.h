@@ -1,5 +1,5 @@
-// --listen HOST:PORT and --addr-file, as every serving command (serve, kube, and tessera-kube-emulator)
-// takes them.
+// --listen HOST:PORT and --addr-file, as every serving command (serve, kube, and
+// tessera-kube-emulator) takes them.
 #pragma once
 
 #include <CLI/CLI.hpp>
