@@ -13,12 +13,12 @@
 #include <utility>
 
 #include "engine/fair_share.h"
+#include "engine/gates/admission_gate.h"
 #include "engine/pending_queue.h"
 #include "engine/power_budget.h"
 #include "engine/queue_order.h"
 #include "engine/rng.h"
 #include "engine/running_set.h"
-#include "model/carbon_intensity.h"
 
 namespace tessera {
 
@@ -119,7 +119,8 @@ class Cycle {
         rng_(mix_seed(policy.seed, snap.cycle)),
         shares_(compute_queue_shares(snap, shares_needed(snap, policy))),
         tree_(*shares_.tree),
-        live_(shares_.usage) {
+        live_(shares_.usage),
+        gates_(admission_gates(snap, policy, tree_)) {
     init_type_usage();
     // Running jobs are the ledger's first holders: holder i is snap.running[i].
     if (snap.power != nullptr) {
@@ -351,12 +352,8 @@ class Cycle {
     }
   }
 
-  // The first queue on the leaf's path whose limit `need` more would exceed, or kNoId.
   QueueId over_limit(QueueId leaf, const Amounts& need) const {
-    for (QueueId q = leaf; q != kNoId; q = tree_.queue(q).parent) {
-      if (!all_le(live_[q] + need, tree_.queue(q).limit)) return q;
-    }
-    return kNoId;
+    return first_over_limit(tree_, live_, leaf, need);
   }
 
   // Per-GPU-type limits, known only once the placement is: the first queue `a` would take past
@@ -375,14 +372,9 @@ class Cycle {
   }
 
   // The first queue on the leaf's path, below `top`, that `need` more would take past its fair
-  // share, or kNoId: a queue may reclaim only while it stays within its entitlement. Reclaim
-  // from a sibling subtree changes usage only below the common ancestor, so that is `top`
-  // there; kRootQueue checks the whole path.
+  // share, or kNoId (first_over_share).
   QueueId over_share_below(QueueId leaf, QueueId top, const Amounts& need) const {
-    for (QueueId q = leaf; q != top && q != kNoId; q = tree_.queue(q).parent) {
-      if (!all_le(live_[q] + need, shares_.entitled[q])) return q;
-    }
-    return kNoId;
+    return first_over_share(tree_, shares_, live_, leaf, top, need);
   }
 
   // The queue on the victim's side just below the lowest common ancestor of the two leaves:
@@ -403,17 +395,11 @@ class Cycle {
 
   // A FairShare reason: queue q (on the job's path) holds what it holds against its share.
   void fair_share_reason(PendingReason& reason, QueueId q) const {
-    reason.code = PendingCode::kOverFairShare;
-    reason.queue = q;
-    reason.queue_holds_milli = live_[q][kGpuDim];
-    reason.queue_bound_milli = shares_.entitled[q][kGpuDim];
+    set_fair_share_reason(shares_, live_, q, reason);
   }
 
   void quota_reason(PendingReason& reason, QueueId q) {
-    reason.code = PendingCode::kQuotaExceeded;
-    reason.queue = q;
-    reason.queue_holds_milli = live_[q][kGpuDim];
-    reason.queue_bound_milli = tree_.queue(q).limit[kGpuDim];
+    set_quota_reason(tree_, live_, q, reason);
     report(reason);
   }
 
@@ -445,45 +431,14 @@ class Cycle {
         hold_for_data_ = snap_.now - pj.queued_since < snap_.locality_wait_seconds;
       }
     }
-    // Quota before capacity: a job its queue may not run now waits without holding a
-    // reservation (it is not short of GPUs, its queue is short of quota).
-    if (const QueueId q = over_limit(current_leaf_, amounts_of(job, job.min_members)); q != kNoId) {
-      quota_reason(reason, q);
-      return;
-    }
-    // Lending bounded in time: a job that would take its queue past its fair share starts only
-    // if it is expected to end soon (no reservation: it is its queue's share it lacks). Not for
-    // inference-critical jobs (they preempt across queues anyway, and have an SLA) nor for
-    // best-effort ones (anyone may preempt them: what they borrow is never withheld).
-    if (policy_.reclaim && tree_.settings().borrow_max_runtime_seconds > 0 &&
-        job.priority != PriorityClass::kInferenceCritical &&
-        job.priority != PriorityClass::kBestEffort &&
-        !(job.duration_estimate > 0 &&
-          job.duration_estimate <= tree_.settings().borrow_max_runtime_seconds)) {
-      const QueueId q =
-          over_share_below(current_leaf_, kRootQueue, amounts_of(job, job.min_members));
-      if (q != kNoId) {
-        fair_share_reason(reason, q);
-        reason.borrow_max_runtime = tree_.settings().borrow_max_runtime_seconds;
+    // Admission gates (engine/gates/): quota, bounded lending, carbon deferral, inference
+    // reserve. A job one of them holds waits without a reservation.
+    const GateInput gate_input{snap_, tree_, shares_, live_, scratch_};
+    for (const auto& gate : gates_) {
+      if (!gate->admit(gate_input, job, current_leaf_, reason)) {
         report(reason);
         return;
       }
-    }
-    // Carbon-aware deferral: a best-effort job waits (without a reservation) for a cleaner hour.
-    if (snap_.carbon != nullptr && job.priority == PriorityClass::kBestEffort &&
-        carbon_defers(job, current_leaf_, reason)) {
-      report(reason);
-      return;
-    }
-    // GPUs held back for forecast inference arrivals: other classes wait (without holding a
-    // reservation) rather than take them; inference-critical jobs use them.
-    if (snap_.inference_reserve_milli > 0 && job.priority != PriorityClass::kInferenceCritical &&
-        scratch_.free_milli_matching(kAnyGpuType) - reason.need_gpu_milli <
-            snap_.inference_reserve_milli) {
-      reason.code = PendingCode::kReservedForInference;
-      reason.queue_bound_milli = snap_.inference_reserve_milli;
-      report(reason);
-      return;
     }
     // A job that could only start by eating into the reservation waits without trying to
     // place it: with a long queue behind a reserved head this is most of the queue.
@@ -1211,33 +1166,6 @@ class Cycle {
   // intensity over its expected run, or at its start without an estimate) comes before the
   // end of the wait its queue allows (carbon_defer after submission). Candidate starts are the
   // series' change points.
-  bool carbon_defers(const JobSpec& job, QueueId leaf, PendingReason& reason) const {
-    constexpr double kCarbonMinSaving = 0.1;
-    if (leaf >= tree_.size()) return false;
-    const double bound = tree_.queue(leaf).carbon_defer_seconds;
-    if (!(bound > 0)) return false;
-    const double until = job.submit_time + bound;
-    if (snap_.now >= until) return false;
-    const CarbonIntensity& ci = *snap_.carbon;
-    const double d = job.duration_estimate > 0 ? job.duration_estimate : 0.0;
-    auto cost = [&](double t) { return d > 0 ? ci.mean(t, t + d) : ci.at(t); };
-    const double now_cost = cost(snap_.now);
-    double best = now_cost, best_at = snap_.now;
-    int steps = 0;
-    for (double t = ci.next_change(snap_.now); t <= until && steps < 10000;
-         t = ci.next_change(t), ++steps) {
-      const double c = cost(t);
-      if (c < best) best = c, best_at = t;
-    }
-    if (best > now_cost * (1 - kCarbonMinSaving)) return false;
-    reason.code = PendingCode::kCarbonDeferred;
-    reason.carbon_now = now_cost;
-    reason.carbon_then = best;
-    reason.carbon_at = best_at;
-    reason.carbon_until = until;
-    return true;
-  }
-
   // ---- power (engine/power_budget.h) ----
 
   double energy_weight(QueueId leaf) const {
@@ -1727,10 +1655,11 @@ class Cycle {
   bool rank_bounds_known_ = false;
   QueueShares shares_;
   const QueueTree& tree_;
-  std::vector<Amounts> live_;                    // by QueueId: usage on the scratch state
-  std::vector<std::vector<int64_t>> type_live_;  // by QueueId, then its by_type entries
-  mutable std::vector<QueueId> running_leaf_;    // by index in snap_.running (running_leaf)
-  QueueId current_leaf_ = kRootQueue;            // the leaf of the job being considered
+  std::vector<Amounts> live_;                          // by QueueId: usage on the scratch state
+  std::vector<std::unique_ptr<AdmissionGate>> gates_;  // asked in order before placement
+  std::vector<std::vector<int64_t>> type_live_;        // by QueueId, then its by_type entries
+  mutable std::vector<QueueId> running_leaf_;          // by index in snap_.running (running_leaf)
+  QueueId current_leaf_ = kRootQueue;                  // the leaf of the job being considered
   bool starving_ = false;  // ... and whether it is a starving gang (try_preempt)
   // ... and, when it reclaims by a per-GPU-type guarantee, the types and the guaranteed queue.
   // Heterogeneity-aware placement: the median type speed-up of the waiting jobs (computed on
