@@ -16,7 +16,7 @@ class Placer {
 
   // Before a job is considered: the nodes holding its dataset, and whether it waits for them.
   void begin(const PendingJob& pj);
-  // The nodes holding the considered job's dataset (null: none known).
+  // Whether the nodes holding the considered job's dataset are known.
   bool has_preferred() const { return preferred_ != nullptr; }
   // Whether the last try_place found no room on those nodes while the job waits for them.
   bool data_held() const { return data_held_; }
