@@ -192,8 +192,7 @@ void CycleSession::set_resized(size_t i, int32_t members) {
   resized_[i] = members;
 }
 
-void CycleSession::toggle_running(size_t i, int sign) {
-  const Allocation& a = *snap.running[i].alloc;
+void CycleSession::toggle_running(size_t i, const Allocation& a, int sign) {
   if (sign < 0) {
     scratch.release(a);
   } else {

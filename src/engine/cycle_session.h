@@ -111,8 +111,9 @@ class CycleSession {
   // The members an elastic gang was resized to this cycle (0: not resized).
   int32_t resized(size_t i) const { return i < resized_.size() ? resized_[i] : 0; }
   void set_resized(size_t i, int32_t members);
-  // Releases (sign -1) or gives back (+1) running job i's whole allocation, with its usage.
-  void toggle_running(size_t i, int sign);
+  // Releases (sign -1) or gives back (+1) `a`, running job i's allocation or a part of it (an
+  // elastic gang's members), on the scratch ledger and in its queues' usage.
+  void toggle_running(size_t i, const Allocation& a, int sign);
 
   // ---- free capacity ----
   // Free milli-GPU of `types` on the nodes of `only`, on the scratch state now.

@@ -27,13 +27,7 @@ Allocation members_of(const Allocation& a, int32_t begin, int32_t end) {
 // Releases (sign -1) or restores (+1) member m of running job i on the scratch state and in
 // its queues' usage.
 void ElasticStage::toggle_member(size_t i, int32_t m, int sign) {
-  const Allocation one = members_of(*s_.snap.running[i].alloc, m, m + 1);
-  if (sign < 0) {
-    s_.scratch.release(one);
-  } else {
-    s_.scratch.allocate(one);
-  }
-  s_.add_usage(s_.running_leaf(i), *s_.snap.running[i].spec, one, sign);
+  s_.toggle_running(i, members_of(*s_.snap.running[i].alloc, m, m + 1), sign);
 }
 
 // Shrinks one member at a time, gang by gang, trying the placement after each.

@@ -1,9 +1,28 @@
 #include "engine/stages/placer.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace tessera {
+
+namespace {
+
+// What the scorers read of `job` (demand, span, members), on `types` and `nodes`, written into
+// `out` without copying the job's strings.
+JobSpec& placed_as(const JobSpec& job, GpuTypeMask types, std::shared_ptr<const NodeSet> nodes,
+                   JobSpec& out) {
+  out.demand = job.demand;
+  out.max_span = job.max_span;
+  out.min_members = job.min_members;
+  out.max_members = job.max_members;
+  out.allowed_types = types;
+  out.eligible_nodes = std::move(nodes);
+  return out;
+}
+
+}  // namespace
 
 void Placer::begin(const PendingJob& pj) {
   preferred_ = nullptr;
@@ -22,19 +41,13 @@ bool Placer::try_place(const JobSpec& job, Allocation& alloc) {
   // Data locality first: on the nodes holding its dataset; within its locality wait, only
   // there.
   if (preferred_ != nullptr) {
-    JobSpec& p = local_job_;
-    p.demand = job.demand;
-    p.max_span = job.max_span;
-    p.min_members = job.min_members;
-    p.max_members = job.max_members;
-    p.allowed_types = job.allowed_types;
-    p.eligible_nodes =
-        job.eligible_nodes == nullptr
-            ? preferred_
-            : std::make_shared<const NodeSet>(
-                  NodeSet::matching(s_.cluster.nodes().size(), [&](NodeId n) {
-                    return preferred_->contains(n) && job.eligible_nodes->contains(n);
-                  }));
+    std::shared_ptr<const NodeSet> nodes = preferred_;
+    if (job.eligible_nodes != nullptr) {
+      nodes = std::make_shared<const NodeSet>(NodeSet::matching(
+          s_.cluster.nodes().size(),
+          [&](NodeId n) { return preferred_->contains(n) && job.eligible_nodes->contains(n); }));
+    }
+    const JobSpec& p = placed_as(job, job.allowed_types, std::move(nodes), local_job_);
     if (try_place_sized(p, alloc)) return true;
     if (hold_for_data_) {
       data_held_ = true;
@@ -44,15 +57,9 @@ bool Placer::try_place(const JobSpec& job, Allocation& alloc) {
   if (s_.policy.heterogeneity && !job.type_speed.empty()) {
     const GpuTypeMask preferred = preferred_types(job);
     if (preferred != 0) {
-      // What the scorers read of a job (demand, types, span), without copying its strings.
-      JobSpec& p = preferred_job_;
-      p.demand = job.demand;
-      p.max_span = job.max_span;
-      p.min_members = job.min_members;
-      p.max_members = job.max_members;
-      p.allowed_types = preferred;
-      p.eligible_nodes = job.eligible_nodes;
-      if (try_place_sized(p, alloc)) return true;
+      if (try_place_sized(placed_as(job, preferred, job.eligible_nodes, preferred_job_), alloc)) {
+        return true;
+      }
     }
   }
   return try_place_sized(job, alloc);

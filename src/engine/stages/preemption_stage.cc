@@ -209,7 +209,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
   std::vector<Kind> kinds;  // by running index, for the victims
   Allocation alloc;
   bool placed = false;
-  auto evict = [&](size_t v, int sign) { s_.toggle_running(v, sign); };
+  auto evict = [&](size_t v, int sign) { s_.toggle_running(v, *s_.snap.running[v].alloc, sign); };
   for (const Candidate& c : cands) {
     if (gave_back(c.kind, c.index)) continue;
     evict(c.index, -1);
