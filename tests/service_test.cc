@@ -1004,3 +1004,41 @@ INSTANTIATE_TEST_SUITE_P(OnAndOff, LongTermFairness, ::testing::Bool());
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Every option is checked before the server makes anything on disk: refused flags leave no
+// database, lock file or job folder behind (a typo must not leave a stray database to be
+// mistaken for a real one on the next start).
+TEST(ServiceOptionsTest, RefusedOptionsLeaveNothingOnDisk) {
+  const std::vector<std::pair<std::string, std::function<void(ServiceOptions&)>>> bad = {
+      {"policy", [](ServiceOptions& o) { o.policy = "bogus"; }},
+      {"archive before retention",
+       [](ServiceOptions& o) {
+         o.retain_finished_seconds = 100;
+         o.archive_after_seconds = 10;
+       }},
+      {"missing queue tree", [](ServiceOptions& o) { o.queues_path = "/nonexistent/q.yaml"; }},
+      {"power cap", [](ServiceOptions& o) { o.power_cap = "5zz"; }},
+      {"thermal limit on virtual GPUs", [](ServiceOptions& o) { o.thermal_limit_c = 80; }},
+      {"power limits on virtual GPUs", [](ServiceOptions& o) { o.apply_power_limits = true; }},
+      {"classifier", [](ServiceOptions& o) { o.classifier = "nope"; }},
+      {"goodput round", [](ServiceOptions& o) {
+         o.policy = "goodput";
+         o.goodput_round_seconds = 0;
+       }}};
+  for (const auto& [what, spoil] : bad) {
+    TempDir dir("refused");
+    ServiceOptions o;
+    o.db_path = dir.file("t.db");
+    o.work_dir = dir.file("t.db.jobs");
+    o.virtual_gpus = 4;
+    spoil(o);
+    EXPECT_ANY_THROW(Service s(o)) << what;
+    EXPECT_TRUE(std::filesystem::is_empty(dir.str())) << what << ": something was made on disk";
+  }
+}
+
+}  // namespace
+}  // namespace tessera

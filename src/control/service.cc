@@ -261,15 +261,14 @@ double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t) {
 Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     : opt_(checked_dataset_settings(checked_energy_settings(std::move(opt)))),
       cluster_(build_cluster(opt_, gpu_index_, real_gpus_)),
-      store_(open_store(opt_, /*local_backend=*/!backend)),
-      backend_(backend
-                   ? std::move(backend)
-                   : std::make_unique<LocalBackend>(
-                         opt_.work_dir, LocalBackendOptions{store_->database_id(), opt_.pass_env,
-                                                            opt_.cgroups, opt_.pids_per_member})),
       policy_(make_policy(opt_.policy, opt_.seed)),
+      driver_(policy_, CycleDriver::Options{opt_.reason_refresh_seconds,
+                                            {std::begin(kCycleBuckets), std::end(kCycleBuckets)},
+                                            opt_.goodput_round_seconds}),
       state_(cluster_),
       pending_([](const Job* j) { return j->spec.tenant; }) {
+  // Every option is checked before anything is made on disk: a server that refuses its flags
+  // leaves no database, lock or job folder behind.
   if (policy_.goodput && !(opt_.goodput_round_seconds > 0)) {
     throw std::invalid_argument("--goodput-round must be more than 0 seconds");
   }
@@ -280,6 +279,27 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
                                   "' (one of logistic, threshold, majority)");
     }
   }
+  if (opt_.archive_dir.empty()) opt_.archive_dir = opt_.db_path + ".archive";
+  if (opt_.archive_after_seconds >= 0 &&
+      (opt_.retain_finished_seconds < 0 ||
+       opt_.archive_after_seconds < opt_.retain_finished_seconds)) {
+    throw std::invalid_argument(
+        "--archive-after must be at least --retain-finished: jobs are archived once out of "
+        "memory");
+  }
+  power_ = opt_.power_model ? opt_.power_model : std::make_shared<const PowerModel>();
+  if (!opt_.queues_path.empty()) {
+    tree_template_ = load_queue_tree(opt_.queues_path);
+    tree_template_.validate_against(cluster_);
+    flat_tree_ = false;
+  }
+  setup_power();
+
+  store_ = open_store(opt_, /*local_backend=*/!backend);
+  backend_ = backend ? std::move(backend)
+                     : std::make_unique<LocalBackend>(
+                           opt_.work_dir, LocalBackendOptions{store_->database_id(), opt_.pass_env,
+                                                              opt_.cgroups, opt_.pids_per_member});
   if (!opt_.dataset_dir.empty()) {
     // A private dataset is its tenant's jobs' to read: their gid (called under mu_).
     auto group_of = [this](const std::string& owner) -> int64_t {
@@ -293,25 +313,8 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     datasets_ = std::make_unique<DatasetCache>(DatasetCache::Options{
         opt_.dataset_dir, opt_.stage_command, opt_.dataset_cache_gb, group_of});
   }
-  if (opt_.archive_dir.empty()) opt_.archive_dir = opt_.db_path + ".archive";
-  if (opt_.archive_after_seconds >= 0 &&
-      (opt_.retain_finished_seconds < 0 ||
-       opt_.archive_after_seconds < opt_.retain_finished_seconds)) {
-    throw std::invalid_argument(
-        "--archive-after must be at least --retain-finished: jobs are archived once out of "
-        "memory");
-  }
-  power_ = opt_.power_model ? opt_.power_model : std::make_shared<const PowerModel>();
   energy_.restore(store_->run_energy_joules());
-  counters_.cycle_bucket_bounds.assign(std::begin(kCycleBuckets), std::end(kCycleBuckets));
-  counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
   std::lock_guard lock(mu_);
-  if (!opt_.queues_path.empty()) {
-    tree_template_ = load_queue_tree(opt_.queues_path);
-    tree_template_.validate_against(cluster_);
-    flat_tree_ = false;
-  }
-  setup_power();
   for (const TenantRow& t : store_->tenants()) {
     tenants_.intern(t.name);
     token_tenant_[t.token_sha256] = t.name;
@@ -367,12 +370,7 @@ void Service::rebind_locked() {
   t->bind(tenants_, opt_.queues_path.empty() ? "tenants" : opt_.queues_path);
   // Queue ids are stable across rebinds (a flat tree appends a leaf per new tenant, a loaded
   // tree keeps its shape), so long-term usage carries over by id.
-  decayed_ = decayed_.resized(t->size(), t->settings().half_life_seconds);
-  last_usage_.resize(t->size(), kZeroAmounts);
-  leaves_.clear();
-  for (QueueId q = 0; q < t->size(); ++q) {
-    if (t->queue(q).leaf()) leaves_.push_back(q);
-  }
+  driver_.usage().reshape(*t);
   tree_ = std::move(t);
 }
 
@@ -390,24 +388,15 @@ void Service::add_tenant_locked(const std::string& name, const std::string& fiel
 }
 
 void Service::advance_decayed_locked(double t) {
-  if (!decayed_.on()) return;
-  // What each leaf held since the last cycle (jobs change only at cycles and polls, so the
-  // usage as of the last cycle is a close account of the interval).
-  if (last_decay_at_ > 0) decayed_.advance(t - last_decay_at_, last_usage_, leaves_);
-  last_decay_at_ = t;
-  std::fill(last_usage_.begin(), last_usage_.end(), kZeroAmounts);
-  for (const auto& [id, jp] : active_) {
-    if (jp->alloc.empty()) continue;
-    const QueueId leaf = tree_->leaf_of(jp->spec.tenant);
-    if (leaf == kNoId) continue;
-    last_usage_[leaf] =
-        last_usage_[leaf] + fair_amounts_of(tree_->settings(), cluster_, jp->spec, jp->alloc);
-  }
+  LongTermUsage& usage = driver_.usage();
+  if (!usage.on()) return;
+  usage.fold(t);
+  for (const auto& [id, jp] : active_) usage.hold(*tree_, cluster_, jp->spec, jp->alloc);
   // Kept across restarts, by queue path, at most once a minute.
   if (t - last_decay_saved_ >= 60) {
     last_decay_saved_ = t;
     try {
-      store_->set_setting("decayed_usage", usage_to_json(usage_by_path(*tree_, decayed_)));
+      store_->set_setting("decayed_usage", usage_to_json(usage_by_path(*tree_, usage.decayed())));
     } catch (const StoreError& e) {
       note_write_failure(e);  // a memory of usage, saved again next minute
     }
@@ -415,12 +404,12 @@ void Service::advance_decayed_locked(double t) {
 }
 
 void Service::restore_decayed_locked() {
-  if (!decayed_.on()) return;
+  if (!driver_.usage().on()) return;
   const auto text = store_->setting("decayed_usage");
   if (!text) return;
   std::optional<UsageByPath> saved = usage_from_json(*text);
   if (!saved) return;  // unreadable: start afresh (it is a memory, not a ledger)
-  apply_usage(*tree_, *saved, decayed_);
+  apply_usage(*tree_, *saved, driver_.usage().decayed());
 }
 
 JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where,
@@ -1146,17 +1135,17 @@ std::vector<PendingJob> Service::pending_snapshot_locked() const {
 }
 
 void Service::unqueue_locked(int64_t id) {
-  if (!queue_ || !queue_->contains(static_cast<JobId>(id))) return;
-  queue_->remove(static_cast<JobId>(id));
+  if (!driver_.has_queue() || !driver_.queue().contains(static_cast<JobId>(id))) return;
+  driver_.queue().remove(static_cast<JobId>(id));
   if (auto it = jobs_.find(id); it != jobs_.end()) it->second->queued_spec = nullptr;
 }
 
-// One pass over the waiting jobs in arrival order: each that a cycle may start is in queue_ as
+// One pass over the waiting jobs in arrival order: each that a cycle may start is in the queue as
 // it is now (a job whose spec, service or queueing time differs is put in anew), each that may
 // not is out, with why for the limits (process_held_, array_held_). Tree updates are only for
 // jobs whose standing changed; a job new to the queue wants its reason.
 void Service::sync_queue_locked() {
-  if (!queue_) queue_ = std::make_unique<PendingQueue>(*policy_.order);
+  PendingQueue& queue = driver_.queue();
   // Processes of a tenant's running jobs against its limit; an array's running tasks and those
   // let in (lowest index first, as pending_ holds them) against its throttle.
   const std::vector<int64_t> procs = running_members_locked();
@@ -1207,22 +1196,22 @@ void Service::sync_queue_locked() {
         j->queue_pass = queue_passes_;
         continue;
       }
-      queue_->remove(id);
+      queue.remove(id);
       j->queued_spec = nullptr;
       reasons_.erase(j->row.id);
     }
     if (spec == nullptr) continue;
-    queue_->add(PendingJob{id, spec, j->attained, j->queued_since, true});
+    queue.add(PendingJob{id, spec, j->attained, j->queued_since, true});
     j->queued_spec = spec;
     j->queued_attained = j->attained;
     j->queued_at = j->queued_since;
     ++eligible;
     j->queue_pass = queue_passes_;
   }
-  if (queue_->size() == eligible) return;
+  if (queue.size() == eligible) return;
   // Some left pending_ since the last pass (cancelled): out.
   std::vector<JobId> gone;
-  for (const PendingJob& p : queue_->jobs()) {
+  for (const PendingJob& p : queue.jobs()) {
     const auto it = jobs_.find(static_cast<int64_t>(p.id));
     if (it == jobs_.end() || it->second->queue_pass != queue_passes_) gone.push_back(p.id);
   }
@@ -1231,7 +1220,7 @@ void Service::sync_queue_locked() {
 
 void Service::run_cycle() {
   std::vector<RunningJob> running;
-  bool refresh = false;
+  CycleDriver::Cycle cycle;
   std::shared_ptr<const QueueTree> tree;
   std::vector<Amounts> decayed;
   // The power view is fixed since construction (safe to read unlocked) but for the thermal
@@ -1263,16 +1252,10 @@ void Service::run_cycle() {
       goodput_round_locked(now());
       queue_stale_ = true;
     }
-    snap.now = now();
-    snap.cycle = ++cycle_no_;
-    // Every reason_refresh_seconds the cycle walks the whole queue and gives every job its
-    // reason; between, it stops once nothing more can start.
-    refresh =
-        snap.now - reasons_refreshed_ >= opt_.reason_refresh_seconds || reasons_refreshed_ < 0;
-    if (refresh) reasons_refreshed_ = snap.now;
+    cycle = driver_.begin(now());
     // Nothing changed since the last cycle: the queue is as it was (a refresh passes over it
     // anyway, so that a change no event announced is not missed for longer).
-    reasons_only_ = !(queue_stale_ || dirty_ || refresh || !queue_);
+    reasons_only_ = !(queue_stale_ || dirty_ || cycle.refresh || !driver_.has_queue());
     if (!reasons_only_) sync_queue_locked();
     queue_stale_ = false;
     for (const auto& [id, jp] : active_) {
@@ -1283,9 +1266,9 @@ void Service::run_cycle() {
       r.spec = &j.spec;
       r.alloc = &j.alloc;
       r.start_time = j.row.started_at;
-      r.attained_gpu_seconds = j.attained + run_gpu_seconds(j.row, j.alloc, snap.now);
+      r.attained_gpu_seconds = j.attained + run_gpu_seconds(j.row, j.alloc, cycle.now);
       if (j.spec.duration_estimate >= 0) {
-        r.expected_end = std::max(snap.now, j.row.started_at + j.spec.duration_estimate);
+        r.expected_end = std::max(cycle.now, j.row.started_at + j.spec.duration_estimate);
       }
       r.last_checkpoint = j.row.started_at;
       r.power_limit_w = j.row.power_limit_w;
@@ -1296,36 +1279,28 @@ void Service::run_cycle() {
       thermal_view = power_view_;
       thermal_view->node_headroom_w.assign(cluster_.nodes().size(), thermal_headroom_w_);
     }
-    advance_decayed_locked(snap.now);
-    decayed.assign(decayed_.view().begin(), decayed_.view().end());
+    advance_decayed_locked(cycle.now);
+    const std::span<const Amounts> held = driver_.usage().decayed().view();
+    decayed.assign(held.begin(), held.end());
   }
   snap.state = &state_;
   snap.decayed_usage = decayed;
-  // The queue is changed only here, on this thread: read unlocked as the ledger is. A refresh
-  // walks all of it, every job wanting its reason.
-  std::vector<PendingJob> everyone;
-  offer_pending(*queue_, refresh, everyone, snap);
   snap.running = running;
   snap.queues = tree.get();
   if (power_policies_) snap.power = thermal_view ? &*thermal_view : &power_view_;
   // Carbon-aware deferral of best-effort jobs in queues with carbon_defer (on Unix time, as
   // the jobs' submission times and the clock).
   snap.carbon = opt_.carbon.get();
-  // Unlocked: only this thread changes the ledger and allocations, and specs never change.
-  const auto t0 = Clock::now();
-  Decisions d = schedule_cycle(snap, policy_);
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  // Unlocked: only this thread changes the ledger, allocations and the queue, and specs never
+  // change.
+  CycleDriver::Outcome outcome = driver_.decide(cycle, snap);
+  Decisions& d = outcome.decisions;
 
   std::lock_guard lock(mu_);
   // A job keeps its reason until a cycle gives it another.
   for (const PendingReason& r : d.pending)
     reasons_.insert_or_assign(static_cast<int64_t>(r.job), r);
-  reasons_given(*queue_, d.pending);
-  ++counters_.cycles;
-  counters_.cycle_seconds_sum += secs;
-  for (size_t b = 0; b < counters_.cycle_bucket_bounds.size(); ++b) {
-    if (secs <= counters_.cycle_bucket_bounds[b]) ++counters_.cycle_bucket_counts[b];
-  }
+  driver_.settle(outcome);
   const double t = now();
   // The decisions change memory, are written, and only then acted on: victims signalled,
   // processes started. A write the database refuses undoes them, so nothing was signalled or
@@ -1481,7 +1456,7 @@ void Service::run_cycle() {
   // A reason code changes only with the engine's reason (the jobs given one this cycle) or with
   // what holds a job out of the cycle (the jobs whose standing the queue's sync found changed);
   // a refresh looks at every waiting job.
-  if (refresh) {
+  if (cycle.refresh) {
     record_reason_changes_locked(t);
   } else {
     // (A job placed this cycle has left the waiting jobs: its placement is its news.)

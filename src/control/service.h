@@ -31,6 +31,7 @@
 #include "backend/backend.h"
 #include "backend/cgroups.h"
 #include "backend/gpu_power_limits.h"
+#include "control/cycle_driver.h"
 #include "control/dataset_cache.h"
 #include "control/energy.h"
 #include "control/history.h"
@@ -598,7 +599,6 @@ class Service {
   std::string report_token_locked(int64_t id) const;
   // What an adaptive job is told at launch: its GPUs, batch split and where to report.
   void add_goodput_env_locked(Job& j, std::vector<std::pair<std::string, std::string>>& env);
-  double last_goodput_round_ = -1;
   std::string report_secret_;  // as stored in the setting "report_secret"
   void run_loop();
   void poll_processes();
@@ -645,6 +645,9 @@ class Service {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Backend> backend_;
   Policy policy_;
+  // The kept queue, reason refreshes, long-term usage, cycle metrics and goodput rounds. The
+  // queue is changed only by the scheduler thread (under the lock; the cycle reads it unlocked).
+  CycleDriver driver_;
   std::unique_ptr<WorkloadClassifier> classifier_;  // serve --classify; null = none
   std::unique_ptr<DatasetCache> datasets_;          // serve --dataset-dir; null = none
   // The class (and grace) of the kind classifier_ predicts for `req`, when it names none and
@@ -698,13 +701,10 @@ class Service {
   // Jobs that hold GPUs or have processes (running, stopping, starting): what polls and
   // cycles walk, so their cost does not grow with the jobs ever submitted.
   std::map<int64_t, Job*> active_;
-  // The jobs a cycle may start (pending, not held, dependencies met, within their tenant's and
-  // array's limits), kept between cycles for the policy's order (engine/pending_queue.h), so a
-  // cycle costs what can start rather than the length of the queue (issue 20). Changed only by
-  // the scheduler thread, under the lock (sync_queue_locked; the cycle reads it unlocked).
-  // Invariant: every job in it is in pending_ or was taken out of pending_ since the last sync,
-  // and its spec (or round_spec) is unchanged since it was added.
-  std::unique_ptr<PendingQueue> queue_;
+  // driver_.queue() holds the jobs a cycle may start (pending, not held, dependencies met,
+  // within their tenant's and array's limits), so a cycle costs what can start rather than the
+  // length of the queue. Invariant: every job in it is in pending_ or was taken out of pending_
+  // since the last sync, and its spec (or round_spec) is unchanged since it was added.
   uint64_t queue_passes_ = 0;     // sync_queue_locked's passes (Job::queue_pass: the last it saw)
   std::vector<Job*> restanding_;  // the jobs whose Job::standing the last sync changed
   bool queue_stale_ = true;       // something may have changed which jobs may start
@@ -716,15 +716,8 @@ class Service {
   // every job (a full walk): in between, a job that cannot start keeps its reason, as
   // kube-scheduler keeps an unschedulable pod's condition until it retries it.
   std::unordered_map<int64_t, PendingReason> reasons_;
-  double reasons_refreshed_ = -1;
   std::map<std::pair<std::string, std::string>, int64_t> idempotency_;  // (tenant, key) -> id
-  uint64_t cycle_no_ = 0;
-  // Long-term fairness (the tree's fairness.half_life): decayed usage by QueueId, and what
-  // each queue held as of the last cycle.
-  DecayedUsage decayed_;
-  std::vector<Amounts> last_usage_;
-  std::vector<QueueId> leaves_;  // the tree's leaves (what long-term usage is kept for)
-  double last_decay_at_ = 0, last_decay_saved_ = 0;
+  double last_decay_saved_ = 0;  // long-term usage is saved at most once a minute
   ServiceMetrics counters_;
 
   std::atomic<bool> stop_{false};

@@ -42,16 +42,11 @@ GoodputModel& Service::goodput_model_locked(Job& j) {
 
 bool Service::goodput_round_due_locked(double t) const {
   if (!policy_.goodput) return false;
-  if (last_goodput_round_ < 0 || t - last_goodput_round_ >= opt_.goodput_round_seconds) {
-    return true;
-  }
   // A new (or requeued, or preempted) adaptive job is planned at once, not a round later.
-  for (const Job* j : pending_) {
-    if (adaptive_locked(*j) && j->round_members < 0 && j->unrunnable.empty() && !j->row.held) {
-      return true;
-    }
-  }
-  return false;
+  const bool unplanned = std::any_of(pending_.begin(), pending_.end(), [&](const Job* j) {
+    return adaptive_locked(*j) && j->round_members < 0 && j->unrunnable.empty() && !j->row.held;
+  });
+  return driver_.goodput_rounds().due(t, unplanned);
 }
 
 void Service::goodput_round_locked(double t) {
@@ -60,7 +55,8 @@ void Service::goodput_round_locked(double t) {
   for (const auto& [id, jp] : active_) {
     if (!jp->resizing.empty()) return;
   }
-  last_goodput_round_ = t;
+  RoundPacer& rounds = driver_.goodput_rounds();
+  rounds.began(t);
   struct Candidate {
     Job* job;
     int32_t members;  // it runs with now (0: waiting)
@@ -91,10 +87,9 @@ void Service::goodput_round_locked(double t) {
     }
   }
   if (cands.empty()) return;
-  ++counters_.goodput_rounds;
-  const std::vector<int32_t> members =
-      plan_goodput_round(jobs, state_, *policy_.scorer, opt_.goodput,
-                         mix_seed(policy_.seed, counters_.goodput_rounds), tree_.get());
+  const uint64_t round = rounds.planned();
+  const std::vector<int32_t> members = plan_goodput_round(
+      jobs, state_, *policy_.scorer, opt_.goodput, mix_seed(policy_.seed, round), tree_.get());
 
   for (size_t k = 0; k < cands.size(); ++k) {
     Job& j = *cands[k].job;

@@ -263,8 +263,9 @@ std::vector<QueueView> Service::queues(const Caller& caller) const {
   snap.pending = pending;
   snap.running = running;
   snap.queues = tree_.get();
-  snap.decayed_usage = decayed_.view();
-  std::vector<QueueView> out = queue_views(snap, decayed_, counts);
+  const DecayedUsage& decayed = driver_.usage().decayed();
+  snap.decayed_usage = decayed.view();
+  std::vector<QueueView> out = queue_views(snap, decayed, counts);
   if (!caller.admin) {
     // A tenant sees its own queue only: the others' names and loads are theirs.
     const std::optional<TenantId> t = tenants_.find(caller.tenant);
@@ -390,6 +391,7 @@ std::vector<UsageRow> Service::usage(const Caller& caller, double since, double 
 ServiceMetrics Service::metrics() const {
   std::lock_guard lock(mu_);
   ServiceMetrics m = counters_;
+  driver_.report(m);
   m.store_write_failures = static_cast<uint64_t>(health_.failures_total());
   m.store_writable = health_.ok();
   if (datasets_) {

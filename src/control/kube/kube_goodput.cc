@@ -37,16 +37,14 @@ bool KubeScheduler::arriving(const Gang& g, double t) const {
 
 bool KubeScheduler::goodput_round_due(double t) const {
   if (!policy_.goodput) return false;
-  if (last_goodput_round_ < 0 || t - last_goodput_round_ >= opt_.goodput_round) return true;
   // A new (or preempted) adaptive group is planned at once once its pods have arrived, not a
   // round later.
+  bool unplanned = false;
   for (const auto& [key, g] : model_.gangs()) {
-    if (g.adaptive.batch > 0 && g.kept().round_members < 0 && g.round_spec.max_members > 0 &&
-        !arriving(g, t)) {
-      return true;
-    }
+    unplanned = unplanned || (g.adaptive.batch > 0 && g.kept().round_members < 0 &&
+                              g.round_spec.max_members > 0 && !arriving(g, t));
   }
-  return false;
+  return driver_.goodput_rounds().due(t, unplanned);
 }
 
 bool KubeScheduler::goodput_round(double t) {
@@ -64,7 +62,7 @@ bool KubeScheduler::goodput_round(double t) {
     it = settled ? resizing_.erase(it) : std::next(it);
   }
   if (!resizing_.empty()) return false;
-  last_goodput_round_ = t;
+  driver_.goodput_rounds().began(t);
   ensure_report_secret();  // before any bind: the pods are told their token
   // Reports of groups that are gone are dropped with them.
   std::erase_if(goodput_, [&](const auto& e) { return model_.gang(e.first) == nullptr; });
@@ -85,10 +83,10 @@ bool KubeScheduler::goodput_round(double t) {
     jobs.push_back(j);
   }
   if (gangs.empty()) return false;
-  ++counters_.goodput_rounds;
+  const uint64_t round = driver_.goodput_rounds().planned();
   const std::vector<int32_t> members =
       plan_goodput_round(jobs, model_.ledger(), *policy_.scorer, opt_.goodput,
-                         mix_seed(policy_.seed, counters_.goodput_rounds), &model_.tree());
+                         mix_seed(policy_.seed, round), &model_.tree());
   bool changed = false;
   for (size_t k = 0; k < gangs.size(); ++k) {
     Gang& g = *gangs[k];

@@ -58,6 +58,10 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
     : client_(std::move(client)),
       opt_(std::move(opt)),
       policy_(make_policy(opt_.policy, opt_.seed)),
+      driver_(policy_,
+              CycleDriver::Options{opt_.reason_refresh,
+                                   {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+                                   opt_.goodput_round}),
       informer_(*client_, inbox_, [this] { return now(); }),
       writer_(*client_,
               {opt_.status_workers, opt_.status_qps, opt_.event_interval, opt_.reason_delay,
@@ -73,11 +77,9 @@ KubeScheduler::KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions op
   policy_.elastic = false;  // a pod group's size is its controller's, not the scheduler's
   check_power_options(opt_.power, policy_.elastic);
   policy_.power_shifting = opt_.power.shifting;
-  counters_.cycle_bucket_bounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-  counters_.cycle_bucket_counts.assign(counters_.cycle_bucket_bounds.size(), 0);
   kube_counters_.bind_bucket_bounds = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
   kube_counters_.bind_bucket_counts.assign(kube_counters_.bind_bucket_bounds.size(), 0);
-  decayed_ = DecayedUsage(model_.tree().size(), model_.tree().settings().half_life_seconds);
+  driver_.usage().reshape(model_.tree());
 }
 
 KubeScheduler::~KubeScheduler() {
@@ -289,20 +291,8 @@ void KubeScheduler::run_cycle() {
   roll_back_partial_gangs(t);
   // A round that changed a group's size changes what the cycle is offered.
   if (goodput_round_due(t) && goodput_round(t)) in = model_.prepare(t);
-  if (decayed_.on()) {
-    // Long-term usage: what each leaf queue holds now, folded in over the interval since the
-    // last cycle.
-    std::vector<Amounts> usage(model_.tree().size(), kZeroAmounts);
-    std::vector<QueueId> leaves;
-    for (QueueId q = 0; q < model_.tree().size(); ++q) {
-      if (model_.tree().queue(q).leaf()) leaves.push_back(q);
-    }
-    for (const RunningJob& r : in.running) {
-      const QueueId leaf = model_.tree().leaf_of(r.spec->tenant);
-      if (leaf == kNoId) continue;
-      usage[leaf] = usage[leaf] +
-                    fair_amounts_of(model_.tree().settings(), model_.cluster(), *r.spec, *r.alloc);
-    }
+  LongTermUsage& usage = driver_.usage();
+  if (usage.on()) {
     if (!usage_loaded_ && usage_store_) {
       std::string error;
       usage_restore_ = usage_store_->load(&error);
@@ -310,29 +300,26 @@ void KubeScheduler::run_cycle() {
       usage_loaded_ = true;
     }
     carry_usage();
-    if (last_cycle_ > 0) decayed_.advance(t - last_cycle_, usage, leaves);
+    // Long-term usage: what each leaf queue held since the last cycle, folded in.
+    usage.fold(t);
+    for (const RunningJob& r : in.running) {
+      usage.hold(model_.tree(), model_.cluster(), *r.spec, *r.alloc);
+    }
     if (opt_.usage_save_interval > 0 && t - usage_saved_at_ >= opt_.usage_save_interval) {
       save_usage(false);
       usage_saved_at_ = t;
     }
   }
   sync_queue(in);
+  const CycleDriver::Cycle cycle = driver_.begin(t);
   Snapshot snap;
-  snap.now = t;
-  snap.cycle = ++cycle_no_;
   snap.state = &model_.ledger();
   // The cycle runs under mu_ (no reader sees the ledger meanwhile): it tries its placements on
   // the model's own ledger and gives it back unchanged, rather than copying it.
   snap.scratch = &model_.ledger();
-  // Every reason_refresh one cycle walks the whole queue, every gang wanting its reason; the
-  // others stop once nothing more can start.
-  std::vector<PendingJob> everyone;
-  const bool refresh = reasons_refreshed_ < 0 || t - reasons_refreshed_ >= opt_.reason_refresh;
-  if (refresh) reasons_refreshed_ = t;
-  offer_pending(*queue_, refresh, everyone, snap);
   snap.running = in.running;
   snap.queues = &model_.tree();
-  snap.decayed_usage = decayed_.view();
+  snap.decayed_usage = usage.decayed().view();
   snap.power = power_.view(model_);
   // Data locality: the nodes labelled as holding each waiting gang's dataset.
   std::unordered_map<JobId, std::shared_ptr<const NodeSet>> preferred;
@@ -352,14 +339,9 @@ void KubeScheduler::run_cycle() {
   const bool lowered = snap.power != nullptr && policy_.power_shifting &&
                        std::any_of(in.running.begin(), in.running.end(),
                                    [](const RunningJob& r) { return r.power_limit_w > 0; });
-  const auto t0 = Clock::now();
-  Decisions d;
-  if (!in.pending.empty() || lowered) d = schedule_cycle(snap, policy_);
-  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  reasons_given(*queue_, d.pending);
-  ++counters_.cycles;
-  counters_.cycle_seconds_sum += secs;
-  add_bucket(counters_.cycle_bucket_counts, counters_.cycle_bucket_bounds, secs);
+  const CycleDriver::Outcome outcome = driver_.decide(cycle, snap, !in.pending.empty() || lowered);
+  driver_.settle(outcome);
+  const Decisions& d = outcome.decisions;
   apply(d, in);
   ask_prestaging(in, d);
   write_status(in, d, t);
@@ -369,14 +351,13 @@ void KubeScheduler::run_cycle() {
 // The gangs the model derived again (or lost) since the last cycle leave the queue and come
 // back as they are now, wanting their reason; the rest stay as they were queued.
 void KubeScheduler::sync_queue(const CycleInput& in) {
-  if (!queue_) queue_ = std::make_unique<PendingQueue>(*policy_.order);
   auto enqueue = [&](JobId id, const Gang& g) {
     Queued& q = queued_[id] = Queued{g.pending_spec, g.key};
-    queue_->add(PendingJob{id, &q.spec, 0, q.spec.submit_time, true});
+    driver_.queue().add(PendingJob{id, &q.spec, 0, q.spec.submit_time, true});
   };
   for (const JobId id : model_.take_changed()) {
-    if (queue_->contains(id)) {
-      queue_->remove(id);
+    if (driver_.queue().contains(id)) {
+      driver_.queue().remove(id);
       const auto it = queued_.find(id);
       reasons_.erase(it->second.key);
       queued_.erase(it);
@@ -386,10 +367,10 @@ void KubeScheduler::sync_queue(const CycleInput& in) {
   }
   // Every gang offered is queued, and only those (a gang changes only through the model, which
   // reports it): a queue out of step would be a bug, so it is said and the queue built anew.
-  if (queue_->size() != in.pending.size()) {
+  if (driver_.queue().size() != in.pending.size()) {
     std::fprintf(stderr, "tessera kube: the kept queue holds %zu gangs, %zu are offered; rebuilt\n",
-                 queue_->size(), in.pending.size());
-    queue_ = std::make_unique<PendingQueue>(*policy_.order);
+                 driver_.queue().size(), in.pending.size());
+    driver_.reset_queue();
     queued_.clear();
     for (const PendingJob& pj : in.pending) enqueue(pj.id, *in.gang_of(pj.id));
   }
@@ -685,21 +666,20 @@ void KubeScheduler::roll_back_partial_gangs(double t) {
 
 void KubeScheduler::carry_usage() {
   const QueueTree& tree = model_.tree();
-  if (decayed_.view().size() != tree.size()) {
-    decayed_ = decayed_.resized(tree.size(), tree.settings().half_life_seconds);
-  }
-  apply_usage(tree, usage_restore_, decayed_);
+  LongTermUsage& usage = driver_.usage();
+  if (usage.decayed().view().size() != tree.size()) usage.reshape(tree);
+  apply_usage(tree, usage_restore_, usage.decayed());
 }
 
 UsageByPath KubeScheduler::usage_to_save() const {
   UsageByPath out = usage_restore_;  // saved, for queues not seen since: kept, not forgotten
-  for (auto& [path, v] : usage_by_path(model_.tree(), decayed_)) out[path] = v;
+  for (auto& [path, v] : usage_by_path(model_.tree(), driver_.usage().decayed())) out[path] = v;
   return out;
 }
 
 // `synchronously`: on this thread (the way out); else queued behind the other writes.
 void KubeScheduler::save_usage(bool synchronously) {
-  if (!usage_store_ || !usage_loaded_ || !decayed_.on()) return;
+  if (!usage_store_ || !usage_loaded_ || !driver_.usage().on()) return;
   auto save = [this, usage = usage_to_save(), t = now()] {
     std::string error;
     if (!usage_store_->save(usage, t, &error)) {

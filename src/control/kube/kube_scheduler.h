@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "backend/kubernetes/kube_client.h"
+#include "control/cycle_driver.h"
 #include "control/history.h"
 #include "control/kube/cluster_model.h"
 #include "control/kube/informer.h"
@@ -201,7 +202,6 @@ class KubeScheduler {
   // their controller has made as many as the round gave them (at most gang_timeout), no round
   // runs (their GPUs are neither theirs nor free).
   std::map<std::string, double> resizing_;
-  double last_goodput_round_ = -1;
   std::string report_secret_;  // "" until read or created
   double now() const;
   int64_t job_id(const std::string& gang_key) const;  // stable per gang, for the read API
@@ -210,6 +210,7 @@ class KubeScheduler {
   std::shared_ptr<Client> client_;
   SchedulerOptions opt_;
   Policy policy_;
+  CycleDriver driver_;  // the kept queue, reason refreshes, long-term usage, cycle metrics
   Inbox inbox_;
   Informer informer_;
   StatusWriter writer_;
@@ -219,22 +220,18 @@ class KubeScheduler {
   mutable std::mutex mu_;  // the model and everything below
   ClusterModel model_;
   KubePower power_;
-  uint64_t cycle_no_ = 0;
   double last_cycle_ = 0;
   std::map<uint64_t, BindAttempt> attempts_;
   uint64_t next_attempt_ = 1;
   std::unordered_map<std::string, PendingReason> reasons_;  // gang key -> its latest reason
-  // The waiting gangs offered to the engine, kept between cycles (engine/pending_queue.h) with
-  // a copy of each one's spec as it was queued (the gang's own is derived again in place), and
-  // its key (its reason goes when it leaves);
-  // brought up to date from ClusterModel::take_changed() (sync_queue).
-  std::unique_ptr<PendingQueue> queue_;
+  // The waiting gangs offered to the engine (driver_.queue()), each with a copy of its spec as
+  // it was queued (the gang's own is derived again in place) and its key (its reason goes when
+  // it leaves); brought up to date from ClusterModel::take_changed() (sync_queue).
   struct Queued {
     JobSpec spec;
     std::string key;  // the gang's
   };
   std::unordered_map<JobId, Queued> queued_;
-  double reasons_refreshed_ = -1;
   void sync_queue(const CycleInput& in);
   mutable std::map<std::string, int64_t> ids_;  // gang key -> read-API id
   mutable int64_t next_id_ = 1;
@@ -249,7 +246,6 @@ class KubeScheduler {
   HistoryLog history_;
   HistorySampler history_sampler_;
   std::atomic<uint64_t> api_errors_{0};  // failed writes, counted by the worker threads
-  DecayedUsage decayed_;
   // Saved usage not yet given to a queue: read when this replica starts leading, applied to
   // each queue as it appears (a namespace with no pods yet has no queue in a flat tree).
   std::unique_ptr<UsageStore> usage_store_;

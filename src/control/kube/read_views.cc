@@ -138,8 +138,9 @@ std::vector<QueueView> KubeScheduler::queues() const {
   snap.pending = pending;
   snap.running = running;
   snap.queues = &model_.tree();
-  snap.decayed_usage = decayed_.view();
-  return queue_views(snap, decayed_, counts);
+  const DecayedUsage& decayed = driver_.usage().decayed();
+  snap.decayed_usage = decayed.view();
+  return queue_views(snap, decayed, counts);
 }
 
 std::vector<NodeView> KubeScheduler::nodes() const {
@@ -167,6 +168,7 @@ std::vector<NodeView> KubeScheduler::nodes() const {
 ServiceMetrics KubeScheduler::metrics() const {
   std::lock_guard lock(mu_);
   ServiceMetrics m = counters_;
+  driver_.report(m);
   std::map<std::string, ServiceMetrics::Tenant> by;
   for (TenantId t = 0; t < model_.tenants().size(); ++t)
     by[model_.tenants().name(t)].name = model_.tenants().name(t);
