@@ -1,5 +1,5 @@
 // tessera_kube_bench: how fast `tessera kube` binds, measured against the in-process API-server
-// emulator (issue 13). A program, not a timed test: it prints a markdown table.
+// emulator. A program, not a timed test: it prints a markdown table.
 //
 // Each scenario starts a fresh emulator (HTTP, no TLS) with N nodes x 8 GPUs, creates pods
 // through the emulator's in-process request() API (before the scheduler starts, or streamed

@@ -1,4 +1,4 @@
-// `tessera serve`'s scheduling tick with a long queue that cannot start (issue 20): four
+// `tessera serve`'s scheduling tick with a long queue that cannot start: four
 // tenants each hold their fair share of the 8 GPUs and N jobs of theirs wait; a tick in which
 // nothing changed, and the tick after a running job ends. Local backend, virtual GPUs, a real
 // `sleep` as each running job.
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "control/service.h"
+#include "control/serve/service.h"
 #include "store/job_request.h"
 
 namespace tessera {

@@ -14,7 +14,7 @@
 
 #include "api/http_server.h"
 #include "backend/backend.h"
-#include "control/service.h"
+#include "control/serve/service.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Accounting (issue 15): the usage report over a window, and the price table.
+// Accounting: the usage report over a window, and the price table.
 #include "model/accounting.h"
 
 #include <gtest/gtest.h>

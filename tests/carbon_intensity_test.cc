@@ -1,4 +1,4 @@
-// The carbon-intensity series (issue 17): hourly values from a user's CSV, integrated over any
+// The carbon-intensity series: hourly values from a user's CSV, integrated over any
 // interval, on Unix time (serve) or relative to a trace's start and repeating (simulate).
 #include "model/carbon_intensity.h"
 

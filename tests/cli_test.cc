@@ -286,7 +286,7 @@ TEST(CliSurface, HelpShowsEveryDefault) {
 }
 
 TEST(CliSurface, BenchTimesExactlyTheClusterItNames) {
-  // Issue 15, defect 4: --nodes 10 used to time 32 nodes while printing 10.
+  // --nodes 10 used to time 32 nodes while printing 10.
   const CmdResult r = run("bench --nodes 10 --gang 8 --pending 100 --repeat 1");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "10 nodes x 8 GPUs (80 GPUs)")) << r.output;
@@ -301,7 +301,7 @@ TEST(CliSurface, BenchTimesExactlyTheClusterItNames) {
 namespace {
 
 TEST(SimulateSurface, TheTextSummaryShowsNodeFailuresAndTheBackfill) {
-  // Issue 15, defects 6 and 8: only --json had the failures; the header did not say the backfill.
+  // Only --json had the failures; the header did not say the backfill.
   const auto list = tmp("two-failures.csv");
   std::ofstream(list) << "time,node,repair_seconds\n3600,node-0,600\n7200,node-1,600\n";
   const CmdResult r = run("simulate --failures " + list.string() + " --backfill none");
@@ -312,7 +312,7 @@ TEST(SimulateSurface, TheTextSummaryShowsNodeFailuresAndTheBackfill) {
 }
 
 TEST(SimulateSurface, OptionsThatCannotApplyWarnOrAreRefused) {
-  // Issue 15, defect 7: each of these used to be ignored without a word.
+  // Each of these used to be ignored without a word.
   const auto w = tmp("plain.jsonl");
   std::ofstream(w) << R"({"name":"a","submit":0,"work":60})"
                    << "\n";
@@ -363,7 +363,7 @@ TEST(SimulateSurface, DatasetsOnStorageTiersAreStagedAndCounted) {
 }
 
 TEST(SimulateSurface, TheJsonRecordsHowTheResultWasProduced) {
-  // Issue 15, defect 8: policy with backfill and flags, inputs with a content hash, predictor,
+  // Policy with backfill and flags, inputs with a content hash, predictor,
   // seed, version: enough to run it again and to see that an input changed.
   const auto w = tmp("prov.jsonl"), j1 = tmp("prov1.json"), j2 = tmp("prov2.json");
   std::ofstream(w) << R"({"name":"a","submit":0,"work":60})"

@@ -206,7 +206,7 @@ TEST(ClusterSpecTest, TiresiasCsv) {
 }
 
 TEST(ClusterSpecTest, AGpuTypeNobodyKnowsIsRefusedInEveryFormat) {
-  // Issue 15, defect 3: an unknown name was taken as a V100. Every cluster format refuses it,
+  // An unknown name was taken as a V100. Every cluster format refuses it,
   // naming the field and listing the known types; an ambiguous alias names its choices.
   const std::string yaml = error_of(
       [] { parse_cluster_yaml("nodes:\n  - {name: n0, gpus: 8, gpu_type: Hopper}\n", "c.yaml"); });

@@ -175,7 +175,7 @@ TEST(FairnessScenario, TwoGangsLargerThanHalfTheClusterRunOneAfterTheOther) {
 }
 
 TEST(FairnessScenario, APreemptedJobKeepsItsPlaceAheadOfLaterEqualJobsOfItsQueue) {
-  // Issue 15, defect 2: on 8 GPUs, a submits big1 then big2 (6 GPUs each), b submits 4. b
+  // On 8 GPUs, a submits big1 then big2 (6 GPUs each), b submits 4. b
   // reclaims from big1; when b finishes, big1 (the earlier) must run before big2, and no
   // reservation for big2 may hold it back.
   const Cluster c = make_uniform_cluster(1, 1, 1, 8);

@@ -1,5 +1,5 @@
 // GuardedHttpServer and request framing: what a client that is slow, idle, greedy or
-// malformed can do to an HTTP server (issue 14, findings 3, 4 and 18), with limits small
+// malformed can do to an HTTP server, with limits small
 // enough to reach in a test.
 #include "api/guarded_http_server.h"
 

@@ -383,7 +383,7 @@ env: {X: 1}
 namespace tessera {
 namespace {
 
-// Issue 14, finding 18: duplicate JSON keys were accepted (the last won) while YAML refused
+// Duplicate JSON keys were accepted (the last won) while YAML refused
 // them, a second YAML document was dropped, and `gpus: 1e-400` (JSON) read as 0 GPUs.
 TEST(JobRequestStrict, DuplicateKeysExtraDocumentsAndUnderflowAreRefused) {
   EXPECT_TRUE(YamlFails(R"({"name": "a", "name": "b", "command": ["true"]})", "name", "twice"));

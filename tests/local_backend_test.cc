@@ -380,7 +380,7 @@ TEST_F(LocalBackendTest, GonePidIsDecidedByTheExitFile) {
   EXPECT_NO_THROW(backend.signal(1, 1, {zero}, SIGTERM));
 }
 
-// Issue 14, finding 13: a new database restarted job ids at 1, and new jobs appended to the
+// A new database restarted job ids at 1, and new jobs appended to the
 // old jobs' logs in their directories.
 TEST_F(LocalBackendTest, AJobDirectoryOfAnotherDatabaseIsNeverReused) {
   LocalBackendOptions a;
@@ -538,7 +538,7 @@ TEST_F(LocalBackendTest, DiscoverFindsMembersWhoseHandlesWereNeverRecorded) {
 namespace tessera {
 namespace {
 
-// A member in a cgroup of its own (issue 14): its memory request is its limit, its processes
+// A member in a cgroup of its own: its memory request is its limit, its processes
 // are counted, and the group goes when the member does. The fixture is LocalBackendTest's
 // (its root, its spec, and its clean-up of the processes launched), with a cgroup parent of
 // the test's own.

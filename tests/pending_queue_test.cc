@@ -1,4 +1,4 @@
-// The incremental cycle (issue 15): a PendingQueue kept between cycles, walked lazily, and a
+// The incremental cycle: a PendingQueue kept between cycles, walked lazily, and a
 // cycle that stops once nothing more can start. Each test compares it with the reference (a
 // plain snapshot, every job considered): the same order, the same decisions, the same reasons
 // for the jobs that want one, and the same simulated schedule on a real trace.

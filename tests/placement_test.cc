@@ -577,7 +577,7 @@ TEST(Placement, RandomIsDeterministicForASeed) {
 namespace tessera {
 namespace {
 
-// Issue 20: the topology scorer's domain search bounds its scan with the cluster's NVLink slack
+// The topology scorer's domain search bounds its scan with the cluster's NVLink slack
 // (not one scanned per gang). On random clusters mixing nodes of one, two and four NVLink
 // domains, randomly filled, a gang that fits one domain still goes to the tightest one: the
 // fewest free GPUs among the domains that hold it, as a brute-force scan finds.

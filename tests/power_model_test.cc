@@ -1,4 +1,4 @@
-// The power model (issue 17, docs/energy.md): curves are monotone and normalised, Zeus's energy
+// The power model (docs/energy.md): curves are monotone and normalised, Zeus's energy
 // knob picks the limits it should, unmeasured types are derived sensibly, and the real Zeus
 // traces give the curves their data says.
 #include "insight/power_model.h"

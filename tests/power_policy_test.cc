@@ -1,4 +1,4 @@
-// Power caps, the energy knob and energy accounting (issue 17, docs/energy.md), through the
+// Power caps, the energy knob and energy accounting (docs/energy.md), through the
 // simulator and the engine: what a user would notice is that the estimated draw never passes
 // the cap, that shifting power limits costs less time than holding jobs, that the energy knob
 // trades time for energy, and that the energy figures add up.

@@ -1,4 +1,4 @@
-// Prediction in use (issue 6): the accuracy replay never peeks, the simulator feeds the
+// Prediction in use: the accuracy replay never peeks, the simulator feeds the
 // predictor, `tessera predict` reports, and EASY backfill with right predictions never delays
 // the reserved head-of-line job.
 #include "sim/prediction_eval.h"
@@ -286,7 +286,7 @@ TEST(PredictCli, WritesTheAccuracyTableAsJson) {
 }
 
 TEST(PredictCli, ScoringNoJobIsAnErrorNotAPerfectTable) {
-  // Issue 15, defect 5: "160 jobs, 0 scored" printed an all-zero table and exited 0.
+  // "160 jobs, 0 scored" printed an all-zero table and exited 0.
   const std::string trace = ::testing::TempDir() + "/predict_none.jsonl";
   {
     std::ofstream f(trace);

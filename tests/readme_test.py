@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs every shell command block of the README as a user would, so the README cannot drift
-from the program (issue 15, defect 10).
+from the program.
 
 Each ```sh block runs on its own in `bash -e -o pipefail`, from a scratch directory laid out
 like the checkout (deploy/, docs/, scripts/ and ../shared link to the real ones), with the

@@ -1,4 +1,4 @@
-// Runtime predictors (issue 6): the quantile hierarchy, the boosted trees, the baseline.
+// Runtime predictors: the quantile hierarchy, the boosted trees, the baseline.
 #include "insight/runtime_predictor.h"
 
 #include <gtest/gtest.h>

@@ -233,7 +233,7 @@ command: ["sh", "-c", "echo devices=$CUDA_VISIBLE_DEVICES"]
   EXPECT_EQ(json_of(unknown)["field"], "resources.gpu_types");
 }
 
-// Issue 17: serve's energy settings and what /metrics says of power and energy.
+// Serve's energy settings and what /metrics says of power and energy.
 TEST(ServiceE2E, PowerAndEnergyMetricsFollowTheClustersSettings) {
   TempDir dir("energy");
   const std::string carbon = dir.file("carbon.csv");
@@ -286,7 +286,7 @@ TEST(ServiceE2E, PowerPolicyFlagsThatCannotWorkAreRefusedAtStartup) {
       << virt.output;
 }
 
-// Issue 15: the screens an operator reads every day, from a real server.
+// The screens an operator reads every day, from a real server.
 TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   TempDir dir("screens");
   ServerProcess server(dir.str(), {"--virtual-gpus", "2"});

@@ -1,4 +1,4 @@
-// Energy in serve (issue 17): each tenant's estimated GPU energy in /metrics and in usage, kept
+// Energy in serve: each tenant's estimated GPU energy in /metrics and in usage, kept
 // across a restart; each GPU's power, estimated or measured with nvidia-smi; the cluster's power
 // with node base power and PUE; carbon from an intensity series.
 #include <gtest/gtest.h>

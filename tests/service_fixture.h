@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "control/service.h"
+#include "control/serve/service.h"
 #include "service_test_util.h"
 #include "store/job_request.h"
 
@@ -171,7 +171,7 @@ class ServiceTest : public ::testing::Test {
     s.tick();
     return id;
   }
-  // Issue 15 defect 2's scenario, on make(8): team-a submits big1 then big2 (6 GPUs each),
+  // A reclaim and return, on make(8): team-a submits big1 then big2 (6 GPUs each),
   // team-b submits b (4 GPUs), which reclaims from big1 and runs; 100 s later b ends and big1
   // runs again (big2 still waits).
   struct Reclaimed {

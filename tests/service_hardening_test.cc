@@ -1,4 +1,4 @@
-// `tessera serve` against what a hostile tenant sends (issue 14): each test reproduces a
+// `tessera serve` against what a hostile tenant sends: each test reproduces a
 // finding against the real binary and checks the server answers it and stays up.
 #include <gtest/gtest.h>
 
@@ -748,7 +748,7 @@ TEST(ServeHardening, ATenantsJobCannotReachTheServerOrAnotherTenant) {
             403);  // another tenant's
 }
 
-// TLS (issue 14): the API over HTTPS with a certificate pair; clients verify it (TESSERA_CA),
+// TLS: the API over HTTPS with a certificate pair; clients verify it (TESSERA_CA),
 // and one that cannot verify it, or speaks plain HTTP, gets nothing.
 TEST(ServeHardening, TheApiServesHttpsThatClientsVerify) {
   TempDir dir("tls");

@@ -1,4 +1,4 @@
-// Power policies in serve (issue 17): a power cap holds jobs (reason PowerCap) or, with
+// Power policies in serve: a power cap holds jobs (reason PowerCap) or, with
 // --power-shifting, lowers running and starting jobs' GPU power limits; limits rise again as
 // power frees, survive a restart, drive the energy estimates, and with --apply-power-limits are
 // set on real GPUs with nvidia-smi. A job that could never run under the cap is refused.

@@ -2,7 +2,7 @@
 // filters its tables use.
 #include <gtest/gtest.h>
 
-#include "control/history.h"
+#include "control/dashboard_samples.h"
 #include "service_fixture.h"
 #include "store/store.h"
 

@@ -1,4 +1,4 @@
-// Soak (issue 14): submissions, cancels, log reads, server kills and restarts, all at once,
+// Soak: submissions, cancels, log reads, server kills and restarts, all at once,
 // for TESSERA_SOAK_SECONDS (60 by default; the figures in the issue's note come from 600).
 // Then: no accepted job lost or run twice, the server's memory bounded, no descriptor leaked.
 // It prints one line of figures (SOAK ...) for the note.

@@ -1,10 +1,11 @@
 // The control plane on its own: the Service over an in-memory backend and a clock the test
 // moves, so that gang failure, preemption grace, launch failure and recovery are checked
 // step by step (tick() runs one poll + cycle) without real processes or sleeps.
-#include "control/service.h"
+#include "control/serve/service.h"
 
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include <csignal>
@@ -92,8 +93,41 @@ TEST_F(ServiceTest, APreemptedGangGetsItsGraceThenSigkillAndThePreemptorStartsAf
   EXPECT_EQ(backend_->launches[1].name, "mine");
 }
 
+// A cycle's decisions are written before they are acted on: when the database refuses the write
+// (here another process holds its write lock), the preemption and the start are undone whole:
+// no signal sent, no process started, the GPUs still the victim's; the next cycle decides again.
+TEST_F(ServiceTest, ACycleWhoseWriteIsRefusedActsOnNothingAndDecidesAgainLater) {
+  auto s = make(2);
+  const int64_t victim =
+      s->submit(as("team-a"), job("name: victim\ngang: 2\ncommand: [x]\n"), "", nullptr).row.id;
+  s->tick();
+  ASSERT_EQ(state(*s, victim), JobState::kRunning);
+  now_ += 10;
+  const int64_t mine =
+      s->submit(as("team-b"), job("name: mine\ncommand: [y]\n"), "", nullptr).row.id;
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(dir_.file("tessera.db").c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  s->tick();  // decides to preempt the victim for mine; the write waits out its timeout and fails
+  EXPECT_EQ(state(*s, victim), JobState::kRunning);
+  EXPECT_TRUE(backend_->signals_of(victim, 0).empty());
+  EXPECT_EQ(state(*s, mine), JobState::kPending);
+  EXPECT_EQ(free_gpus(*s), 0);
+  EXPECT_EQ(s->job(Caller{true, ""}, victim).row.preemptions, 0);
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  s->tick();
+  EXPECT_EQ(state(*s, victim), JobState::kPreempted);
+  EXPECT_EQ(backend_->signals_of(victim, 0), std::vector<int>{SIGTERM});
+  EXPECT_EQ(s->job(Caller{true, ""}, victim).row.preemptions, 1);
+  s->tick();  // the victim has exited: mine starts, once
+  EXPECT_EQ(state(*s, mine), JobState::kRunning);
+  ASSERT_EQ(backend_->launches.size(), 2u);
+  EXPECT_EQ(backend_->launches[1].name, "mine");
+}
+
 TEST_F(ServiceTest, APreemptedJobRunsBeforeALaterEqualJobOfItsTenant) {
-  // Issue 15, defect 2, as reported: 8 GPUs; team-a submits big1 then big2 (6 GPUs each),
+  // As first reported: 8 GPUs; team-a submits big1 then big2 (6 GPUs each),
   // team-b submits b (4). b reclaims from big1; after b finishes, big1 runs, not big2.
   auto s = make(8);
   const auto submit = [&](const char* tenant, const char* name, int gpus) {
@@ -262,7 +296,7 @@ TEST_F(ServiceTest, ADeletedTenantLeavesTheListLosesItsTokenAndKeepsItsUsage) {
   EXPECT_TRUE(listed);
 }
 
-// Job arrays (issue 15): one job per index, at most the throttle running, lowest index first,
+// Job arrays: one job per index, at most the throttle running, lowest index first,
 // each told its index; cancelled together.
 TEST_F(ServiceTest, AnArrayRunsItsTasksWithinItsThrottleAndIsCancelledTogether) {
   auto s = make(8);
@@ -348,7 +382,7 @@ TEST_F(ServiceTest, AnArrayLargerThanATenantMayQueueIsRefusedWhole) {
   EXPECT_EQ(s.jobs(Caller{true, ""}, JobFilter{}).size(), 10u);
 }
 
-// Retention and archiving (issue 15): finished jobs past the retention leave memory and are
+// Retention and archiving: finished jobs past the retention leave memory and are
 // read from the database; archived ones leave the live tables for a file; usage keeps them.
 TEST_F(ServiceTest, FinishedJobsLeaveMemoryAfterTheRetentionAndTheApiStillReadsThem) {
   ServiceOptions o = options(4);
@@ -494,7 +528,7 @@ TEST_F(ServiceTest, ADrainedNodeTakesNoNewWorkLetsItsJobsFinishAndStaysDrained) 
 }
 
 TEST_F(ServiceTest, TheTenantListHasTenantsTheAdminSubmittedForWithoutAToken) {
-  // Issue 15, defect 9: a tenant made by an admin's submission was missing from the list.
+  // A tenant made by an admin's submission was missing from the list.
   auto s = make(2);
   const RequestContext admin{Caller{true, ""}, "POST", "/v1/tenants"};
   s->create_tenant(admin, "team-a");
@@ -513,7 +547,7 @@ TEST_F(ServiceTest, TheTenantListHasTenantsTheAdminSubmittedForWithoutAToken) {
 }
 
 TEST_F(ServiceTest, ARunIsStoppedAtItsTimeLimitWithTheGraceAndEndsAsTimeout) {
-  // Issue 15: time_limit is enforced (SIGTERM, the grace, SIGKILL; state timeout), while a
+  // time_limit is enforced (SIGTERM, the grace, SIGKILL; state timeout), while a
   // duration_estimate that is exceeded stops nothing.
   auto s = make(2);
   backend_->ignore_term_of.insert("stubborn");
@@ -571,7 +605,7 @@ TEST_F(ServiceTest, AQueueGivesItsDefaultTimeLimitAndRefusesMoreThanItsMaximum) 
   }
 }
 
-// Issue 20: a cycle gives a reason only to jobs without one; every reason_refresh_seconds it
+// A cycle gives a reason only to jobs without one; every reason_refresh_seconds it
 // gives every waiting job its reason anew. A job's reason that another's arrival changed is
 // kept until then, and is then what a server that refreshes every cycle says.
 TEST_F(ServiceTest, AWaitingJobKeepsItsReasonUntilTheNextRefresh) {
@@ -614,7 +648,7 @@ TEST_F(ServiceTest, AWaitingJobKeepsItsReasonUntilTheNextRefresh) {
 }
 
 TEST_F(ServiceTest, AHeldJobWaitsUntilReleasedAndARequeuedJobRunsAgain) {
-  // Issue 15: tessera hold / release / requeue, with the hold kept across a restart.
+  // tessera hold / release / requeue, with the hold kept across a restart.
   auto s = make(1);
   const int64_t first = s->submit(as("lab"), job("name: a\ncommand: [x]\n"), "", nullptr).row.id;
   const int64_t second = s->submit(as("lab"), job("name: b\ncommand: [x]\n"), "", nullptr).row.id;
@@ -685,7 +719,7 @@ TEST_F(ServiceTest, UpdateChangesAClassOrATimeLimitWithinWhatTheQueueAllows) {
 }
 
 TEST_F(ServiceTest, DependenciesHoldJobsBackAndAFailedOneCancelsItsDependents) {
-  // Issue 15: after_ok waits for success (a failure cancels the dependent, and its own
+  // after_ok waits for success (a failure cancels the dependent, and its own
   // dependents, with the reason); after_any waits for the end, whatever it was.
   auto s = make(4);
   const auto sub = [&](const std::string& name, const std::string& deps) {
@@ -794,7 +828,7 @@ TEST_F(ServiceTest, ARestartRequeuesAJobWhoseMembersAreGoneAndAdoptsOnesThatRun)
   EXPECT_EQ(state(s, alive), JobState::kSucceeded);
 }
 
-// Issue 14, finding 18: an 8,000-character key was accepted, and the same key with another
+// An 8,000-character key was accepted, and the same key with another
 // spec silently returned the first job.
 TEST_F(ServiceTest, AnIdempotencyKeyIsBoundedAndNotReusedForAnotherSpec) {
   auto s = make(1);
@@ -825,7 +859,7 @@ TEST_F(ServiceTest, AnIdempotencyKeyIsBoundedAndNotReusedForAnotherSpec) {
   EXPECT_TRUE(created);
 }
 
-// Issue 14, finding 16: tenants named like the audit log's own actors were accepted.
+// Tenants named like the audit log's own actors were accepted.
 TEST_F(ServiceTest, TheAuditLogsActorNamesAreNotTenantNames) {
   auto s = make(1);
   const RequestContext admin{Caller{true, ""}, "POST", "/v1/tenants"};
@@ -844,7 +878,7 @@ TEST_F(ServiceTest, TheAuditLogsActorNamesAreNotTenantNames) {
   EXPECT_FALSE(s->create_tenant(admin, "administrators").empty());  // only the exact names
 }
 
-// Issue 14, finding 6: `checkpoint_grace: 1e9` let a stopping job keep its GPUs for ever.
+// `checkpoint_grace: 1e9` let a stopping job keep its GPUs for ever.
 TEST_F(ServiceTest, AGraceAboveTheServersLimitIsRefused) {
   auto s = make(1);  // the default limit: 3600 s
   for (const char* grace : {"1e9", "10000d", "3601"}) {
@@ -876,8 +910,8 @@ TEST_F(ServiceTest, ATenantCannotActOnAnotherTenantsJob) {
   EXPECT_TRUE(s->jobs(Caller{false, "team-b"}, JobFilter{}).empty());
   EXPECT_EQ(s->jobs(Caller{false, "team-a"}, JobFilter{}).size(), 1u);
   EXPECT_EQ(state(*s, id), JobState::kPending);
-  // Asking for another tenant's jobs by name is refused, not answered with an empty list
-  // (issue 14, finding 18); one's own name and the admin are fine.
+  // Asking for another tenant's jobs by name is refused, not answered with an empty list; one's
+  // own name and the admin are fine.
   JobFilter theirs;
   theirs.tenant = "team-a";
   try {

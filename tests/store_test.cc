@@ -161,7 +161,7 @@ PRAGMA user_version = 1;
   }
 }
 
-// Issue 14, finding 9: two servers on one database both ran the same jobs.
+// Two servers on one database both ran the same jobs.
 TEST(Store, OneDatabaseIsOpenedByOneStoreAtATime) {
   TempDir dir("store");
   const std::string path = dir.file("t.db");

@@ -1,4 +1,4 @@
-// The workload classifier (issue 17): one behaviour suite every classifier passes, the
+// The workload classifier: one behaviour suite every classifier passes, the
 // learnt one on small inputs, the no-peeking replay, simulate's defaults, and a slice of the
 // real Alibaba trace.
 #include "insight/workload_classifier.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "control/history.h"
+#include "control/dashboard_samples.h"
 
 namespace tessera {
 

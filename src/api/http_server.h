@@ -20,7 +20,7 @@
 
 #include "api/extra_listeners.h"
 #include "api/guarded_http_server.h"
-#include "control/service.h"
+#include "control/serve/service.h"
 
 namespace tessera {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "control/service.h"
+#include "control/read_model.h"
 
 namespace httplib {
 struct Request;

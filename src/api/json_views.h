@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "control/service.h"
+#include "control/read_model.h"
 
 namespace tessera {
 

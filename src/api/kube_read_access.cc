@@ -5,7 +5,7 @@
 #include <httplib.h>
 
 #include "api/http_util.h"
-#include "control/service.h"
+#include "control/read_model.h"
 #include "control/token.h"
 
 namespace tessera {

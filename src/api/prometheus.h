@@ -4,7 +4,7 @@
 #include <string>
 
 #include "api/guarded_http_server.h"
-#include "control/service.h"
+#include "control/read_model.h"
 
 namespace tessera {
 

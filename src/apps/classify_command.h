@@ -1,5 +1,4 @@
-// tessera classify: workload-classification accuracy on a labelled trace (issue 17,
-// docs/classifier.md).
+// tessera classify: workload-classification accuracy on a labelled trace (docs/classifier.md).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// How the tessera command line behaves as a whole, whatever the subcommand (issue 15): every
+// How the tessera command line behaves as a whole, whatever the subcommand: every
 // error reads "tessera: error: ..." and exits 2, a misspelt command or flag gets "did you
 // mean", every --help shows each option's default, `tessera --version` prints the build.
 #pragma once

@@ -24,13 +24,13 @@ struct SimulateArgs {
   double tick = 60;
   std::string backfill;  // empty: the policy's default
   bool no_preemption = false;
-  bool elastic = false;              // resize elastic gangs (Policy::elastic)
-  bool hetero = false;               // heterogeneity-aware placement (Policy::heterogeneity)
-  double rounds = 0;                 // round-based scheduling, round length (s); 0: off
-  double round_stay = 4;             // SimOptions::round_stay_factor
-  size_t round_lp_jobs = 0;          // SimOptions::round_lp_jobs (0: all)
-  GoodputArgs goodput;               // --policy goodput
-  bool reserve_inference = false;    // SimOptions::reserve_inference
+  bool elastic = false;            // resize elastic gangs (Policy::elastic)
+  bool hetero = false;             // heterogeneity-aware placement (Policy::heterogeneity)
+  double rounds = 0;               // round-based scheduling, round length (s); 0: off
+  double round_stay = 4;           // SimOptions::round_stay_factor
+  size_t round_lp_jobs = 0;        // SimOptions::round_lp_jobs (0: all)
+  GoodputArgs goodput;             // --policy goodput
+  bool reserve_inference = false;  // SimOptions::reserve_inference
   // Data staging (docs/data.md): Pollux applications' datasets, cache eviction, locality,
   // pre-staging (SimOptions::data_*).
   bool pollux_datasets = false;
@@ -53,7 +53,7 @@ struct SimulateArgs {
   std::vector<std::string> why;       // job names whose history to print (and put in --json)
   std::string predictor = "none";     // duration predictor: none|mean|quantile|gbt
   bool keep_trace_estimates = false;  // with a predictor: jobs with a trace estimate keep it
-  std::string classify = "none";      // classifier for unlabelled jobs' class (issue 17)
+  std::string classify = "none";      // classifier for unlabelled jobs' class
   EnergyArgs energy;                  // power model settings and policies (apps/energy_options)
 };
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& args);

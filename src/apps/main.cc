@@ -24,7 +24,7 @@
 namespace {
 
 // Overwrites the values of secret flags in argv once they are parsed: /proc/PID/cmdline shows
-// argv's memory to every user of the host, jobs included (issue 14, finding 14: a job read the
+// argv's memory to every user of the host, jobs included (a job read the
 // admin token from the server's command line). The flags still work; ps shows "xxxx".
 void scrub_secret_args(int argc, char** argv) {
   constexpr std::string_view kSecret[] = {"--admin-token", "--metrics-token", "--token"};

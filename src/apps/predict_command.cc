@@ -61,7 +61,7 @@ int run_predict(const PredictArgs& a) {
   }
   const size_t scored = results.empty() ? 0 : results.front().jobs;
   if (scored == 0) {
-    // An all-zero table reads as perfect accuracy (issue 15, defect 5): say why, and fail.
+    // An all-zero table reads as perfect accuracy: say why, and fail.
     size_t known = 0;
     for (const JobSpec& j : w.jobs) known += j.work_seconds > 0 ? 1 : 0;
     throw std::runtime_error(fmt::format(

@@ -1,4 +1,4 @@
-// tessera predict: runtime-prediction accuracy on a trace (issue 6, docs/prediction.md).
+// tessera predict: runtime-prediction accuracy on a trace (docs/prediction.md).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// A progress line on stderr for long commands (issue 15): "simulate: 41% (33,912/82,247)
+// A progress line on stderr for long commands: "simulate: 41% (33,912/82,247)
 // simulated 310.2 h, 1,204 waiting · 5,120/s · ETA 0:09", redrawn at most 4 times a second and
 // cleared at the end. Only when stderr is a terminal: piped or redirected, nothing is written.
 #pragma once

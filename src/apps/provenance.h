@@ -1,4 +1,4 @@
-// What produced a result file (issue 15, defect 8): the build, and each input file by path and
+// What produced a result file: the build, and each input file by path and
 // content hash, so a result can be run again and a changed input noticed.
 #pragma once
 

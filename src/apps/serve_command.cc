@@ -18,7 +18,7 @@
 #include "apps/listen.h"
 #include "apps/service_commands.h"
 #include "backend/job_network.h"
-#include "control/service.h"
+#include "control/serve/service.h"
 #include "control/token.h"
 #include "model/carbon_intensity.h"
 #include "model/input_error.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "apps/goodput_options.h"
-#include "control/tenant_limits.h"
+#include "control/serve/tenant_limits.h"
 
 namespace tessera {
 
@@ -33,7 +33,7 @@ struct ServeArgs {
   int threads = 16;
   TenantLimits limits;
   std::string job_user;          // "tenant", "server"; empty: tenant when root, else server
-  int64_t tenant_uid_base = -1;  // -1: derived from the database (control/uid_range.h)
+  int64_t tenant_uid_base = -1;  // -1: derived from the database (control/serve/uid_range.h)
   std::vector<std::string> pass_env;
   std::string cgroups = "auto";  // auto, on, off
   std::string tls_cert, tls_key;
@@ -50,14 +50,14 @@ struct ServeArgs {
   double retain_finished_hours = 24;  // < 0: for ever
   double archive_after_hours = -1;    // < 0: never
   std::string archive_dir;            // empty: <db>.archive
-  // Energy (issue 17): the data dir the power model is read from (empty: the default, as
+  // Energy: the data dir the power model is read from (empty: the default, as
   // other commands), the virtual GPUs' type, this host's base power, the PUE, a carbon series.
   std::string data_dir;
   std::string virtual_gpu_type = "virtual";
   double node_power = 0;
   double pue = 1;
   std::string carbon;
-  // Power policies (issue 17): the cap ("KW" or "N%"), shifting, the default energy knob, and
+  // Power policies: the cap ("KW" or "N%"), shifting, the default energy knob, and
   // whether the limits are applied to the GPUs with nvidia-smi.
   std::string power_cap;
   bool power_shifting = false;

@@ -207,7 +207,7 @@ int run_simulate(const SimulateArgs& a) {
   }
 
   const Cluster cluster = a.cluster.empty() ? default_cluster() : load_cluster(a.cluster);
-  // How this result is produced, recorded in --json (issue 15, defect 8).
+  // How this result is produced, recorded in --json.
   nlohmann::ordered_json run;
   run["command"] = "simulate";
   run["tessera"] = build_identity();

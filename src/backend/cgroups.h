@@ -1,6 +1,6 @@
 // A cgroup per job member: memory, process count and CPU weight, so that one tenant's job
-// cannot take the host's memory, fork without end, or starve its neighbours' CPUs (issue 14;
-// Slurm confines every job to a cgroup the same way). cgroup v2 where the host has a unified
+// cannot take the host's memory, fork without end, or starve its neighbours' CPUs (as
+// Slurm confines every job to a cgroup). cgroup v2 where the host has a unified
 // hierarchy with these controllers, else the v1 controllers mounted one per directory (as on
 // these build machines). Creating groups needs root, or a delegated subtree.
 #pragma once

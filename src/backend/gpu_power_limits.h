@@ -1,4 +1,4 @@
-// GPU power limits on real NVIDIA GPUs (`tessera serve --apply-power-limits`; issue 17): what
+// GPU power limits on real NVIDIA GPUs (`tessera serve --apply-power-limits`): what
 // each GPU's limit is and may be, and `nvidia-smi -i INDEX -pl WATTS` to change it (root only,
 // as the driver requires). Commands run through a CommandRunner, so that tests see the exact
 // commands without a GPU.

@@ -49,7 +49,7 @@ constexpr const char* kWrapper =
 
 // The part of the server's environment a job sees: an allowlist, not the whole of it. The
 // server's may hold secrets (TESSERA_ADMIN_TOKEN, a cloud credential), and a job is a tenant's
-// code (issue 14, finding 14). Locale and time zone pass, PATH passes (or a default), and the
+// code. Locale and time zone pass, PATH passes (or a default), and the
 // names the operator lists (--pass-env: CUDA_HOME, LD_LIBRARY_PATH, a proxy).
 std::map<std::string, std::string> job_environment(const std::vector<std::string>& pass) {
   std::map<std::string, std::string> out;

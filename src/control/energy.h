@@ -1,4 +1,4 @@
-// Energy in `tessera serve` (issue 17): what each GPU draws, what each run draws, and each
+// Energy in `tessera serve`: what each GPU draws, what each run draws, and each
 // tenant's energy counter, from the power model (insight/power_model.h).
 //
 // Estimates: a GPU held by jobs draws its type's median curve at the holder's power limit (the

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "control/service.h"
+#include "control/read_model.h"
 #include "engine/goodput_model.h"
 #include "store/job_request.h"
 

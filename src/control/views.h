@@ -27,7 +27,7 @@ struct QueueView {
 };
 
 // A tenant as the admin sees it: those created with a token and those that exist only because
-// the admin submitted for them (issue 15, defect 9: the list left those out).
+// the admin submitted for them (the list once left those out).
 struct TenantView {
   std::string name;
   bool has_token = false;

@@ -1,5 +1,5 @@
 // The pending jobs as a caller keeps them between cycles, ordered for one QueueOrder, so that a
-// cycle costs what can start rather than the length of the queue (issue 15): the order is
+// cycle costs what can start rather than the length of the queue: the order is
 // walked lazily (QueueOrder::walk), and the aggregates a cycle needs (demand per tenant, the
 // gang sizes and ranks waiting, the shortest estimates per gang size) are kept as jobs come and
 // go instead of summed per cycle, so that the cycle can stop once nothing it has not yet looked

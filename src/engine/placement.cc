@@ -277,7 +277,7 @@ bool place_in_tightest_domain(ClusterState& state, const JobSpec& job, int32_t m
   // tightest domain that fits has at least max(need, k - slack) free: scanning nodes by free
   // GPUs ascending, stop once that bound reaches the best found (at the first fit when every
   // node is a single NVLink domain). The cluster's slack bounds the range's (kept by the
-  // cluster, not scanned per gang: the scan was O(nodes) per gang, issue 20); a looser bound
+  // cluster, not scanned per gang: the scan was O(nodes) per gang); a looser bound
   // only scans further, and what it scans cannot beat the best found, so the choice is the same.
   const int64_t slack = state.cluster().max_nvl_slack();
   const auto types = allowed_types(state, job);

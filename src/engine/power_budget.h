@@ -1,4 +1,4 @@
-// Power in a scheduling cycle (issue 17; docs/energy.md): the estimated draw of what runs, the
+// Power in a scheduling cycle (docs/energy.md): the estimated draw of what runs, the
 // caps it must stay under, and each job's GPU power limit.
 //
 // A job's estimated draw above idle is, per GPU it holds, its share of the GPU times (the

@@ -21,7 +21,7 @@ namespace {
 
 // Per tenant, its pending jobs in pending_key order: what every walk reads. A preempted job is
 // ranked by its submit time, not the time it was requeued: it keeps its place ahead of the equal
-// jobs that came after it (issue 15, defect 2), so neither the order nor the reservation made
+// jobs that came after it, so neither the order nor the reservation made
 // for the first blocked job can invert arrival within a queue.
 class Source {
  public:

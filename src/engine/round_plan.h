@@ -1,4 +1,4 @@
-// Gavel's round-based mechanism (Narayanan et al., OSDI'20, section 5; issue 18): turning the
+// Gavel's round-based mechanism (Narayanan et al., OSDI'20, section 5): turning the
 // time shares of engine/type_shares.h into who runs on which GPU type in the next round.
 //
 // Each round, job j's priority on type t is X[j][t] / received[j][t], where received is the

@@ -1,4 +1,4 @@
-// The running jobs as a caller keeps them between cycles (issue 20), beside its PendingQueue:
+// The running jobs as a caller keeps them between cycles, beside its PendingQueue:
 // the caller edits one entry when one job starts, stops or changes instead of rebuilding the
 // list every cycle, and a cycle reads each tenant's usage and demand from it
 // (compute_queue_shares) instead of summing them over every running job.

@@ -1,4 +1,4 @@
-// Heterogeneity-aware time shares (Gavel, Narayanan et al., OSDI'20, section 4; issue 18): how
+// Heterogeneity-aware time shares (Gavel, Narayanan et al., OSDI'20, section 4): how
 // much of its time each job should spend on each GPU type, from a linear program over the jobs'
 // throughputs on every type, solved with GLPK.
 //

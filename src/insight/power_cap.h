@@ -1,4 +1,4 @@
-// A power cap as the commands take it (`--power-cap KW|N%`; issue 17, docs/energy.md): kilowatts,
+// A power cap as the commands take it (`--power-cap KW|N%`; docs/energy.md): kilowatts,
 // or a percentage of the cluster's peak draw (every node's base power plus every GPU at its TDP).
 // Shared by `tessera serve` and (to be) `tessera simulate`.
 #pragma once

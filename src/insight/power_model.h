@@ -1,4 +1,4 @@
-// The power and energy model (issue 17; docs/energy.md): what a GPU draws idle and at full
+// The power and energy model (docs/energy.md): what a GPU draws idle and at full
 // power, and, per workload, how fast it runs and how much it draws under each GPU power limit.
 //
 // Curves come from measurements (Zeus, NSDI'23: time per epoch and average power of six

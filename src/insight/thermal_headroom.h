@@ -1,4 +1,4 @@
-// Thermal headroom from temperature readings (issue 17, policy 4; docs/energy.md): how many watts
+// Thermal headroom from temperature readings (docs/energy.md): how many watts
 // above idle a host's GPUs can draw, in steady state, without a GPU passing a temperature limit.
 //
 // The model is the usual first-order one: in steady state a GPU sits at

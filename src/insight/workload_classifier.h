@@ -1,4 +1,4 @@
-// Workload classification (issue 17; docs/classifier.md): from what a job declares when it is
+// Workload classification (docs/classifier.md): from what a job declares when it is
 // submitted (resources, gang shape, GPU share and type constraints, tenant, name, command) and
 // from the jobs of its kind that finished before it, predict what kind of work it is and how
 // long it will run. A job that names no priority class gets the defaults its predicted kind

@@ -1,4 +1,4 @@
-// An hourly carbon-intensity series (issue 17): grams of CO2(-equivalent) per kWh of
+// An hourly carbon-intensity series: grams of CO2(-equivalent) per kWh of
 // electricity, from a user-provided CSV (e.g. exported from the grid operator or Electricity
 // Maps), and the carbon of a constant draw over any interval.
 //

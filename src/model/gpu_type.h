@@ -42,7 +42,7 @@ class GpuTypeTable {
   // A type by its name or an unambiguous alias (A100-80GB -> A100-80G), case-insensitive.
   std::optional<GpuTypeId> find(std::string_view name) const;
   // As find(), but a name it does not know throws std::invalid_argument saying which names it
-  // knows, or, for an ambiguous alias (A100), which types it could mean (issue 15, defect 3).
+  // knows, or, for an ambiguous alias (A100), which types it could mean.
   GpuTypeId known(std::string_view name) const;
   std::string names() const;  // "V100, K80, ...": the types in this table, for messages
   const GpuType& at(GpuTypeId id) const { return types_.at(id); }

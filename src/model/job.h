@@ -19,7 +19,7 @@
 namespace tessera {
 
 // Priority classes, highest first in importance. The numeric value orders preemption: a job
-// may preempt only jobs of a strictly lower class (issue 3 adds per-class rules).
+// may preempt only jobs of a strictly lower class (queues may add per-class rules).
 enum class PriorityClass : uint8_t {
   kBestEffort = 0,
   kResearch = 1,

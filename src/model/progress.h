@@ -1,4 +1,4 @@
-// How far a long computation is, for a progress line on a terminal (issue 15): simulations,
+// How far a long computation is, for a progress line on a terminal: simulations,
 // experiments and evaluations report to a callback, and the CLI decides whether and how to
 // show it. Reporting is cheap; callers report every so many steps, not every step.
 #pragma once

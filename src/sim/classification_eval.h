@@ -1,4 +1,4 @@
-// Workload-classification accuracy on a labelled trace (issue 17, docs/classifier.md), and
+// Workload-classification accuracy on a labelled trace (docs/classifier.md), and
 // the classifier's defaults applied to a simulated workload. Both replay jobs in submission
 // order and show a classifier a job only once it has finished before the current submission:
 // a label is never used before it is known.

@@ -18,7 +18,7 @@ EngineFixture::EngineFixture(const EngineFixtureSpec& spec) {
   if (spec.gang < 1) throw std::invalid_argument("a gang has at least 1 member");
   if (spec.pending < 0) throw std::invalid_argument("pending jobs must be 0 or more");
   // Exactly `nodes` nodes: full racks of nodes_per_rack, and the rest in a last, smaller rack
-  // (issue 15, defect 4: rounding up to whole racks timed a larger cluster than the one named).
+  // (rounding up to whole racks timed a larger cluster than the one named).
   ClusterBuilder b;
   const GpuTypeId type = b.gpu_types().known("A100-80G");
   for (int n = 0; n < spec.nodes; ++n) {

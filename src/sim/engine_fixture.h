@@ -27,7 +27,7 @@ struct EngineFixtureSpec {
   // When set, the pending jobs are kept in a PendingQueue of this order with their reasons
   // already known (PendingJob::wants_reason false), the running ones in a RunningSet, and the
   // cycle tries placements on the fixture's own ledger, as the simulator keeps them between
-  // cycles: the cycle after a change then costs what the change can start (issue 20).
+  // cycles: the cycle after a change then costs what the change can start.
   const QueueOrder* order = nullptr;
 };
 

@@ -1,6 +1,6 @@
-// Gavel's round-based heterogeneity-aware scheduling in the simulator (issue 18 part 2;
-// docs/heterogeneity.md): at each round boundary the jobs that want to run (waiting and
-// running) get time shares of every GPU type from the LP (engine/type_shares.h, max-min
+// Gavel's round-based heterogeneity-aware scheduling in the simulator
+// (docs/heterogeneity.md): at each round boundary the jobs that want to run (waiting and running)
+// get time shares of every GPU type from the LP (engine/type_shares.h, max-min
 // fairness), and the round's plan (engine/round_plan.h) says which job runs on which type until
 // the next boundary. The simulator then suspends or migrates the running jobs the plan moves
 // (a preemption: checkpoint grace, then a restart) and starts the ones it brings in.

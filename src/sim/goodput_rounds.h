@@ -1,4 +1,4 @@
-// Goodput-aware elastic scheduling in the simulator (`--policy goodput`; issue 18 part 1;
+// Goodput-aware elastic scheduling in the simulator (`--policy goodput`;
 // docs/goodput.md), as Pollux (OSDI'21) does it: every round each training job's GPU count is
 // chosen from its goodput (throughput x statistical efficiency, learnt from what the job
 // reports), and each job picks its batch size for the GPUs it gets.

@@ -1,4 +1,4 @@
-// Runtime-prediction accuracy on a trace (issue 6): replays the jobs in submit order and asks
+// Runtime-prediction accuracy on a trace: replays the jobs in submit order and asks
 // each predictor for every job before it starts, having shown it only the jobs that had
 // finished by then. See docs/prediction.md.
 #pragma once

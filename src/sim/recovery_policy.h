@@ -1,4 +1,4 @@
-// What happens to a job a node failure stopped (issue 6): requeue it and let the scheduler
+// What happens to a job a node failure stopped: requeue it and let the scheduler
 // place it, or restart it at once in place of its lost members (the survivors keep their
 // GPUs; the lost members go to the same rack if it has room, else anywhere). Policies:
 //  - requeue: always wait in the queue (with priority: its place is its submission time);

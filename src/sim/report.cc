@@ -407,7 +407,7 @@ std::string format_summary(const nlohmann::ordered_json& j) {
       out += fmt::format("carbon {:.1f} kg CO2\n", e["carbon_kg"].get<double>());
     }
   }
-  if (j.contains("failures")) {  // (issue 15, defect 6: only --json had them)
+  if (j.contains("failures")) {  // (only --json had them once)
     const auto& f = j["failures"];
     out += fmt::format(
         "node failures {}   jobs hit {}   recovery mean {:.1f} min (max {:.1f})   unrecovered "

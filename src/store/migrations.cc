@@ -131,12 +131,12 @@ CREATE TABLE history (
     R"sql(
 ALTER TABLE jobs ADD COLUMN classified TEXT NOT NULL DEFAULT '';
 )sql",
-    // 12: energy (issue 17): each run's estimated GPU draw in watts (0 for runs recorded before),
+    // 12: energy: each run's estimated GPU draw in watts (0 for runs recorded before),
     // so that usage reports energy and the energy counters survive a restart.
     R"sql(
 ALTER TABLE job_runs ADD COLUMN gpu_watts REAL NOT NULL DEFAULT 0;
 )sql",
-    // 13: power policies in serve (issue 17): the GPU power limit a job runs at (W; 0: its GPUs'
+    // 13: power policies in serve: the GPU power limit a job runs at (W; 0: its GPUs'
     // default, the TDP), so that a restart keeps it.
     R"sql(
 ALTER TABLE jobs ADD COLUMN power_limit_w REAL NOT NULL DEFAULT 0;

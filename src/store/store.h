@@ -75,7 +75,7 @@ struct JobRow {
   // The kind the workload classifier predicted for a job that named no priority class (the
   // class in `spec` is then the kind's); "" = the class, if any, is the user's.
   std::string classified;
-  // The GPU power limit its current run has (W; serve's power policies, issue 17); 0: its
+  // The GPU power limit its current run has (W; serve's power policies); 0: its
   // GPUs' default (the TDP).
   double power_limit_w = 0;
 };

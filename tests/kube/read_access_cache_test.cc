@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/kube_read_access.h"
-#include "control/service.h"
+#include "control/read_model.h"
 
 namespace tessera {
 namespace {

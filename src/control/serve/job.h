@@ -1,7 +1,7 @@
 // A job as the service holds it in memory (its stored row and what only a live server knows:
 // its ledger allocation, processes, stop and accounting state), shared by the files that
-// implement Service: service.cc (the scheduler thread), service_requests.cc (the API's calls
-// that change jobs, tenants and nodes) and service_views.cc (what the API reads).
+// implement Service (control/serve/): the scheduler thread (scheduling, supervisor), the API's
+// calls that change jobs (requests) and what the API reads (views).
 #pragma once
 
 #include <cstdint>
@@ -11,13 +11,19 @@
 
 #include "backend/backend.h"
 #include "backend/job_network.h"
-#include "control/job_history.h"
-#include "control/service.h"
+#include "control/serve/row_events.h"
+#include "control/serve/service.h"
 #include "engine/goodput_model.h"
 #include "model/accounting.h"
 #include "model/job.h"
 
 namespace tessera {
+
+// A run's allocation and its member processes as the job's row stores them ("" for none).
+std::string encode_allocation(const Allocation& a);
+Allocation decode_allocation(const std::string& text);
+std::string encode_members(const std::vector<MemberHandle>& ms);
+std::vector<MemberHandle> decode_members(const std::string& text);
 
 // GPU-seconds of the run that `row` has going on `alloc` up to `t` (0 when none is).
 double run_gpu_seconds(const JobRow& row, const Allocation& alloc, double t);
@@ -65,7 +71,7 @@ struct Service::Job {
   RecordedState recorded;
   std::string reason_recorded;
   int32_t reason_events = 0;
-  // Goodput rounds (adaptive jobs under --policy goodput; service_goodput.cc): what it has
+  // Goodput rounds (adaptive jobs under --policy goodput; serve/goodput.cc): what it has
   // reported (built at its first report or round), the members the last round gave it (-1: no
   // round has planned it since it last waited), its spec with that gang size (what the cycle
   // sees of it while it waits), why it is being stopped to run at another size, and how long
@@ -75,7 +81,7 @@ struct Service::Job {
   JobSpec round_spec;
   std::string resizing;
   double ran_seconds = 0;
-  // Datasets (service_datasets.cc; serve --dataset-dir): placed and waiting for its dataset to
+  // Datasets (serve/datasets.cc; serve --dataset-dir): placed and waiting for its dataset to
   // be staged; holding it in the cache (never evicted while held); whether this placement asked
   // for the staging (a failure it sees then fails it; an older one is retried); and why it
   // waits for room in the cache ("" = it does not).

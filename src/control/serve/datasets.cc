@@ -6,8 +6,8 @@
 // a time and only into free room, so that they start at once when their turn comes.
 #include <algorithm>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 #include "model/dataset.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-// What one tenant may ask of a shared server (issue 14, finding 8): without limits a tenant
+// What one tenant may ask of a shared server: without limits a tenant
 // queued 50,000 jobs, and a 100,000-member CPU gang was accepted and launched at once. Slurm
 // has the same knobs per user and account (MaxSubmitJobs, MaxTasksPerJob, MaxJobs); Kubernetes
 // bounds request rates per client (API priority and fairness).

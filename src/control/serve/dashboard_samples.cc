@@ -2,8 +2,8 @@
 // memory and to the database (so that a restart keeps the charts), read back by GET /v1/history.
 #include <iostream>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 #include "store/store.h"
 
 namespace tessera {

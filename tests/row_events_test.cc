@@ -1,5 +1,5 @@
-// The history's events from row changes (control/job_history.h), one per transition.
-#include "control/job_history.h"
+// The history's events from row changes (control/serve/row_events.h), one per transition.
+#include "control/serve/row_events.h"
 
 #include <gtest/gtest.h>
 

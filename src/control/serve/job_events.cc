@@ -1,11 +1,11 @@
-// Each job's history (control/job_history.h): events derived from row changes, written with
+// Each job's history (control/serve/row_events.h): events derived from row changes, written with
 // the rows, and the changes of a waiting job's reason recorded after each cycle.
 #include <fmt/format.h>
 #include <cmath>
 #include <set>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-// Retention (issue 15): finished jobs past the retention leave the server's memory, so that a
+// Retention: finished jobs past the retention leave the server's memory, so that a
 // server with millions of jobs in its history holds only the live ones and the recent past;
 // the API reads the others from the database (its partial indexes keep those pages fast).
 // Archiving then moves the oldest out of the live tables into JSON-lines files.
@@ -8,8 +8,8 @@
 #include <iostream>
 #include <set>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 
 namespace tessera {
 namespace {

@@ -1,6 +1,6 @@
 // The API calls that change things: submissions, job control (cancel, hold, release, requeue,
 // update, dependencies), tenants and their tokens, node drains, and the limits they check.
-#include "control/service.h"
+#include "control/serve/service.h"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "control/service_job.h"
+#include "control/serve/job.h"
 #include "control/token.h"
 #include "engine/admission.h"
 #include "model/dataset_name.h"
@@ -22,7 +22,7 @@ namespace tessera {
 namespace {
 
 // The audit log names its actors "admin" and "anonymous": a tenant of either name could not be
-// told apart from them (issue 14, finding 16).
+// told apart from them.
 void refuse_reserved_tenant(const std::string& name, const std::string& field) {
   if (name == "admin" || name == "anonymous") {
     throw ServiceError(ServiceError::kInvalid, field,

@@ -3,8 +3,8 @@
 // from the jobs whose class their user set, as they end (docs/classifier.md).
 #include <algorithm>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 
 namespace tessera {
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 
 #include "control/goodput_reports.h"
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 #include "control/token.h"
 #include "engine/goodput_placement.h"
 #include "engine/goodput_round.h"

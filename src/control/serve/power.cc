@@ -1,4 +1,4 @@
-// Power policies in serve (issue 17; docs/energy.md): the power view the engine's cycle
+// Power policies in serve (docs/energy.md): the power view the engine's cycle
 // sees (a cap on this host's estimated draw, the energy knob), each job's GPU power limit as
 // the cycle sets it, and, with --apply-power-limits, those limits applied to real GPUs.
 #include <fmt/format.h>
@@ -8,8 +8,8 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 #include "insight/power_cap.h"
 
 namespace tessera {

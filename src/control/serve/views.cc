@@ -1,6 +1,6 @@
 // What the API reads: jobs, logs, queues, nodes, tenants, the audit log, usage and metrics,
 // each under the service's lock, shaped for the caller.
-#include "control/service.h"
+#include "control/serve/service.h"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <set>
 #include <tuple>
 
-#include "control/service_job.h"
+#include "control/serve/job.h"
 #include "control/token.h"
 #include "engine/admission.h"
 #include "model/input_error.h"

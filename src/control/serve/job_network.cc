@@ -6,8 +6,8 @@
 #include <exception>
 #include <string>
 
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 
 namespace tessera {
 

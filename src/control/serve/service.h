@@ -32,12 +32,13 @@
 #include "backend/cgroups.h"
 #include "backend/gpu_power_limits.h"
 #include "control/cycle_driver.h"
-#include "control/dataset_cache.h"
+#include "control/dashboard_samples.h"
 #include "control/energy.h"
-#include "control/history.h"
-#include "control/store_health.h"
-#include "control/tenant_limits.h"
-#include "control/uid_range.h"
+#include "control/read_model.h"
+#include "control/serve/dataset_cache.h"
+#include "control/serve/store_health.h"
+#include "control/serve/tenant_limits.h"
+#include "control/serve/uid_range.h"
 #include "control/views.h"
 #include "engine/decayed_usage.h"
 #include "engine/decisions.h"
@@ -86,7 +87,7 @@ struct ServiceOptions {
   // uid from tenant_uid_base up, kept in the database) or the server's.
   bool tenant_uids = false;
   // The first of them; -1: the one this database used before, else one derived from its id
-  // (control/uid_range.h). uid_claims_dir holds each running server's claim on its range.
+  // (control/serve/uid_range.h). uid_claims_dir holds each running server's claim on its range.
   int64_t tenant_uid_base = -1;
   std::string uid_claims_dir = "/run/tessera/uid-ranges";
   std::vector<std::string> pass_env;  // server environment variables jobs also see
@@ -110,7 +111,7 @@ struct ServiceOptions {
   // "threshold", "majority"; docs/classifier.md); "" = none. It learns from the jobs whose
   // class their user set, as they finish.
   std::string classifier;
-  // Energy (issue 17; control/energy.h). The power model (serve loads it from the data dir;
+  // Energy (control/energy.h). The power model (serve loads it from the data dir;
   // null = one without measurements: flat curves at each type's TDP); the type name virtual
   // GPUs get ("virtual" has no power figures: it draws 0); this host's base power (CPU,
   // memory, fans; W, counted once in tessera_power_watts; 0 = not counted); the PUE (>= 1);
@@ -122,7 +123,7 @@ struct ServiceOptions {
   std::shared_ptr<const CarbonIntensity> carbon;
   // How often (service clock) a server on real GPUs reads their power draw with nvidia-smi.
   double power_read_interval_seconds = 10;
-  // Power policies (issue 17; docs/energy.md). A cap on this host's estimated IT draw:
+  // Power policies (docs/energy.md). A cap on this host's estimated IT draw:
   // "KW", or "N%" of its peak draw (node_power_w plus every GPU at its TDP); "" = none. Under a
   // cap, power_shifting lowers jobs' GPU power limits to fit more work (else jobs wait until
   // power frees). energy_weight: Zeus's energy knob (0..1) for queues that set no
@@ -159,7 +160,7 @@ struct ServiceOptions {
   bool isolate_job_network = false;
   // Datasets (docs/data.md, "In tessera serve"): the dataset cache's directory ("" = none: a
   // job's `dataset` is only told to it, TESSERA_DATASET), the command that stages one there
-  // (control/dataset_cache.h), the cache's capacity in GB (0 = no bound), and how many
+  // (control/serve/dataset_cache.h), the cache's capacity in GB (0 = no bound), and how many
   // datasets may be staged at once ahead of the waiting jobs that read them (0 = none; such
   // staging only uses free room, it never evicts; -1 = not given: 1 with a cache). The cache
   // options without a cache are refused.
@@ -170,121 +171,13 @@ struct ServiceOptions {
 };
 inline constexpr int kDefaultVirtualGpus = 8;
 
-// Who is asking: the admin, or one tenant.
-struct Caller {
-  bool admin = false;
-  std::string tenant;
-  std::string actor() const { return admin ? "admin" : tenant; }
-};
-
-// What an API call is, for the audit log.
-struct RequestContext {
-  Caller caller;
-  std::string method;
-  std::string path;
-};
-
-// A refused request. The API maps kinds to HTTP statuses.
 // The longest Idempotency-Key a submission may carry (as the service contract says).
 inline constexpr size_t kMaxIdempotencyKeyChars = 255;
-
-class ServiceError : public std::runtime_error {
- public:
-  // kUnavailable: the database refused the write (a full disk); nothing changed, retry later.
-  enum Kind {
-    kInvalid,
-    kUnauthorized,
-    kForbidden,
-    kNotFound,
-    kConflict,
-    kInfeasible,
-    kTooMany,  // a tenant's limit (pending jobs, submission rate): 429, retry later
-    kUnavailable
-  };
-  ServiceError(Kind kind, std::string field, const std::string& message)
-      : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
-  Kind kind() const { return kind_; }
-  const std::string& field() const { return field_; }
-
- private:
-  Kind kind_;
-  std::string field_;
-};
-
-// One member's place, for the API.
-struct MemberPlacement {
-  int32_t rank = 0;
-  std::string node;
-  std::vector<int32_t> gpus;  // host GPU indices
-  int32_t gpu_milli = 1000;
-};
-
-// A job as the API shows it.
-struct JobView {
-  JobRow row;
-  std::string pending_reason;  // in words; "" when not pending
-  // The same, as a short code for tables (as Slurm's squeue REASON): Resources, GangFit,
-  // Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, TenantLimit, ArrayLimit,
-  // Preempting, Unrunnable, Held, Dependency, GoodputRound, Staging; "" when not pending or not yet
-  // decided.
-  std::string reason_code;
-  std::string queue;           // its leaf queue's path
-  std::string priority_class;  // the class it runs at (its own, else its queue's default)
-  std::vector<MemberPlacement> placement;
-};
-
-// What a goodput-adaptive job reports while it runs (POST /v1/jobs/ID/report; docs/goodput.md):
-// any of its step time on a placement, its gradient statistics, its progress.
-struct JobReport {
-  std::optional<StepReport> step;
-  std::optional<GradientStats> gradient;
-  // Progress in steps at the job's initial batch (adaptive.batch): done so far, and in all.
-  std::optional<std::pair<double, double>> progress;
-};
-
-// What the scheduler makes of an adaptive job, as the report's answer: where it runs now, what
-// the last goodput round gave it, and, from everything it reported, the batch it should train
-// with on its GPUs and how fast that is.
-struct JobReportView {
-  int64_t job = 0;
-  int32_t gpus = 0;                   // it runs on now
-  int32_t nodes = 0;                  // over this many nodes
-  int32_t round_gpus = -1;            // the last round's decision (-1: none yet)
-  bool profiled = false;              // it has reported a step time and gradient statistics
-  BatchSplit batch;                   // the best split on its GPUs now
-  int64_t global_batch = 0;           // batch.batch(gpus)
-  double speedup = 0;                 // over one GPU, at that batch
-  double remaining_gpu_seconds = -1;  // one GPU's time for the rest (-1: unknown)
-};
 
 // What `tessera update` changes; unset fields stay as they are.
 struct JobUpdate {
   std::optional<std::string> priority_class;
   std::optional<double> time_limit_seconds;
-};
-
-struct JobFilter {
-  std::vector<JobState> states;  // any of these; empty = every state
-  std::string tenant;            // "" = all the caller may see
-  int64_t array = 0;             // only this array's tasks; 0 = any job
-  std::string queue;             // jobs of tenants whose queue is this path or below it
-  std::string priority_class;    // "" = any
-  std::string reason;            // pending jobs waiting for this reason code; "" = any
-  // Ascending: ids greater than `after`; descending (newest first): ids less than `before`
-  // (0 = from the newest).
-  bool newest_first = false;
-  int64_t after = 0;
-  int64_t before = 0;
-  size_t limit = 500;
-  // Whether a job in the queue at `path` is wanted: the queue or one below it (a name that
-  // merely starts the same is not below it).
-  bool in_queue(std::string_view path) const {
-    return queue.empty() || path == queue ||
-           (path.size() > queue.size() && path.starts_with(queue) && path[queue.size()] == '/');
-  }
-  bool wants(JobState s) const {
-    return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
-  }
 };
 
 // The part of a member's log a caller asked for: `length` bytes of `file` from `offset`.
@@ -427,6 +320,7 @@ class Service {
 
  private:
   struct Job;
+  class Transaction;  // control/serve/transaction.h
   void rebind_locked();
   // Interns a new tenant and rebinds the tree; ServiceError (naming `field`) when a loaded
   // queue tree has no leaf for it, with nothing changed.
@@ -533,7 +427,7 @@ class Service {
   std::unique_ptr<HistoryLog> history_;
   std::unique_ptr<HistorySampler> history_sampler_;
   bool history_write_failing_ = false;  // said once per run of failures
-  // Energy (service_energy.cc): nvidia-smi's power readings when due; the energy and power
+  // Energy (serve/energy_readings.cc): nvidia-smi's power readings when due; the energy and power
   // gauges of `m` as of `t`; the nodes as the API shows them, unfiltered.
   void read_gpu_power_if_due();
   void energy_metrics_locked(ServiceMetrics& m, double t) const;
@@ -549,7 +443,7 @@ class Service {
   double thermal_headroom_locked() const;  // from measured_w_ and measured_c_
   double last_power_read_ = -1;
   bool power_read_failing_ = false;  // said once per run of failures
-  // Power policies (service_power.cc): the engine's view (bound to the cluster's GPU types;
+  // Power policies (serve/power.cc): the engine's view (bound to the cluster's GPU types;
   // fixed after construction, so the unlocked cycle may read it) and whether cycles see it.
   void setup_power();  // validates the options; throws std::invalid_argument naming the flag
   std::optional<BoundPowerModel> bound_power_;
@@ -573,7 +467,7 @@ class Service {
   // Sets every GPU's limit to the lowest its holders run at (the default where none), where it
   // differs from what is in force.
   void apply_gpu_power_limits_locked();
-  // Datasets (service_datasets.cc; serve --dataset-dir). Whether a job placed now must wait
+  // Datasets (serve/datasets.cc; serve --dataset-dir). Whether a job placed now must wait
   // for its dataset to be staged (the cache does not hold it ready).
   bool needs_staging_locked(const Job& j) const;
   enum class DataState : uint8_t { kReady, kWaiting, kFailed };
@@ -585,7 +479,7 @@ class Service {
   // Stages ahead the datasets of the waiting jobs next in line (at most prestage_datasets at
   // once, in free room only).
   void stage_ahead_locked(double t);
-  // Goodput rounds (service_goodput.cc; --policy goodput).
+  // Goodput rounds (serve/goodput.cc; --policy goodput).
   bool adaptive_locked(const Job& j) const;
   GoodputModel& goodput_model_locked(Job& j);
   // Whether a round is due at `t`: its interval passed, or an adaptive job waits that no round
@@ -622,7 +516,7 @@ class Service {
   void note_write_success();
   // The uid (and gid) a tenant's jobs run as; a new tenant gets the next one, stored first.
   int64_t uid_for_tenant_locked(const std::string& tenant);
-  // Isolated job networks (ServiceOptions::isolate_job_network; service_network.cc): made for
+  // Isolated job networks (ServiceOptions::isolate_job_network; serve/job_network.cc): made for
   // a launch (its netns_fd set; throws saying why it cannot be), closed when the run's GPUs
   // are released, and found again for the running jobs a restarted server adopts.
   void open_job_network_locked(Job& j, LaunchSpec& ls);

@@ -1,4 +1,4 @@
-#include "control/uid_range.h"
+#include "control/serve/uid_range.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -64,13 +64,13 @@ UidRangeClaim UidRangeClaim::claim(const std::string& dir, const std::string& da
     UidRange theirs;
     if (!(in >> theirs.first >> theirs.last)) continue;
     if (range.overlaps(theirs)) {
-      throw UidRangeTaken(
-          "the tenant uids of this server, " + describe(range) +
-          ", overlap those of another server running on this host (database " + name +
-          ", uids " + describe(theirs) + ", claimed in " + e.path().string() +
-          "): its tenants could reach this one's jobs; give this server another "
-          "--tenant-uid-base (a range of " +
-          std::to_string(kUidsPerServer) + " uids)");
+      throw UidRangeTaken("the tenant uids of this server, " + describe(range) +
+                          ", overlap those of another server running on this host (database " +
+                          name + ", uids " + describe(theirs) + ", claimed in " +
+                          e.path().string() +
+                          "): its tenants could reach this one's jobs; give this server another "
+                          "--tenant-uid-base (a range of " +
+                          std::to_string(kUidsPerServer) + " uids)");
     }
   }
   UidRangeClaim c;

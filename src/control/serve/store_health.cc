@@ -1,4 +1,4 @@
-#include "control/store_health.h"
+#include "control/serve/store_health.h"
 
 #include <ctime>
 

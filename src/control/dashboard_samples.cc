@@ -1,4 +1,4 @@
-#include "control/history.h"
+#include "control/dashboard_samples.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
-// Energy in serve (issue 17; control/energy.h): the GPUs' power as nvidia-smi reads it, and the
+// Energy in serve (control/energy.h): the GPUs' power as nvidia-smi reads it, and the
 // energy and power gauges of /metrics.
 #include <algorithm>
 #include <iostream>
 
 #include "backend/nvidia_smi.h"
-#include "control/service.h"
-#include "control/service_job.h"
+#include "control/serve/job.h"
+#include "control/serve/service.h"
 #include "insight/thermal_headroom.h"
 
 namespace tessera {

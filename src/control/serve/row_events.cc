@@ -1,4 +1,4 @@
-#include "control/job_history.h"
+#include "control/serve/row_events.h"
 
 namespace tessera {
 

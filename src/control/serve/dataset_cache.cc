@@ -1,4 +1,4 @@
-#include "control/dataset_cache.h"
+#include "control/serve/dataset_cache.h"
 
 #include <fcntl.h>
 #include <signal.h>
