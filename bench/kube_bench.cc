@@ -36,8 +36,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/kubernetes/kube_client.h"
-#include "backend/kubernetes/kube_config.h"
+#include "backend/kube/kube_client.h"
+#include "backend/kube/kube_config.h"
 #include "control/kube/cluster_model.h"
 #include "control/kube/kube_objects.h"
 #include "control/kube/kube_scheduler.h"

@@ -9,7 +9,7 @@
 #include "engine/policy.h"
 #include "model/accounting_json.h"
 #include "model/cluster_spec.h"
-#include "sim/report.h"
+#include "sim/result_metrics.h"
 #include "sim/simulator.h"
 #include "sim/trace_readers.h"
 #include "sim_test_util.h"

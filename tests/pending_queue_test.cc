@@ -19,7 +19,7 @@
 #include "insight/runtime_predictor.h"
 #include "model/cluster_spec.h"
 #include "sim/generator.h"
-#include "sim/report.h"
+#include "sim/result_metrics.h"
 #include "sim/simulator.h"
 #include "sim/trace_readers.h"
 #include "sim_test_util.h"

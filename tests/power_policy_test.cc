@@ -20,7 +20,7 @@
 #include "model/input_error.h"
 #include "model/queue_tree.h"
 #include "sim/generator.h"
-#include "sim/report.h"
+#include "sim/result_metrics.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
 

@@ -126,6 +126,32 @@ TEST_F(ServiceTest, ACycleWhoseWriteIsRefusedActsOnNothingAndDecidesAgainLater) 
   EXPECT_EQ(backend_->launches[1].name, "mine");
 }
 
+// The read model the API's read routes use: everything for the admin, a tenant's own for one
+// tenant (another's job is refused as not its own), and no reader of several tenants.
+TEST_F(ServiceTest, TheReadModelShowsATenantItsOwnAndTheAdminEverything) {
+  auto s = make(4);
+  const int64_t a = submit_and_tick(*s, "team-a", "a", 1);
+  const int64_t b = submit_and_tick(*s, "team-b", "b", 1);
+  const ReadModel& m = *s;
+  const Reader admin{true, {}}, team_a{false, {"team-a"}};
+  EXPECT_EQ(m.jobs(admin, JobFilter{}).size(), 2u);
+  const std::vector<JobView> own = m.jobs(team_a, JobFilter{});
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].row.id, a);
+  EXPECT_EQ(m.job(team_a, a).row.id, a);
+  try {
+    m.job(team_a, b);
+    ADD_FAILURE() << "team-a read team-b's job";
+  } catch (const ServiceError& e) {
+    EXPECT_EQ(e.kind(), ServiceError::kForbidden);
+  }
+  ASSERT_EQ(m.queues(team_a).size(), 1u);
+  EXPECT_GT(m.queues(admin).size(), 1u);
+  EXPECT_THROW(m.jobs(Reader{false, {"team-a", "team-b"}}, JobFilter{}), ServiceError);
+  EXPECT_EQ(Service::reader_of(Caller{false, "team-a"}).owners, team_a.owners);
+  EXPECT_TRUE(Service::reader_of(Caller{true, ""}).everything);
+}
+
 TEST_F(ServiceTest, APreemptedJobRunsBeforeALaterEqualJobOfItsTenant) {
   // As first reported: 8 GPUs; team-a submits big1 then big2 (6 GPUs each),
   // team-b submits b (4). b reclaims from big1; after b finishes, big1 runs, not big2.

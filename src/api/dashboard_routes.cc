@@ -7,7 +7,7 @@
 
 #include "api/http_util.h"
 #include "model/version.h"
-#include "web/assets.h"
+#include "assets/web_assets.h"
 
 namespace tessera {
 

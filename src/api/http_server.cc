@@ -15,6 +15,7 @@
 #include "api/http_util.h"
 #include "api/json_views.h"
 #include "api/prometheus.h"
+#include "api/read_routes.h"
 #include "control/token.h"
 #include "model/accounting_json.h"
 
@@ -136,6 +137,32 @@ void ApiServer::routes() {
                           "text/plain; version=0.0.4");
         });
 
+  // The read routes both servers answer alike: a tenant sees its own jobs, its own queue, the
+  // nodes without other tenants' names, and its own entries in the history with the totals.
+  ReadRoutes reads;
+  reads.get = [&route](const std::string& pattern, httplib::Server::Handler h) {
+    route("GET", pattern, std::move(h));
+  };
+  reads.guard = [](httplib::Server::Handler h) -> httplib::Server::Handler {
+    return [h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+      answer_errors(res, [&] {
+        refuse_invalid_utf8(req);
+        h(req, res);
+      });
+    };
+  };
+  reads.reader = [&svc](const httplib::Request& req, bool) {
+    const auto caller = svc.authenticate(bearer(req));
+    if (!caller) {
+      throw ServiceError(ServiceError::kUnauthorized, "",
+                         "missing or unknown bearer token (Authorization: Bearer TOKEN)");
+    }
+    return Service::reader_of(*caller);
+  };
+  reads.ui_dir = opt_.ui_dir;
+  reads.server = "serve";
+  add_read_routes(svc, reads);
+
   route("POST", "/v1/jobs",
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
           const std::string type = req.get_header_value("Content-Type");
@@ -151,22 +178,6 @@ void ApiServer::routes() {
                                        req.get_header_value("Idempotency-Key"), &created);
           res.status = created ? 201 : 200;
           res.set_content(json_text(to_json(v)), kJson);
-        }));
-
-  route("GET", "/v1/jobs",
-        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-          const JobFilter f = job_filter(req);
-          const auto jobs = svc.jobs(c, f);
-          nlohmann::json arr = nlohmann::json::array();
-          for (const JobView& v : jobs) arr.push_back(to_json(v));
-          nlohmann::json out{{"jobs", std::move(arr)}};
-          add_next_page(out, jobs, f);
-          res.set_content(json_text(out), kJson);
-        }));
-
-  route("GET", R"(/v1/jobs/([^/]+))",
-        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-          res.set_content(json_text(to_json(svc.job(c, path_id(req)))), kJson);
         }));
 
   // A job's history (tessera job ID): submitted, each change of why it waits, started where,
@@ -265,20 +276,6 @@ void ApiServer::routes() {
                                      // promised) rather than spin.
                                      return got > 0 && sink.write(buf.data(), got);
                                    });
-        }));
-
-  route("GET", "/v1/queues",
-        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller& c) {
-          nlohmann::json arr = nlohmann::json::array();
-          for (const QueueView& q : svc.queues(c)) arr.push_back(to_json(q));
-          res.set_content(json_text(nlohmann::json{{"queues", arr}}), kJson);
-        }));
-
-  route("GET", "/v1/nodes",
-        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller& c) {
-          nlohmann::json arr = nlohmann::json::array();
-          for (const NodeView& n : svc.nodes(c)) arr.push_back(to_json(n));
-          res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
         }));
 
   // The dataset cache (serve --dataset-dir): what it holds and stages; any caller may read it
@@ -418,21 +415,6 @@ void ApiServer::routes() {
               kJson);
         }));
 
-  // The dashboard: static pages built into the binary. They sign in with an API token and read
-  // the same API as the CLI, so the page shows what that token may see and nothing more.
-  route("GET", "/ui", [](const httplib::Request&, httplib::Response& res) {
-    res.status = 308;
-    res.set_header("Location", "/ui/");
-  });
-  route("GET", R"(/ui/(.*))",
-        [ui_dir = opt_.ui_dir](const httplib::Request& req, httplib::Response& res) {
-          serve_dashboard_file(req, res, req.matches[1], ui_dir);
-        });
-
-  route("GET", "/v1/info", [](const httplib::Request&, httplib::Response& res) {
-    send_server_info(res, "serve", false, true);
-  });
-
   // Who a token stands for: the dashboard shows the admin's pages only to the admin.
   route("GET", "/v1/whoami",
         guarded([](const httplib::Request&, httplib::Response& res, const Caller& c) {
@@ -440,15 +422,6 @@ void ApiServer::routes() {
                                                    {"tenant", c.admin ? nlohmann::json(nullptr)
                                                                       : nlohmann::json(c.tenant)}}),
                           kJson);
-        }));
-
-  // The dashboard's charts (a tenant sees its own entries and the totals).
-  route("GET", "/v1/history",
-        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-          send_history(req, res, svc.clock_now(), svc.history_interval(), svc.history_window(),
-                       [&](double since, double until, double step) {
-                         return svc.history(c, since, until, step);
-                       });
         }));
 
   // Requests the front end refused (too large, chunked, malformed) are audited as well.

@@ -8,6 +8,7 @@
 #include "api/http_util.h"
 #include "api/json_views.h"
 #include "api/prometheus.h"
+#include "api/read_routes.h"
 
 namespace tessera {
 
@@ -114,55 +115,29 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, KubeReadAccess read
                                    render_http_front(front.stats()),
                                "text/plain; version=0.0.4");
              }));
-  // The namespaces whose jobs the caller sees (nullopt: all), asked before the scheduler's lock.
-  auto visible = [&s, &access](const KubeReader& r) {
-    return access.visible(r, [&s] { return s.job_namespaces(); });
+  // The read routes both servers answer alike: a reader sees the jobs of the namespaces whose
+  // pods it may list (asked before the scheduler's lock); queues, nodes and the history are for
+  // a reader RBAC lets see the cluster's views.
+  ReadRoutes reads;
+  reads.get = [&front](const std::string& pattern, httplib::Server::Handler h) {
+    front.Get(pattern, std::move(h));
   };
-  http_->Get("/v1/jobs",
-             guarded([&s, &access, visible](const httplib::Request& req, httplib::Response& res) {
-               const auto seen = visible(access.who(req));
-               const JobFilter f = job_filter(req);
-               const auto jobs = s.jobs(f, seen);
-               nlohmann::json arr = nlohmann::json::array();
-               for (const JobView& v : jobs) arr.push_back(to_json(v));
-               nlohmann::json out{{"jobs", std::move(arr)}};
-               add_next_page(out, jobs, f);
-               res.set_content(json_text(out), kJson);
-             }));
-  http_->Get(R"(/v1/jobs/([^/]+))",
-             guarded([&s, &access, visible](const httplib::Request& req, httplib::Response& res) {
-               const auto seen = visible(access.who(req));
-               const int64_t id = path_id(req);
-               // Another namespace's job is not found: its existence is not the caller's to know.
-               const auto v = s.job(id, seen);
-               if (!v) {
-                 throw ServiceError(ServiceError::kNotFound, "",
-                                    "job " + std::to_string(id) + " not found");
-               }
-               res.set_content(json_text(to_json(*v)), kJson);
-             }));
-  http_->Get("/v1/queues", cluster_view([&s](const httplib::Request&, httplib::Response& res) {
-               nlohmann::json arr = nlohmann::json::array();
-               for (const QueueView& q : s.queues()) arr.push_back(to_json(q));
-               res.set_content(json_text(nlohmann::json{{"queues", arr}}), kJson);
-             }));
-  http_->Get("/v1/nodes", cluster_view([&s](const httplib::Request&, httplib::Response& res) {
-               nlohmann::json arr = nlohmann::json::array();
-               for (const NodeView& n : s.nodes()) arr.push_back(to_json(n));
-               res.set_content(json_text(nlohmann::json{{"nodes", arr}}), kJson);
-             }));
-  // The dashboard, read-only: whoami says so, and the pages offer no action.
-  http_->Get("/ui", [](const httplib::Request&, httplib::Response& res) {
-    res.status = 308;
-    res.set_header("Location", "/ui/");
-  });
-  http_->Get(R"(/ui/(.*))", [](const httplib::Request& req, httplib::Response& res) {
-    serve_dashboard_file(req, res, req.matches[1], "");
-  });
-  const bool token_required = !access_.is_open();
-  http_->Get("/v1/info", [token_required](const httplib::Request&, httplib::Response& res) {
-    send_server_info(res, "kube", true, token_required);
-  });
+  reads.guard = [guarded](httplib::Server::Handler h) -> httplib::Server::Handler {
+    return guarded(std::move(h));
+  };
+  reads.reader = [&s, &access](const httplib::Request& req, bool cluster_wide) {
+    const KubeReader who = access.who(req);
+    if (cluster_wide) {
+      access.require(who, req.path);
+      return Reader{true, {}};
+    }
+    const auto seen = access.visible(who, [&s] { return s.job_namespaces(); });
+    return seen ? Reader{false, *seen} : Reader{true, {}};
+  };
+  reads.server = "kube";
+  reads.read_only = true;
+  reads.token_required = !access_.is_open();
+  add_read_routes(s, reads);
   http_->Get("/v1/whoami", guarded([&access](const httplib::Request& req, httplib::Response& res) {
                const KubeReader r = access.who(req);
                nlohmann::json me{{"admin", r.open || access.sees_all_namespaces(r)},
@@ -171,12 +146,6 @@ KubeApiServer::KubeApiServer(kube::KubeScheduler& scheduler, KubeReadAccess read
                                  {"server", "kube"}};
                if (!r.open) me["user"] = r.user.username;
                res.set_content(json_text(me), kJson);
-             }));
-  http_->Get("/v1/history", cluster_view([&s](const httplib::Request& req, httplib::Response& res) {
-               send_history(req, res, s.clock_now(), s.history_interval(), s.history_window(),
-                            [&s](double since, double until, double step) {
-                              return s.history(since, until, step);
-                            });
              }));
   // An adaptive pod group's report (--policy goodput): by the group's own token (annotation
   // tessera.io/report-token on its bound pods), to the leader.

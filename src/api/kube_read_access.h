@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/kubernetes/access_review.h"
+#include "backend/kube/access_review.h"
 
 namespace httplib {
 struct Request;

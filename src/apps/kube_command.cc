@@ -11,7 +11,7 @@
 #include "api/kube_api.h"
 #include "apps/energy_options.h"
 #include "apps/listen.h"
-#include "backend/kubernetes/kube_config.h"
+#include "backend/kube/kube_config.h"
 #include "control/kube/kube_scheduler.h"
 #include "model/carbon_intensity.h"
 

@@ -33,7 +33,7 @@
 #include "sim/generator.h"
 #include "sim/pollux_profile.h"
 #include "sim/recovery_policy.h"
-#include "sim/report.h"
+#include "sim/result_metrics.h"
 #include "sim/simulator.h"
 #include "sim/trace_readers.h"
 

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "control/dashboard_samples.h"
 #include "control/views.h"
 #include "engine/goodput_model.h"
 #include "model/job.h"
@@ -125,6 +127,36 @@ struct JobFilter {
   bool wants(JobState s) const {
     return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
   }
+};
+
+// Who reads: everything (serve's admin; kube's open API or a reader of every namespace), or only
+// the jobs of these owners (serve: the caller's tenant; kube: the namespaces whose pods RBAC lets
+// the caller list).
+struct Reader {
+  bool everything = false;
+  std::set<std::string> owners;
+};
+
+// What the read API shows, implemented by both servers (`tessera serve`'s Service and `tessera
+// kube`'s scheduler); api/read_routes registers each read route once over it. Every method
+// shows only what `r` may see.
+class ReadModel {
+ public:
+  virtual ~ReadModel() = default;
+  // A page of the jobs `f` wants.
+  virtual std::vector<JobView> jobs(const Reader& r, const JobFilter& f) const = 0;
+  // One job; ServiceError kNotFound for a job that does not exist, and for another owner's job
+  // either kForbidden (serve: a tenant is told the job is not its own) or kNotFound (kube: a
+  // namespace's jobs are not for a reader who may not list its pods to know of).
+  virtual JobView job(const Reader& r, int64_t id) const = 0;
+  virtual std::vector<QueueView> queues(const Reader& r) const = 0;
+  virtual std::vector<NodeView> nodes(const Reader& r) const = 0;
+  // The dashboard's samples in [since, until], averaged into buckets of `step` seconds.
+  virtual std::vector<HistorySample> history(const Reader& r, double since, double until,
+                                             double step) const = 0;
+  virtual double clock_now() const = 0;         // Unix seconds, on the server's clock
+  virtual double history_interval() const = 0;  // seconds between samples
+  virtual double history_window() const = 0;    // seconds of samples kept
 };
 
 }  // namespace tessera

@@ -22,7 +22,7 @@ Series downsample(const Series& s, size_t max_points);
 std::vector<double> rebin_sum(const std::vector<double>& counts, size_t max_buckets, size_t* k);
 
 // The values at probabilities 0, 1/(n-1), ..., 1 of `values` (linear interpolation between
-// closest ranks, as sim/report.h's percentiles); empty for empty input.
+// closest ranks, as sim/result_metrics.h's percentiles); empty for empty input.
 std::vector<double> quantiles(std::vector<double> values, size_t n);
 
 // `x` to `digits` decimals: a data block of short numbers ("12.35", not "12.345678901234567").

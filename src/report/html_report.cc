@@ -7,7 +7,7 @@
 #include <set>
 
 #include "report/downsample.h"
-#include "web/assets.h"
+#include "assets/web_assets.h"
 
 namespace tessera::report {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "backend/kubernetes/kube_config.h"
+#include "backend/kube/kube_config.h"
 #include "control/kube/kube_objects.h"
 #include "control/kube/kube_scheduler.h"
 #include "kube/support/cluster_under_test.h"

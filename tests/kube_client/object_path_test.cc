@@ -1,10 +1,10 @@
-#include "backend/kubernetes/object_path.h"
+#include "backend/kube/object_path.h"
 
 #include <stdexcept>
 
 #include <gtest/gtest.h>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 
 namespace tessera::kube {
 namespace {

@@ -1,4 +1,4 @@
-#include "backend/kubernetes/quantity.h"
+#include "backend/kube/quantity.h"
 
 #include <stdexcept>
 #include <string>

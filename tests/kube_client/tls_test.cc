@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/kubernetes/kube_client.h"
-#include "backend/kubernetes/kube_config.h"
+#include "backend/kube/kube_client.h"
+#include "backend/kube/kube_config.h"
 #include "kube_client/test_server.h"
 
 namespace tessera::kube {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 #include "kube_client/test_server.h"
 
 namespace tessera::kube {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "backend/kubernetes/object_path.h"
+#include "backend/kube/object_path.h"
 
 namespace tessera::kube {
 

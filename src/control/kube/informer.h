@@ -15,8 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "backend/kubernetes/kube_client.h"
-#include "backend/kubernetes/reflector.h"
+#include "backend/kube/kube_client.h"
+#include "backend/kube/reflector.h"
 #include "control/kube/kube_objects.h"
 
 namespace tessera::kube {

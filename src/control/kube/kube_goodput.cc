@@ -5,7 +5,7 @@
 // offered to the cycle at its size, and its pods are bound with what they are to train with.
 #include <algorithm>
 
-#include "backend/kubernetes/object_path.h"
+#include "backend/kube/object_path.h"
 #include "control/goodput_reports.h"
 #include "control/kube/kube_scheduler.h"
 #include "control/token.h"

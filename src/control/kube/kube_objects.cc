@@ -7,7 +7,7 @@
 #include <ctime>
 #include <stdexcept>
 
-#include "backend/kubernetes/quantity.h"
+#include "backend/kube/quantity.h"
 #include "model/dataset_name.h"
 #include "model/input_error.h"
 #include "model/utf8.h"

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/kubernetes/field_mask.h"
+#include "backend/kube/field_mask.h"
 #include "model/job.h"
 #include "model/resources.h"
 #include "store/job_request.h"

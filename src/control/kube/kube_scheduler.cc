@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <variant>
 
-#include "backend/kubernetes/object_path.h"
+#include "backend/kube/object_path.h"
 #include "engine/cycle.h"
 #include "engine/fair_share.h"
 

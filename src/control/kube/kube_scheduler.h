@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 #include "control/cycle_driver.h"
 #include "control/dashboard_samples.h"
 #include "control/kube/cluster_model.h"
@@ -119,7 +119,7 @@ struct KubeMetrics {
   bool leading = false;
 };
 
-class KubeScheduler {
+class KubeScheduler final : public ReadModel {
  public:
   KubeScheduler(std::shared_ptr<Client> client, SchedulerOptions opt);
   ~KubeScheduler();
@@ -147,9 +147,18 @@ class KubeScheduler {
   std::vector<HistorySample> history(double since, double until, double step) const {
     return history_.query(since, until, step);
   }
-  double history_interval() const { return opt_.history_interval; }
-  double history_window() const { return opt_.history_window; }
-  double clock_now() const { return now(); }
+  double history_interval() const override { return opt_.history_interval; }
+  double history_window() const override { return opt_.history_window; }
+  double clock_now() const override { return now(); }
+  // The read API's view (ReadModel): a reader's owners are the namespaces it may see. Queues,
+  // nodes and the history are the cluster's: for a reader of every namespace only (kForbidden
+  // otherwise; the API asks RBAC before it gets here).
+  std::vector<JobView> jobs(const Reader& r, const JobFilter& f) const override;
+  JobView job(const Reader& r, int64_t id) const override;
+  std::vector<QueueView> queues(const Reader& r) const override;
+  std::vector<NodeView> nodes(const Reader& r) const override;
+  std::vector<HistorySample> history(const Reader& r, double since, double until,
+                                     double step) const override;
   // An adaptive pod group's report (POST /v1/groups/NS/NAME/report): by the group's own token
   // (annotation tessera.io/report-token on its bound pods). ServiceError: kUnauthorized for a
   // wrong token, kNotFound for an unknown group, kInvalid for one that is not adaptive or a

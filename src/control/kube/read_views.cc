@@ -222,4 +222,49 @@ KubeMetrics KubeScheduler::kube_metrics() const {
   return k;
 }
 
+// ---- the read API's view (ReadModel) ----
+
+namespace {
+
+KubeScheduler::Namespaces namespaces_of(const Reader& r) {
+  if (r.everything) return std::nullopt;
+  return r.owners;
+}
+
+void require_everything(const Reader& r, const char* what) {
+  if (!r.everything) {
+    throw ServiceError(ServiceError::kForbidden, "",
+                       std::string(what) + " are the cluster's: for a reader of every namespace");
+  }
+}
+
+}  // namespace
+
+std::vector<JobView> KubeScheduler::jobs(const Reader& r, const JobFilter& f) const {
+  return jobs(f, namespaces_of(r));
+}
+
+JobView KubeScheduler::job(const Reader& r, int64_t id) const {
+  std::optional<JobView> v = job(id, namespaces_of(r));
+  if (!v)
+    throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
+  return std::move(*v);
+}
+
+std::vector<QueueView> KubeScheduler::queues(const Reader& r) const {
+  require_everything(r, "queues");
+  return queues();
+}
+
+std::vector<NodeView> KubeScheduler::nodes(const Reader& r) const {
+  require_everything(r, "nodes");
+  return nodes();
+}
+
+std::vector<HistorySample> KubeScheduler::history(const Reader& r, double since, double until,
+                                                  double step) const {
+  require_everything(r, "the history's samples");
+  return history(since, until, step);
+}
+
 }  // namespace tessera::kube

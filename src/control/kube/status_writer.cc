@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "backend/kubernetes/object_path.h"
+#include "backend/kube/object_path.h"
 #include "control/kube/kube_objects.h"
 
 namespace tessera::kube {

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 #include "control/kube/cluster_model.h"
 #include "control/kube/work_queue.h"
 

@@ -1,6 +1,6 @@
 #include "control/kube/usage_store.h"
 
-#include "backend/kubernetes/object_path.h"
+#include "backend/kube/object_path.h"
 #include "control/kube/kube_objects.h"
 
 namespace tessera::kube {

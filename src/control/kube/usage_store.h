@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 #include "control/decayed_usage_json.h"
 
 namespace tessera::kube {

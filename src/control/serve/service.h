@@ -188,7 +188,7 @@ struct LogSlice {
   uint32_t attempt = 0;  // whose log it is (a requeued job starts a new one)
 };
 
-class Service {
+class Service final : public ReadModel {
  public:
   // Opens the store, builds the cluster (virtual GPUs or nvidia-smi), loads the queue tree and
   // the jobs, and reconciles running jobs with their processes. Throws (StoreError,
@@ -290,14 +290,23 @@ class Service {
   // resumes it. Kept in the database across restarts; takes effect at the next cycle.
   void drain_node(const RequestContext& ctx, const std::string& name, bool drain);
   // The service's clock (unix seconds; ServiceOptions::clock in tests).
-  double clock_now() const { return now(); }
+  double clock_now() const override { return now(); }
   ServiceMetrics metrics() const;
   // The history samples in [since, until] averaged into buckets of `step` seconds; a tenant
   // sees the cluster's totals, its own entry and its own queue's.
   std::vector<HistorySample> history(const Caller& caller, double since, double until,
                                      double step) const;
-  double history_interval() const { return opt_.history_interval_seconds; }
-  double history_window() const { return opt_.history_window_seconds; }
+  double history_interval() const override { return opt_.history_interval_seconds; }
+  double history_window() const override { return opt_.history_window_seconds; }
+  // The read API's view (ReadModel): everything is the admin's, one owner a tenant's (a reader
+  // of several owners is not one serve makes, and is refused).
+  std::vector<JobView> jobs(const Reader& r, const JobFilter& f) const override;
+  JobView job(const Reader& r, int64_t id) const override;
+  std::vector<QueueView> queues(const Reader& r) const override;
+  std::vector<NodeView> nodes(const Reader& r) const override;
+  std::vector<HistorySample> history(const Reader& r, double since, double until,
+                                     double step) const override;
+  static Reader reader_of(const Caller& c);
   // Why the service is degraded (its database refuses writes), or nullopt when healthy.
   std::optional<std::string> degraded() const { return health_.problem(); }
 

@@ -421,4 +421,44 @@ ServiceMetrics Service::metrics() const {
   return m;
 }
 
+// ---- the read API's view (ReadModel) ----
+
+namespace {
+
+Caller caller_of(const Reader& r) {
+  if (r.everything) return Caller{true, ""};
+  if (r.owners.size() != 1) {
+    throw ServiceError(ServiceError::kForbidden, "", "a reader here is the admin or one tenant");
+  }
+  return Caller{false, *r.owners.begin()};
+}
+
+}  // namespace
+
+Reader Service::reader_of(const Caller& c) {
+  if (c.admin) return Reader{true, {}};
+  return Reader{false, {c.tenant}};
+}
+
+std::vector<JobView> Service::jobs(const Reader& r, const JobFilter& f) const {
+  return jobs(caller_of(r), f);
+}
+
+JobView Service::job(const Reader& r, int64_t id) const {
+  return job(caller_of(r), id);
+}
+
+std::vector<QueueView> Service::queues(const Reader& r) const {
+  return queues(caller_of(r));
+}
+
+std::vector<NodeView> Service::nodes(const Reader& r) const {
+  return nodes(caller_of(r));
+}
+
+std::vector<HistorySample> Service::history(const Reader& r, double since, double until,
+                                            double step) const {
+  return history(caller_of(r), since, until, step);
+}
+
 }  // namespace tessera

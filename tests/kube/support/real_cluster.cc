@@ -14,8 +14,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "backend/kubernetes/kube_config.h"
-#include "backend/kubernetes/quantity.h"
+#include "backend/kube/kube_config.h"
+#include "backend/kube/quantity.h"
 
 namespace tessera::kube::testing {
 

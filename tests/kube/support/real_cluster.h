@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 #include "kube/support/cluster_under_test.h"
 
 namespace tessera::kube::testing {

@@ -1,4 +1,4 @@
-#include "backend/kubernetes/access_review.h"
+#include "backend/kube/access_review.h"
 
 namespace tessera::kube {
 namespace {

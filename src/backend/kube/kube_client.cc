@@ -1,4 +1,4 @@
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

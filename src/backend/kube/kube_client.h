@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/kubernetes/field_mask.h"
-#include "backend/kubernetes/kube_config.h"
+#include "backend/kube/field_mask.h"
+#include "backend/kube/kube_config.h"
 
 namespace tessera::kube {
 

@@ -1,4 +1,4 @@
-#include "sim/report.h"
+#include "sim/result_metrics.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "backend/kubernetes/reflector.h"
+#include "backend/kube/reflector.h"
 
 #include <algorithm>
 #include <future>

@@ -1,4 +1,4 @@
-#include "web/assets.h"
+#include "assets/web_assets.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "backend/kubernetes/field_mask.h"
+#include "backend/kube/field_mask.h"
 
 #include <simdjson.h>
 

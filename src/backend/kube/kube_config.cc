@@ -1,4 +1,4 @@
-#include "backend/kubernetes/kube_config.h"
+#include "backend/kube/kube_config.h"
 
 #include <openssl/evp.h>
 

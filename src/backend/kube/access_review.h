@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 
 namespace tessera::kube {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/kubernetes/kube_client.h"
+#include "backend/kube/kube_client.h"
 
 namespace tessera::kube {
 
