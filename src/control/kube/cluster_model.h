@@ -4,6 +4,8 @@
 //    or topology labels; the ledger (ClusterState) then replays every bound pod;
 //  - otherwise a pod event allocates or releases just that pod's share of its node;
 //  - pods are grouped into gangs (pod groups) as they arrive, so a cycle walks gangs, not pods.
+// The pod cache is cluster_model.cc; what a cycle is offered of each gang (prepare(), the gang
+// builder) is gang_builder.cc.
 //
 // Single-threaded: only the scheduler thread calls it (watch threads queue their events).
 //

@@ -1,0 +1,348 @@
+// The gang builder: what a cycle is offered of the pods ClusterModel keeps. Each changed gang's
+// spec is derived again from its pods, its PodGroup and the cluster (eligible nodes, its queue,
+// its dataset's nodes, an adaptive group's round size), or why it cannot be offered is said.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "control/kube/cluster_model.h"
+#include "engine/admission.h"
+#include "model/input_error.h"
+
+namespace tessera::kube {
+
+std::shared_ptr<const NodeSet> ClusterModel::eligible(const NodeConstraints& c,
+                                                      const std::string& given_key) {
+  // No constraints and no taint anywhere: every node (null, the engine's fast path).
+  const std::string key = given_key.empty() ? c.key() : given_key;
+  auto it = eligible_.find(key);
+  if (it != eligible_.end()) return it->second;
+  std::vector<NodeId> ok;
+  const size_t n = cluster_->nodes().size();
+  for (NodeId id = 0; id < n; ++id) {
+    if (node_matches(c, nodes_.at(cluster_->node(id).name))) ok.push_back(id);
+  }
+  std::shared_ptr<const NodeSet> set;
+  if (ok.size() != n) set = std::make_shared<const NodeSet>(std::span<const NodeId>(ok));
+  eligible_.emplace(key, set);
+  return set;
+}
+
+std::shared_ptr<const NodeSet> ClusterModel::data_nodes(const std::string& dataset) {
+  // In the node-set cache under a key no constraint text can have.
+  const std::string key = std::string(1, '\x01') + "data:" + dataset;
+  auto it = eligible_.find(key);
+  if (it != eligible_.end()) return it->second;
+  std::vector<NodeId> with;
+  for (NodeId id = 0; id < cluster_->nodes().size(); ++id) {
+    if (holds_dataset(nodes_.at(cluster_->node(id).name), dataset)) with.push_back(id);
+  }
+  std::shared_ptr<const NodeSet> set;
+  if (!with.empty()) set = std::make_shared<const NodeSet>(std::span<const NodeId>(with));
+  eligible_.emplace(key, set);
+  return set;
+}
+
+bool ClusterModel::ensure_tenant(const std::string& queue) {
+  if (tenants_.find(queue)) return true;
+  if (unknown_queues_.count(queue) != 0) return false;
+  Interner next = tenants_;
+  next.intern(queue);
+  auto tree = std::make_unique<QueueTree>(opt_.queues_path.empty() ? QueueTree::flat(next)
+                                                                   : tree_template_);
+  try {
+    tree->bind(next, opt_.queues_path.empty() ? "queues" : opt_.queues_path);
+  } catch (const InputError&) {
+    unknown_queues_.insert(queue);
+    return false;
+  }
+  tenants_ = std::move(next);
+  tree_ = std::move(tree);
+  return true;
+}
+
+std::string ClusterModel::namespace_refused(const PodInfo& p) const {
+  const QueueId leaf = tree_->leaf_of(*tenants_.find(p.queue));
+  if (leaf == kNoId || tree_->admits_namespace(leaf, p.ns)) return "";
+  return "namespace " + p.ns + " may not use queue " + p.queue +
+         " (a queue admits its own namespace, and those it or a queue above it lists in "
+         "namespaces:)";
+}
+
+void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods,
+                             JobSpec& spec) {
+  spec = JobSpec{};
+  spec.name = g.key;
+  const PodInfo& first = *pods.front();
+  spec.tenant = *tenants_.find(first.queue);
+  spec.submit_time = first.created;
+  MemberDemand d{0, kMilliPerGpu, 0, 0};
+  bool fractional = false;
+  for (const PodInfo* p : pods) {
+    spec.submit_time = std::min(spec.submit_time, p->created);
+    if (p->priority && !spec.priority_given) {
+      spec.priority = *p->priority;
+      spec.priority_given = true;
+    }
+    // Members of a gang are alike to the engine: each is given the largest request.
+    d.gpus = std::max(d.gpus, p->demand.gpus);
+    d.cpu_milli = std::max(d.cpu_milli, p->demand.cpu_milli);
+    d.mem_mib = std::max(d.mem_mib, p->demand.mem_mib);
+    if (p->demand.gpus > 0 && !p->demand.whole_gpus()) fractional = true;
+  }
+  if (fractional) {
+    int32_t milli = 0;
+    for (const PodInfo* p : pods) milli = std::max(milli, p->demand.gpu_milli);
+    d.gpu_milli = d.gpus == 1 ? milli : kMilliPerGpu;
+  }
+  spec.demand = d;
+  if (!spec.priority_given) {
+    const QueueId leaf = tree_->leaf_of(spec.tenant);
+    if (leaf != kNoId) apply_queue_defaults(tree_->queue(leaf), spec);
+  }
+  spec.eligible_nodes = eligible(first.constraints, first.constraints_key);
+  spec.source = "pod " + first.key();
+}
+
+void ClusterModel::plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
+                                 const std::vector<const PodInfo*>& bound) {
+  const PodInfo* first = !pending.empty() ? pending.front()
+                         : !bound.empty() ? bound.front()
+                                          : nullptr;
+  if (first == nullptr || first->adaptive.batch <= 0) return;
+  g.adaptive = first->adaptive;
+  // Planned only whole and settled: valid pods, a known minimum, no preemption, bind or
+  // eviction under way, and its running part exact in the ledger.
+  for (const auto* set : {&pending, &bound}) {
+    for (const PodInfo* p : *set) {
+      if (!p->invalid.empty()) return;
+    }
+  }
+  if (!ensure_tenant(first->queue) || !g.kept_.waits_for.empty() || g.binding ||
+      g.kept_.attempts_in_flight > 0 || !g.terminating_pods.empty() ||
+      (!bound.empty() && g.running_id == kNoId)) {
+    return;
+  }
+  int32_t min_member = 1;
+  if (!g.group.empty()) {
+    auto it = groups_.find(g.key);
+    if (it != groups_.end()) {
+      min_member = it->second.min_member;
+    } else if (first->min_member > 0) {
+      min_member = first->min_member;
+    } else {
+      return;
+    }
+  }
+  std::vector<const PodInfo*> all = bound;
+  all.insert(all.end(), pending.begin(), pending.end());
+  fill_spec(g, all, g.round_spec);
+  g.round_spec.min_members = std::max(1, min_member);
+  g.round_spec.max_members = static_cast<int32_t>(all.size());
+  if (g.round_spec.max_members < g.round_spec.min_members) g.round_spec.max_members = 0;
+}
+
+CycleInput ClusterModel::prepare(double now) {
+  dirty_ = false;
+  CycleInput in;
+  for (auto& [key, g] : gangs_) {
+    // A gang nothing touched since it was last prepared is offered as it was (its derived
+    // state depends only on its pods, its group, the cluster and what the scheduler keeps on
+    // it, each of which marks it stale when it changes), unless it waits for victims (whose
+    // pods may have gone) or its running part's start is the clock's (a member bound at an
+    // unknown time).
+    if (all_stale_ || g.stale_ || !g.kept_.waits_for.empty() || g.clock_bound) prepare_gang(g, now);
+    if (g.running_id != kNoId) {
+      in.by_job.emplace(g.running_id, &g);
+      RunningJob rj;
+      rj.id = g.running_id;
+      rj.spec = &g.running_spec;
+      rj.alloc = &g.running_alloc;
+      rj.start_time = g.running_since;
+      rj.attaining_gpus = static_cast<double>(g.running_alloc.gpu_milli()) / 1000.0;
+      rj.last_checkpoint = g.running_since;
+      rj.power_limit_w = g.running_limit_w;
+      in.running.push_back(rj);
+    }
+    if (g.pending_id != kNoId) {
+      in.by_job.emplace(g.pending_id, &g);
+      PendingJob pj;
+      pj.id = g.pending_id;
+      pj.spec = &g.pending_spec;
+      pj.queued_since = g.pending_spec.submit_time;
+      in.pending.push_back(pj);
+    }
+  }
+  all_stale_ = false;
+  // The engine orders equal-ranked jobs by arrival: give it a stable order (oldest first).
+  std::stable_sort(
+      in.pending.begin(), in.pending.end(),
+      [](const PendingJob& a, const PendingJob& b) { return a.queued_since < b.queued_since; });
+  return in;
+}
+
+std::vector<JobId> ClusterModel::take_changed() {
+  std::vector<JobId> out;
+  out.swap(changed_);
+  return out;
+}
+
+// Derives what prepare() offers of one gang from its pods, group and the cluster.
+void ClusterModel::prepare_gang(Gang& g, double now) {
+  g.stale_ = false;
+  changed_.push_back(2 * g.serial);
+  g.clock_bound = false;
+  {
+    g.pending_pods.clear();
+    g.bound_pods.clear();
+    g.terminating_pods.clear();
+    g.pending_id = g.running_id = kNoId;
+    g.waiting.clear();
+    g.binding = false;
+    g.adaptive = AdaptiveBatch{};
+    g.round_spec.max_members = 0;
+    g.dataset.clear();
+    std::vector<const PodInfo*> pending, bound;
+    std::string invalid;
+    for (const std::string& uid : g.pods) {
+      const PodRecord& r = pods_.at(uid);
+      const PodInfo& p = r.info;
+      if (p.deleting || r.evicting) {
+        if (p.holds_node()) g.terminating_pods.push_back(uid);
+      } else if (!p.node_name.empty() || !r.assumed_node.empty()) {
+        g.bound_pods.push_back(uid);
+        bound.push_back(&p);
+        if (p.node_name.empty()) g.binding = true;
+      } else if (!p.gated) {
+        g.pending_pods.push_back(uid);
+        pending.push_back(&p);
+        if (!p.invalid.empty() && invalid.empty()) invalid = p.key() + ": " + p.invalid;
+      }
+    }
+    for (auto it = g.kept_.waits_for.begin(); it != g.kept_.waits_for.end();) {
+      it = pods_.count(*it) == 0 ? g.kept_.waits_for.erase(it) : std::next(it);
+    }
+
+    // The running part: offered to the engine (fair share, preemption) when its members are
+    // alike and all in the ledger, so that its allocation is exact.
+    if (!bound.empty() && ensure_tenant(bound.front()->queue)) {
+      bool exact = true;
+      Allocation a;
+      a.gpus_per_member = bound.front()->demand.gpus;
+      a.cpu_milli_per_member = bound.front()->demand.cpu_milli;
+      a.mem_mib_per_member = bound.front()->demand.mem_mib;
+      double since = now;
+      for (const std::string& uid : g.bound_pods) {
+        const PodRecord& r = pods_.at(uid);
+        if (!r.slot || r.info.demand != bound.front()->demand ||
+            static_cast<int32_t>(r.slot->shares.size()) != a.gpus_per_member ||
+            r.slot->cpu_milli != a.cpu_milli_per_member ||
+            r.slot->mem_mib != a.mem_mib_per_member) {
+          exact = false;
+          break;
+        }
+        a.member_node.push_back(r.slot->node);
+        a.shares.insert(a.shares.end(), r.slot->shares.begin(), r.slot->shares.end());
+        since = std::min(since, r.info.bound_at > 0 ? r.info.bound_at : now);
+        g.clock_bound = g.clock_bound || r.info.bound_at <= 0;
+      }
+      if (exact) {
+        fill_spec(g, bound, g.running_spec);
+        g.running_spec.min_members = g.running_spec.max_members = a.members();
+        g.running_alloc = std::move(a);
+        g.running_since = since;
+        g.running_id = 2 * g.serial + 1;
+        g.running_limit_w = power_limit(g);
+      }
+    }
+
+    if (opt_.goodput) plan_adaptive(g, pending, bound);
+    if (pending.empty()) return;
+    const PodInfo& first = *pending.front();
+    g.dataset = first.dataset;
+    int32_t min_member = 1;
+    if (!g.group.empty()) {
+      auto it = groups_.find(g.key);
+      if (it != groups_.end()) {
+        min_member = it->second.min_member;
+      } else if (first.min_member > 0) {
+        min_member = first.min_member;
+      } else {
+        g.waiting = "waiting for PodGroup " + g.key + " (scheduling.x-k8s.io/v1alpha1)";
+        return;
+      }
+    }
+    const auto have_bound = static_cast<int32_t>(g.bound_pods.size());
+    const auto have_pending = static_cast<int32_t>(pending.size());
+    if (!invalid.empty()) {
+      g.waiting = invalid;
+    } else if (!ensure_tenant(first.queue)) {
+      g.waiting = "queue " + first.queue + " is not in the queue tree " + opt_.queues_path;
+    } else if (const std::string why = namespace_refused(first); !why.empty()) {
+      g.waiting = why;
+    } else if (!g.kept_.waits_for.empty()) {
+      g.waiting = "waiting for " + std::to_string(g.kept_.waits_for.size()) +
+                  " preempted pod(s) to terminate";
+    } else if (g.binding || g.kept_.attempts_in_flight > 0) {
+      // A bind attempt of this gang is still out: deciding its other pods now would count
+      // members that the attempt may yet give back (a failed bind evicts the bound ones), and
+      // could leave a member bound alone.
+      g.waiting = "waiting for the gang's binds in flight to land";
+    } else if (have_bound + have_pending < min_member) {
+      g.waiting = "waiting for the gang's pods: " + std::to_string(have_bound + have_pending) +
+                  " of minMember " + std::to_string(min_member) + " exist";
+    }
+    if (g.waiting.empty() && g.adaptive.batch > 0) {
+      // An adaptive group starts whole at the size its goodput round gave it, and grows only by
+      // a round restarting it: its other pods wait.
+      if (have_bound > 0) {
+        g.waiting = "adaptive: runs with the " + std::to_string(have_bound) +
+                    " members its goodput round gave it; the group's other pods wait for a "
+                    "round to give it more";
+      } else if (g.kept_.round_members < 0) {
+        g.waiting =
+            "adaptive: waits for its first goodput round (once its pods have stopped arriving)";
+      } else if (g.kept_.round_members == 0) {
+        g.waiting =
+            "adaptive: waits for a goodput round to give it GPUs (the last gave them to "
+            "groups that gain more from them, or had none it fits)";
+      } else if (have_pending < g.kept_.round_members) {
+        g.waiting = "adaptive: waiting for the group's pods: " + std::to_string(have_pending) +
+                    " of the " + std::to_string(g.kept_.round_members) +
+                    " members its goodput round gave it exist";
+      } else {
+        min_member = g.kept_.round_members;
+      }
+    }
+    if (!g.waiting.empty()) return;
+    fill_spec(g, pending, g.pending_spec);
+    g.pending_spec.min_members = std::max(1, min_member - have_bound);
+    g.pending_spec.max_members = g.adaptive.batch > 0 ? min_member : have_pending;
+    // Not now and not ever on these nodes (until nodes change): said apart from "not now".
+    // Asked again only when the gang's shape or the cluster changed (it walks the nodes).
+    const JobSpec& ps = g.pending_spec;
+    if (g.admitted.generation != cluster_generation_ || g.admitted.demand != ps.demand ||
+        g.admitted.min_members != ps.min_members || g.admitted.nodes != ps.eligible_nodes.get()) {
+      g.admitted = {cluster_generation_, ps.demand, ps.min_members, ps.eligible_nodes.get(),
+                    infeasible_reason(*cluster_, ps)};
+    }
+    if (g.admitted.never) {
+      g.waiting = unusable_nodes_ == 0
+                      ? "no node set of this cluster can ever host it: " + *g.admitted.never
+                      : "no Ready, uncordoned node set can host it now (" +
+                            std::to_string(unusable_nodes_) +
+                            " node(s) NotReady or cordoned): " + *g.admitted.never;
+      return;
+    }
+    if (have_bound >= min_member) g.complete_once = true;
+    // Members that finished leave a whole gang short: that is not a partly bound gang.
+    if (have_bound > 0 && have_bound < min_member && !g.complete_once) {
+      if (g.kept_.partial_since == 0) g.kept_.partial_since = now;
+    } else {
+      g.kept_.partial_since = 0;
+    }
+    g.pending_id = 2 * g.serial;
+  }
+}
+
+}  // namespace tessera::kube
