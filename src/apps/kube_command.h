@@ -29,7 +29,7 @@ struct KubeArgs {
   std::string addr_file;
   double checkpoint_grace = 30;
   double gang_timeout = 30;
-  int bind_workers = 16;
+  int bind_workers = 48;
   double status_qps = 200;
   double history_interval = 10;  // --history-interval
   double history_hours = 24;     // --history-hours

@@ -57,7 +57,7 @@ struct SchedulerOptions {
   double checkpoint_grace = 30;  // eviction grace for pods that name none (seconds)
   bool leader_elect = false;
   LeaseOptions lease;
-  int bind_workers = 16;
+  int bind_workers = 48;
   int action_workers = 4;             // evictions, DisruptionTarget conditions
   int status_workers = 2;             // pod conditions, events, PodGroup status
   double status_qps = 200;            // at most this many status writes a second
