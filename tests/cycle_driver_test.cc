@@ -28,11 +28,15 @@ TEST(CycleHistogram, CountsEachCycleUnderEveryBoundItFits) {
 
 TEST(RoundPacer, ARoundIsDueFirstThenEveryIntervalOrWhenAJobWaitsUnplanned) {
   RoundPacer p(60);
-  EXPECT_TRUE(p.due(0, false));
+  EXPECT_TRUE(p.due(0, [] { return false; }));
   p.began(100);
-  EXPECT_FALSE(p.due(159, false));
-  EXPECT_TRUE(p.due(159, true));
-  EXPECT_TRUE(p.due(160, false));
+  EXPECT_FALSE(p.due(159, [] { return false; }));
+  EXPECT_TRUE(p.due(159, [] { return true; }));
+  EXPECT_TRUE(p.due(160, [] { return false; }));
+  EXPECT_TRUE(p.due(161, [] {
+    ADD_FAILURE() << "the waiting jobs were walked though the interval had passed";
+    return false;
+  }));
   EXPECT_EQ(p.planned(), 1u);
   EXPECT_EQ(p.planned(), 2u);
   EXPECT_EQ(p.rounds(), 2u);

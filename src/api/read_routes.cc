@@ -9,7 +9,7 @@
 namespace tessera {
 
 void add_read_routes(const ReadModel& model, const ReadRoutes& routes) {
-  const ReadModel& m = model;
+  const ReadModel& m = model;  // outlives the server
   auto reader = routes.reader;
   routes.get("/v1/jobs",
              routes.guard([&m, reader](const httplib::Request& req, httplib::Response& res) {

@@ -67,8 +67,11 @@ class LongTermUsage {
 class RoundPacer {
  public:
   explicit RoundPacer(double interval) : interval_(interval) {}
-  bool due(double t, bool someone_unplanned) const {
-    return last_ < 0 || t - last_ >= interval_ || someone_unplanned;
+  // Whether a round is due at t: its interval passed, or `someone_unplanned()` (asked only when
+  // it has not, since it walks the front end's waiting jobs).
+  template <class Unplanned>
+  bool due(double t, Unplanned&& someone_unplanned) const {
+    return last_ < 0 || t - last_ >= interval_ || someone_unplanned();
   }
   // A round began at t: the next is due an interval later.
   void began(double t) { last_ = t; }

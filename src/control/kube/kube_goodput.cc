@@ -39,12 +39,13 @@ bool KubeScheduler::goodput_round_due(double t) const {
   if (!policy_.goodput) return false;
   // A new (or preempted) adaptive group is planned at once once its pods have arrived, not a
   // round later.
-  bool unplanned = false;
-  for (const auto& [key, g] : model_.gangs()) {
-    unplanned = unplanned || (g.adaptive.batch > 0 && g.kept().round_members < 0 &&
-                              g.round_spec.max_members > 0 && !arriving(g, t));
-  }
-  return driver_.goodput_rounds().due(t, unplanned);
+  return driver_.goodput_rounds().due(t, [&] {
+    return std::any_of(model_.gangs().begin(), model_.gangs().end(), [&](const auto& e) {
+      const Gang& g = e.second;
+      return g.adaptive.batch > 0 && g.kept().round_members < 0 && g.round_spec.max_members > 0 &&
+             !arriving(g, t);
+    });
+  });
 }
 
 bool KubeScheduler::goodput_round(double t) {

@@ -16,7 +16,6 @@ namespace tessera::kube {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 double wall_now() {

@@ -43,10 +43,11 @@ GoodputModel& Service::goodput_model_locked(Job& j) {
 bool Service::goodput_round_due_locked(double t) const {
   if (!policy_.goodput) return false;
   // A new (or requeued, or preempted) adaptive job is planned at once, not a round later.
-  const bool unplanned = std::any_of(pending_.begin(), pending_.end(), [&](const Job* j) {
-    return adaptive_locked(*j) && j->round_members < 0 && j->unrunnable.empty() && !j->row.held;
+  return driver_.goodput_rounds().due(t, [&] {
+    return std::any_of(pending_.begin(), pending_.end(), [&](const Job* j) {
+      return adaptive_locked(*j) && j->round_members < 0 && j->unrunnable.empty() && !j->row.held;
+    });
   });
-  return driver_.goodput_rounds().due(t, unplanned);
 }
 
 void Service::goodput_round_locked(double t) {
