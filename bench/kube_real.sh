@@ -27,6 +27,9 @@ if [ "${HEARTBEAT:-}" = slow ]; then
   UP_ARGS="$UP_ARGS --kwok-arg=--node-lease-duration-seconds=600 --controller-manager-arg=--node-monitor-grace-period=10m"
   UP_ARGS="$UP_ARGS --controller-manager-arg=--kube-api-qps=500 --controller-manager-arg=--kube-api-burst=1000"
 fi
+# The bare client's binding goroutines: as many as tessera kube's default bind workers, so the
+# ceiling has the same number of binds in flight to spend.
+CEILING_THREADS="${CEILING_THREADS:-48}"
 ONLY="${ONLY:-ceiling ceiling-events tessera kube-scheduler-50 kube-scheduler-5000 latency gangs restart}"
 work="${WORK:-$(mktemp -d /tmp/tessera-kube-real-bench.XXXXXX)}"
 mkdir -p "$work"
@@ -53,10 +56,10 @@ run() {  # NAME BENCH-ARGS...
 ceiling=""
 for what in $ONLY; do
   case "$what" in
-    ceiling) run ceiling --scheduler bare --threads 16 --nodes "$NODES" --pods "$PODS"
+    ceiling) run ceiling --scheduler bare --threads "$CEILING_THREADS" --nodes "$NODES" --pods "$PODS"
              ceiling="$(tail -1 "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("binds_per_s", 0))')" ;;
     # The ceiling of a scheduler that also says Scheduled: a Binding and an Event per pod.
-    ceiling-events) run ceiling-events --scheduler bare --events --threads 16 --nodes "$NODES" --pods "$PODS" ;;
+    ceiling-events) run ceiling-events --scheduler bare --events --threads "$CEILING_THREADS" --nodes "$NODES" --pods "$PODS" ;;
     tessera) run tessera --scheduler tessera --nodes "$NODES" --pods "$PODS" ;;
     kube-scheduler-50) run ks50 --scheduler kube-scheduler --qps 50 --burst 100 --nodes "$NODES" --pods "$PODS" ;;
     kube-scheduler-5000) run ks5000 --scheduler kube-scheduler --qps 5000 --burst 5000 --nodes "$NODES" --pods "$PODS" ;;

@@ -180,15 +180,6 @@ void ApiServer::routes() {
           res.set_content(json_text(to_json(v)), kJson);
         }));
 
-  // A job's history (tessera job ID): submitted, each change of why it waits, started where,
-  // preempted by whom, how it ended.
-  route("GET", R"(/v1/jobs/([^/]+)/events)",
-        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
-          nlohmann::json arr = nlohmann::json::array();
-          for (const JobEvent& e : svc.job_events(c, path_id(req))) arr.push_back(to_json(e));
-          res.set_content(json_text(nlohmann::json{{"events", std::move(arr)}}), kJson);
-        }));
-
   // tessera update: a job's priority class or time limit. The body names only those; the job
   // spec reader checks their types and ranges, the service what the queue allows.
   route("PATCH", R"(/v1/jobs/([^/]+))",

@@ -27,6 +27,16 @@ void add_read_routes(const ReadModel& model, const ReadRoutes& routes) {
                const Reader r = reader(req, false);
                res.set_content(json_text(to_json(m.job(r, path_id(req)))), kJson);
              }));
+  // A job's history (tessera job ID): serve's from submission to its end (each change of why it
+  // waits, where it started, who preempted it); kube's what the scheduler told its pods.
+  routes.get(R"(/v1/jobs/([^/]+)/events)",
+             routes.guard([&m, reader](const httplib::Request& req, httplib::Response& res) {
+               nlohmann::json arr = nlohmann::json::array();
+               for (const JobEvent& e : m.job_events(reader(req, false), path_id(req))) {
+                 arr.push_back(to_json(e));
+               }
+               res.set_content(json_text(nlohmann::json{{"events", std::move(arr)}}), kJson);
+             }));
   routes.get("/v1/queues",
              routes.guard([&m, reader](const httplib::Request& req, httplib::Response& res) {
                nlohmann::json arr = nlohmann::json::array();

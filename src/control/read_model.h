@@ -149,6 +149,9 @@ class ReadModel {
   // either kForbidden (serve: a tenant is told the job is not its own) or kNotFound (kube: a
   // namespace's jobs are not for a reader who may not list its pods to know of).
   virtual JobView job(const Reader& r, int64_t id) const = 0;
+  // A job's history, oldest first (serve: from its store; kube: what the scheduler told its
+  // pods). The same errors as job().
+  virtual std::vector<JobEvent> job_events(const Reader& r, int64_t id) const = 0;
   virtual std::vector<QueueView> queues(const Reader& r) const = 0;
   virtual std::vector<NodeView> nodes(const Reader& r) const = 0;
   // The dashboard's samples in [since, until], averaged into buckets of `step` seconds.

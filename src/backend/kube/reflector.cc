@@ -129,6 +129,13 @@ Reflector::ListResult Reflector::list_once(const std::atomic<bool>& stop) {
       r = client_.get(page_path(""));
       continue;
     }
+    if (r.status == 404 && opt_.optional && cont.empty()) {
+      // Not served: none exist. An empty list tells the handler those it had are gone.
+      handler_.on_list_begin();
+      handler_.on_list_end("");
+      set_rv("");
+      return ListResult::kAbsent;
+    }
     if (!r.ok()) {
       stats_.errors++;
       set_error("list " + opt_.path + ": " + r.describe());
@@ -198,6 +205,12 @@ void Reflector::run(const std::atomic<bool>& stop) {
         back_off();
         continue;
       }
+      if (res == ListResult::kAbsent) {
+        if (!stats_.absent.exchange(true)) handler_.on_absent();
+        sleep_unless_stopped(opt_.absent_recheck, stop);
+        continue;
+      }
+      stats_.absent = false;
       need_list = false;
       backoff = bmin;
     }
@@ -241,6 +254,10 @@ void Reflector::run(const std::atomic<bool>& stop) {
         stop, opt_.fields ? &*opt_.fields : nullptr);
     if (stop.load()) break;
 
+    if (end.status == 404 && opt_.optional) {  // its CRD was removed: the list says so
+      need_list = true;
+      continue;
+    }
     if (end.status == 410 || expired) {
       // The version is too old: start over with a list. Back off only if this keeps happening
       // without the watch ever working.

@@ -32,6 +32,9 @@ class ReflectorHandler {
   virtual void on_list_end(const std::string& resource_version) = 0;
   // A watch event: type ADDED, MODIFIED or DELETED (bookmarks and errors are handled inside).
   virtual void on_event(const std::string& type, nlohmann::json&& object) = 0;
+  // An optional collection is not served (404: its CRD is not installed): called once each time
+  // it goes from served (or not yet listed) to absent, after an empty list was delivered.
+  virtual void on_absent() {}
 };
 
 struct ReflectorOptions {
@@ -45,6 +48,10 @@ struct ReflectorOptions {
   std::optional<FieldMask> fields;
   int watch_timeout_seconds = 300;  // asked of the server; it ends the stream, we resume
   std::chrono::milliseconds backoff_min{100}, backoff_max{10000};
+  // The collection may not exist (a CRD that is not installed): a 404 is then an empty
+  // collection, not an error; it is listed again every `absent_recheck` until it is served.
+  bool optional = false;
+  std::chrono::milliseconds absent_recheck{60000};
 };
 
 struct ReflectorStats {
@@ -54,6 +61,7 @@ struct ReflectorStats {
   std::atomic<uint64_t> events{0};      // ADDED/MODIFIED/DELETED delivered
   std::atomic<uint64_t> bookmarks{0};
   std::atomic<uint64_t> errors{0};  // failed requests (no answer, 5xx, ...)
+  std::atomic<bool> absent{false};  // an optional collection answered 404 at the last list
 };
 
 class Reflector {
@@ -69,7 +77,7 @@ class Reflector {
   std::string last_error() const;
 
  private:
-  enum class ListResult { kDone, kFailed, kStopped };
+  enum class ListResult { kDone, kFailed, kStopped, kAbsent };
   ListResult list_once(const std::atomic<bool>& stop);
   std::string page_path(const std::string& continue_token) const;
   void set_rv(const std::string& rv);

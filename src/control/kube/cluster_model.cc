@@ -377,20 +377,30 @@ void ClusterModel::retain_pods(const std::set<std::string>& keep_uids) {
 void ClusterModel::upsert_group(PodGroupInfo g) {
   const std::string key = g.key();
   auto it = groups_.find(key);
-  if (it == groups_.end() || it->second.min_member != g.min_member) dirty_ = true;
-  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale_ = true;
+  if (it == groups_.end() || it->second.min_member != g.min_member ||
+      it->second.queue != g.queue) {
+    dirty_ = true;
+  }
+  if (auto gang = gangs_.find(g.gang_key()); gang != gangs_.end()) gang->second.stale_ = true;
   groups_[key] = std::move(g);
 }
 
 void ClusterModel::remove_group(const std::string& key) {
-  if (groups_.erase(key) != 0) dirty_ = true;
-  if (auto gang = gangs_.find(key); gang != gangs_.end()) gang->second.stale_ = true;
+  auto it = groups_.find(key);
+  if (it == groups_.end()) return;
+  if (auto gang = gangs_.find(it->second.gang_key()); gang != gangs_.end()) {
+    gang->second.stale_ = true;
+  }
+  groups_.erase(it);
+  dirty_ = true;
 }
 
-void ClusterModel::retain_groups(const std::set<std::string>& keep) {
+void ClusterModel::retain_groups(GroupApi api, const std::set<std::string>& keep) {
   for (auto it = groups_.begin(); it != groups_.end();) {
-    if (keep.count(it->first) == 0) {
-      if (auto gang = gangs_.find(it->first); gang != gangs_.end()) gang->second.stale_ = true;
+    if (it->second.api == api && keep.count(it->first) == 0) {
+      if (auto gang = gangs_.find(it->second.gang_key()); gang != gangs_.end()) {
+        gang->second.stale_ = true;
+      }
       it = groups_.erase(it);
       dirty_ = true;
     } else {

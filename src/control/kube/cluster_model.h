@@ -115,6 +115,9 @@ struct Gang {
   Allocation running_alloc;
   double running_since = 0;
   std::string waiting;         // why it is not offered to the engine ("" = offered), in words
+  // The same as a code for tables (JobView::reason_code): PodGroup, GangPods, Invalid, Queue,
+  // Preempting, Binding, GoodputRound, Unrunnable.
+  std::string waiting_code;
   bool binding = false;        // some member's bind is in flight (not yet seen bound)
   bool complete_once = false;  // held its minimum at some point (members may finish since)
   // Goodput-adaptive (its pods carry tessera.io/adaptive-batch, with ModelOptions::goodput).
@@ -123,6 +126,7 @@ struct Gang {
   AdaptiveBatch adaptive;
   JobSpec round_spec;
   std::string dataset;       // what its waiting pods read (tessera.io/dataset), filled by prepare()
+  std::string queue;         // its queue's name (gang_queue of its first pod), filled by prepare()
   bool clock_bound = false;  // its running part started "now" (a member's bind time unknown)
   double running_limit_w = 0;  // its running members' power limit (ClusterModel::power_limit)
   // Admission's answer (infeasible_reason) for the shape and cluster it was asked about.
@@ -173,7 +177,7 @@ class ClusterModel {
   // A re-list: everything not in `keep` is gone.
   void retain_nodes(const std::set<std::string>& keep);
   void retain_pods(const std::set<std::string>& keep_uids);
-  void retain_groups(const std::set<std::string>& keep);
+  void retain_groups(GroupApi api, const std::set<std::string>& keep);  // that API's only
 
   // Rebuilds the Cluster and ledger if nodes changed since the last call.
   void refresh();
@@ -245,9 +249,17 @@ class ClusterModel {
   // The nodes pods with these constraints may use (`key`: their PodInfo::constraints_key).
   std::shared_ptr<const NodeSet> eligible(const NodeConstraints& c, const std::string& key);
   bool ensure_tenant(const std::string& queue);
-  // Why pod `p`'s namespace may not use the queue it names (QueueTree::admits_namespace), or
-  // "". The queue must be known (ensure_tenant).
-  std::string namespace_refused(const PodInfo& p) const;
+  // Why namespace `ns` may not use `queue` (QueueTree::admits_namespace), or "". The queue
+  // must be known (ensure_tenant).
+  std::string namespace_refused(const std::string& ns, const std::string& queue) const;
+  // The PodGroup object pod `p` names (of its convention's API), or null.
+  const PodGroupInfo* group_of(const PodInfo& p) const;
+  // The least number of members the gang `lead` leads runs with: its PodGroup's minMember,
+  // else its pods' count annotation, 1 without a group; none while its PodGroup is unseen.
+  std::optional<int32_t> group_minimum(const PodInfo& lead) const;
+  // The queue of the gang `lead` leads: the pod's label, else its Volcano PodGroup's
+  // spec.queue, else the namespace.
+  std::string gang_queue(const PodInfo& lead) const;
   void fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
   // An adaptive gang's `adaptive` and `round_spec` (Gang), from its pods.
   void plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
@@ -256,7 +268,7 @@ class ClusterModel {
   ModelOptions opt_;
   std::map<std::string, NodeInfo> nodes_;
   std::unordered_map<std::string, PodRecord> pods_;  // by uid
-  std::map<std::string, PodGroupInfo> groups_;       // by ns/name
+  std::map<std::string, PodGroupInfo> groups_;       // by PodGroupInfo::key()
   std::map<std::string, Gang> gangs_;                // by gang key
   bool nodes_changed_ = true, dirty_ = true;
   bool all_stale_ = true;  // every gang must be derived again (the cluster or its nodes changed)

@@ -61,12 +61,32 @@ bool ClusterModel::ensure_tenant(const std::string& queue) {
   return true;
 }
 
-std::string ClusterModel::namespace_refused(const PodInfo& p) const {
-  const QueueId leaf = tree_->leaf_of(*tenants_.find(p.queue));
-  if (leaf == kNoId || tree_->admits_namespace(leaf, p.ns)) return "";
-  return "namespace " + p.ns + " may not use queue " + p.queue +
+std::string ClusterModel::namespace_refused(const std::string& ns,
+                                            const std::string& queue) const {
+  const QueueId leaf = tree_->leaf_of(*tenants_.find(queue));
+  if (leaf == kNoId || tree_->admits_namespace(leaf, ns)) return "";
+  return "namespace " + ns + " may not use queue " + queue +
          " (a queue admits its own namespace, and those it or a queue above it lists in "
          "namespaces:)";
+}
+
+const PodGroupInfo* ClusterModel::group_of(const PodInfo& p) const {
+  if (p.group.empty() || p.group_api == GroupApi::kKueue) return nullptr;  // Kueue's: no object
+  const auto it = groups_.find(group_key(p.group_api, p.ns, p.group));
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
+std::optional<int32_t> ClusterModel::group_minimum(const PodInfo& lead) const {
+  if (lead.group.empty()) return 1;
+  if (const PodGroupInfo* group = group_of(lead)) return group->min_member;
+  if (lead.min_member > 0) return lead.min_member;
+  return std::nullopt;
+}
+
+std::string ClusterModel::gang_queue(const PodInfo& lead) const {
+  if (lead.queue_given) return lead.queue;
+  const PodGroupInfo* group = group_of(lead);
+  return group != nullptr && !group->queue.empty() ? group->queue : lead.queue;
 }
 
 void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods,
@@ -74,7 +94,7 @@ void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& p
   spec = JobSpec{};
   spec.name = g.key;
   const PodInfo& first = *pods.front();
-  spec.tenant = *tenants_.find(first.queue);
+  spec.tenant = *tenants_.find(g.queue);
   spec.submit_time = first.created;
   MemberDemand d{0, kMilliPerGpu, 0, 0};
   bool fractional = false;
@@ -118,26 +138,17 @@ void ClusterModel::plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pen
       if (!p->invalid.empty()) return;
     }
   }
-  if (!ensure_tenant(first->queue) || !g.kept_.waits_for.empty() || g.binding ||
+  if (!ensure_tenant(g.queue) || !g.kept_.waits_for.empty() || g.binding ||
       g.kept_.attempts_in_flight > 0 || !g.terminating_pods.empty() ||
       (!bound.empty() && g.running_id == kNoId)) {
     return;
   }
-  int32_t min_member = 1;
-  if (!g.group.empty()) {
-    auto it = groups_.find(g.key);
-    if (it != groups_.end()) {
-      min_member = it->second.min_member;
-    } else if (first->min_member > 0) {
-      min_member = first->min_member;
-    } else {
-      return;
-    }
-  }
+  const std::optional<int32_t> min_member = group_minimum(*first);
+  if (!min_member) return;
   std::vector<const PodInfo*> all = bound;
   all.insert(all.end(), pending.begin(), pending.end());
   fill_spec(g, all, g.round_spec);
-  g.round_spec.min_members = std::max(1, min_member);
+  g.round_spec.min_members = std::max(1, *min_member);
   g.round_spec.max_members = static_cast<int32_t>(all.size());
   if (g.round_spec.max_members < g.round_spec.min_members) g.round_spec.max_members = 0;
 }
@@ -198,6 +209,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     g.terminating_pods.clear();
     g.pending_id = g.running_id = kNoId;
     g.waiting.clear();
+    g.waiting_code.clear();
     g.binding = false;
     g.adaptive = AdaptiveBatch{};
     g.round_spec.max_members = 0;
@@ -225,7 +237,11 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
 
     // The running part: offered to the engine (fair share, preemption) when its members are
     // alike and all in the ledger, so that its allocation is exact.
-    if (!bound.empty() && ensure_tenant(bound.front()->queue)) {
+    const PodInfo* lead = !pending.empty() ? pending.front()
+                          : !bound.empty()  ? bound.front()
+                                            : nullptr;
+    g.queue = lead != nullptr ? gang_queue(*lead) : "";
+    if (!bound.empty() && ensure_tenant(g.queue)) {
       bool exact = true;
       Allocation a;
       a.gpus_per_member = bound.front()->demand.gpus;
@@ -260,35 +276,36 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     if (pending.empty()) return;
     const PodInfo& first = *pending.front();
     g.dataset = first.dataset;
-    int32_t min_member = 1;
-    if (!g.group.empty()) {
-      auto it = groups_.find(g.key);
-      if (it != groups_.end()) {
-        min_member = it->second.min_member;
-      } else if (first.min_member > 0) {
-        min_member = first.min_member;
-      } else {
-        g.waiting = "waiting for PodGroup " + g.key + " (scheduling.x-k8s.io/v1alpha1)";
-        return;
-      }
+    const std::optional<int32_t> group_min = group_minimum(first);
+    if (!group_min) {
+      g.waiting_code = "PodGroup";
+      g.waiting = "waiting for PodGroup " + g.key + " (" + group_api_name(first.group_api) + ")";
+      return;
     }
+    int32_t min_member = *group_min;
     const auto have_bound = static_cast<int32_t>(g.bound_pods.size());
     const auto have_pending = static_cast<int32_t>(pending.size());
     if (!invalid.empty()) {
+      g.waiting_code = "Invalid";
       g.waiting = invalid;
-    } else if (!ensure_tenant(first.queue)) {
-      g.waiting = "queue " + first.queue + " is not in the queue tree " + opt_.queues_path;
-    } else if (const std::string why = namespace_refused(first); !why.empty()) {
+    } else if (!ensure_tenant(g.queue)) {
+      g.waiting_code = "Queue";
+      g.waiting = "queue " + g.queue + " is not in the queue tree " + opt_.queues_path;
+    } else if (const std::string why = namespace_refused(first.ns, g.queue); !why.empty()) {
+      g.waiting_code = "Queue";
       g.waiting = why;
     } else if (!g.kept_.waits_for.empty()) {
+      g.waiting_code = "Preempting";
       g.waiting = "waiting for " + std::to_string(g.kept_.waits_for.size()) +
                   " preempted pod(s) to terminate";
     } else if (g.binding || g.kept_.attempts_in_flight > 0) {
       // A bind attempt of this gang is still out: deciding its other pods now would count
       // members that the attempt may yet give back (a failed bind evicts the bound ones), and
       // could leave a member bound alone.
+      g.waiting_code = "Binding";
       g.waiting = "waiting for the gang's binds in flight to land";
     } else if (have_bound + have_pending < min_member) {
+      g.waiting_code = "GangPods";
       g.waiting = "waiting for the gang's pods: " + std::to_string(have_bound + have_pending) +
                   " of minMember " + std::to_string(min_member) + " exist";
     }
@@ -296,17 +313,21 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
       // An adaptive group starts whole at the size its goodput round gave it, and grows only by
       // a round restarting it: its other pods wait.
       if (have_bound > 0) {
+        g.waiting_code = "GoodputRound";
         g.waiting = "adaptive: runs with the " + std::to_string(have_bound) +
                     " members its goodput round gave it; the group's other pods wait for a "
                     "round to give it more";
       } else if (g.kept_.round_members < 0) {
+        g.waiting_code = "GoodputRound";
         g.waiting =
             "adaptive: waits for its first goodput round (once its pods have stopped arriving)";
       } else if (g.kept_.round_members == 0) {
+        g.waiting_code = "GoodputRound";
         g.waiting =
             "adaptive: waits for a goodput round to give it GPUs (the last gave them to "
             "groups that gain more from them, or had none it fits)";
       } else if (have_pending < g.kept_.round_members) {
+        g.waiting_code = "GoodputRound";
         g.waiting = "adaptive: waiting for the group's pods: " + std::to_string(have_pending) +
                     " of the " + std::to_string(g.kept_.round_members) +
                     " members its goodput round gave it exist";
@@ -327,6 +348,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
                     infeasible_reason(*cluster_, ps)};
     }
     if (g.admitted.never) {
+      g.waiting_code = "Unrunnable";
       g.waiting = unusable_nodes_ == 0
                       ? "no node set of this cluster can ever host it: " + *g.admitted.never
                       : "no Ready, uncordoned node set can host it now (" +

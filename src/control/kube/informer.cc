@@ -76,6 +76,13 @@ class Informer::Handler : public ReflectorHandler {
     e.removed = type == "DELETED";
     inbox_.push(std::move(e));
   }
+  void on_absent() override {
+    std::fprintf(stderr,
+                 "tessera kube: %s is not served (its CRD is not installed): none are read; "
+                 "looked for again every minute\n",
+                 path_.c_str());
+  }
+  void set_path(std::string path) { path_ = std::move(path); }
 
  private:
   bool parse(const json& object, Inbox::Event& e) {
@@ -95,8 +102,11 @@ class Informer::Handler : public ReflectorHandler {
           e.object = std::move(p);
           break;
         }
-        case Inbox::Kind::kGroup: {
-          PodGroupInfo g = parse_pod_group(object);
+        case Inbox::Kind::kGroup:
+        case Inbox::Kind::kVolcanoGroup: {
+          PodGroupInfo g = parse_pod_group(object, kind_ == Inbox::Kind::kGroup
+                                                       ? GroupApi::kSchedulerPlugins
+                                                       : GroupApi::kVolcano);
           e.key = g.key();
           e.object = std::move(g);
           break;
@@ -113,6 +123,7 @@ class Informer::Handler : public ReflectorHandler {
   Inbox::Kind kind_;
   const std::function<double()>& now_;
   std::shared_ptr<std::set<std::string>> listing_ = std::make_shared<std::set<std::string>>();
+  std::string path_;
 };
 
 Informer::Informer(Client& client, Inbox& inbox, std::function<double()> now)
@@ -126,18 +137,22 @@ void Informer::start(const std::atomic<bool>& stop) {
   struct Watch {
     Inbox::Kind kind;
     std::string path, fields;
+    bool optional = false;  // a custom resource: its CRD may not be installed
   };
   // Every pod that is not finished: ours to schedule, and everyone's for capacity.
   const std::vector<Watch> watches = {
       {Inbox::Kind::kNode, collection_path(kNodes), ""},
       {Inbox::Kind::kPod, collection_path(kPods), "status.phase!=Succeeded,status.phase!=Failed"},
-      {Inbox::Kind::kGroup, collection_path(kPodGroupsX), ""},
+      {Inbox::Kind::kGroup, collection_path(kPodGroupsX), "", true},
+      {Inbox::Kind::kVolcanoGroup, collection_path(kPodGroupsVolcano), "", true},
   };
   for (const Watch& w : watches) {
     handlers_.push_back(std::make_unique<Handler>(inbox_, w.kind, now_));
+    handlers_.back()->set_path(w.path);
     ReflectorOptions ro;
     ro.path = w.path;
     ro.field_selector = w.fields;
+    ro.optional = w.optional;
     if (w.kind == Inbox::Kind::kNode) ro.fields = node_fields();
     if (w.kind == Inbox::Kind::kPod) ro.fields = pod_fields();
     reflectors_.push_back(std::make_unique<Reflector>(client_, ro, *handlers_.back()));

@@ -1,4 +1,5 @@
-// The scheduler's view in: list+watch of Nodes, Pods (those not finished) and PodGroups, each
+// The scheduler's view in: list+watch of Nodes, Pods (those not finished) and PodGroups (both
+// scheduler-plugins' and Volcano's, each skipped while its CRD is not installed), each
 // parsed on its own watch thread and queued in an Inbox for the scheduler thread, which alone
 // applies them to its ClusterModel. The API workers queue bind answers in the same Inbox, so
 // one wait wakes the scheduler thread for either.
@@ -23,13 +24,13 @@ namespace tessera::kube {
 
 class Inbox {
  public:
-  enum class Kind { kNode, kPod, kGroup };
+  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup };
   // An object added, changed or removed, or the end of a (re-)list.
   struct Event {
     Kind kind = Kind::kNode;
     bool removed = false;
     std::variant<std::monostate, NodeInfo, PodInfo, PodGroupInfo> object;
-    std::string key;                                      // node name, pod uid, ns/name
+    std::string key;  // node name, pod uid, PodGroupInfo::key()
     std::shared_ptr<const std::set<std::string>> retain;  // a list ended: keep only these keys
     double at = 0;                                        // wall-clock seconds it was parsed
   };

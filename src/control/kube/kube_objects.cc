@@ -423,10 +423,24 @@ PodInfo parse_pod(const json& pod) {
     }
   }
 
-  if (const std::string* g = find(labels, kPodGroupLabel)) {
+  const std::string* kueue_count = nullptr;
+  if (const std::string* g = find(labels, kPodGroupLabel); g && !g->empty()) {
     p.group = *g;
-  } else if (const std::string* v = find(notes, kVolcanoGroupAnnotation)) {
+    p.group_api = GroupApi::kSchedulerPlugins;
+  } else if (const std::string* v = find(notes, kVolcanoGroupAnnotation); v && !v->empty()) {
     p.group = *v;
+    p.group_api = GroupApi::kVolcano;
+  } else if (const std::string* w = find(notes, kVolcanoGroupAnnotationNew); w && !w->empty()) {
+    p.group = *w;
+    p.group_api = GroupApi::kVolcano;
+  } else if (const std::string* k = find(labels, kKueueGroupLabel); k && !k->empty()) {
+    p.group = *k;
+    p.group_api = GroupApi::kKueue;
+    kueue_count = find(notes, kKueueGroupCountAnnotation);
+    if (kueue_count == nullptr) {
+      p.invalid = std::string("label ") + kKueueGroupLabel + " needs annotation " +
+                  kKueueGroupCountAnnotation + " (the group's number of pods)";
+    }
   }
   for (const char* key : {kQueueLabel, "kai.scheduler/queue", "kueue.x-k8s.io/queue-name"}) {
     if (const std::string* q = find(labels, key); q && !q->empty()) {
@@ -434,6 +448,10 @@ PodInfo parse_pod(const json& pod) {
       break;
     }
   }
+  if (const std::string* q = find(notes, kVolcanoQueueAnnotation); p.queue.empty() && q) {
+    p.queue = *q;
+  }
+  p.queue_given = !p.queue.empty();
   if (p.queue.empty()) p.queue = p.ns;
   PriorityClass pc;
   if (const std::string* c = find(labels, kClassLabel)) {
@@ -446,11 +464,15 @@ PodInfo parse_pod(const json& pod) {
   } else if (parse_priority_class(str(spec, "priorityClassName"), pc)) {
     p.priority = pc;
   }
-  if (const std::string* m = find(notes, kMinMemberAnnotation)) {
-    try {
-      p.min_member = std::stoi(*m);
-    } catch (const std::exception&) {
-      p.invalid = std::string("annotation ") + kMinMemberAnnotation + ": not a number";
+  for (const auto& [key, text] : {std::pair{kMinMemberAnnotation, find(notes, kMinMemberAnnotation)},
+                                  std::pair{kKueueGroupCountAnnotation, kueue_count}}) {
+    if (text == nullptr) continue;
+    int32_t n = 0;
+    if (!parse_count(*text, 1, 1000000, n)) {
+      p.invalid = std::string("annotation ") + key + ": " + quote_prefix(*text) +
+                  " is not a number of pods (1 or more)";
+    } else {
+      p.min_member = n;
     }
   }
   if (const std::string* g = find(notes, kGraceAnnotation)) {
@@ -579,15 +601,35 @@ const FieldMask& pod_fields() {
   return m;
 }
 
-PodGroupInfo parse_pod_group(const json& group) {
+const char* group_api_name(GroupApi api) {
+  switch (api) {
+    case GroupApi::kSchedulerPlugins:
+      return "scheduling.x-k8s.io/v1alpha1";
+    case GroupApi::kVolcano:
+      return "scheduling.volcano.sh/v1beta1";
+    case GroupApi::kNone:
+    case GroupApi::kKueue:
+      break;
+  }
+  return "";
+}
+
+std::string group_key(GroupApi api, const std::string& ns, const std::string& name) {
+  return (api == GroupApi::kVolcano ? "volcano:" : "") + ns + "/" + name;
+}
+
+PodGroupInfo parse_pod_group(const json& group, GroupApi api) {
   PodGroupInfo g;
+  g.api = api;
   const json& meta = field(group, "metadata");
   g.ns = str(meta, "namespace");
   g.name = str(meta, "name");
   if (g.name.empty()) throw std::invalid_argument("podgroup: metadata.name is missing");
   g.resource_version = str(meta, "resourceVersion");
-  const json& mm = field(field(group, "spec"), "minMember");
+  const json& spec = field(group, "spec");
+  const json& mm = field(spec, "minMember");
   g.min_member = mm.is_number_integer() ? std::max(1, mm.get<int32_t>()) : 1;
+  if (api == GroupApi::kVolcano) g.queue = str(spec, "queue");
   const json& status = field(group, "status");
   g.phase = str(status, "phase");
   const auto count = [&](const char* name) {

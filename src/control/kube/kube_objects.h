@@ -1,10 +1,12 @@
 // The parts of Kubernetes Pods, Nodes and PodGroups the scheduler reads, parsed once from the
 // API's JSON into compact values (the cache keeps these, not the JSON), and the conventions
 // that map them onto the engine's model (docs/kubernetes.md):
-//  - gang: label scheduling.x-k8s.io/pod-group (scheduler-plugins; with a PodGroup's
-//    spec.minMember) or annotation scheduling.k8s.io/group-name (Volcano); no group: a gang of
-//    one;
+//  - gang: label scheduling.x-k8s.io/pod-group (scheduler-plugins' PodGroup), annotation
+//    scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano's PodGroup),
+//    label kueue.x-k8s.io/pod-group-name with annotation kueue.x-k8s.io/pod-group-total-count
+//    (Kueue's plain-pod groups, no object); no group: a gang of one;
 //  - queue: label tessera.io/queue, else kai.scheduler/queue, else kueue.x-k8s.io/queue-name,
+//    else annotation scheduling.volcano.sh/queue-name, else a Volcano PodGroup's spec.queue,
 //    else the namespace;
 //  - priority class: label tessera.io/class, else spec.priorityClassName when it names one of
 //    the engine's classes;
@@ -31,6 +33,10 @@ inline constexpr const char* kGpuResource = "nvidia.com/gpu";
 inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
 inline constexpr const char* kVolcanoGroupAnnotation = "scheduling.k8s.io/group-name";
+inline constexpr const char* kVolcanoGroupAnnotationNew = "scheduling.volcano.sh/group-name";
+inline constexpr const char* kVolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name";
+inline constexpr const char* kKueueGroupLabel = "kueue.x-k8s.io/pod-group-name";
+inline constexpr const char* kKueueGroupCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
 inline constexpr const char* kQueueLabel = "tessera.io/queue";
 inline constexpr const char* kClassLabel = "tessera.io/class";
 inline constexpr const char* kFractionAnnotation = "tessera.io/gpu-fraction";
@@ -69,6 +75,16 @@ inline constexpr const char* kDataLabelPrefix = "data.tessera.io/";
 inline constexpr const char* kStageAnnotationPrefix = "stage.data.tessera.io/";
 
 using Labels = std::map<std::string, std::string>;
+
+// Which convention named a pod's group, and so which object (if any) gives its minimum.
+enum class GroupApi : uint8_t {
+  kNone,              // no group: a gang of one
+  kSchedulerPlugins,  // scheduling.x-k8s.io/v1alpha1 PodGroup
+  kVolcano,           // scheduling.volcano.sh/v1beta1 PodGroup
+  kKueue,             // no object: the pods' kueue.x-k8s.io/pod-group-total-count
+};
+// The API group/version of the PodGroup a convention reads ("" for kNone and kKueue).
+const char* group_api_name(GroupApi api);
 
 // One requirement of a node selector term (required node affinity).
 struct NodeRequirement {
@@ -135,9 +151,12 @@ struct PodInfo {
   int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
   MemberDemand demand;         // per pod (whole GPUs or one share)
   std::string group;           // gang name within the namespace ("" = a gang of one)
+  GroupApi group_api = GroupApi::kNone;
   std::string queue;           // the queue's name (label or namespace)
+  bool queue_given = false;    // named by a label or annotation (else the namespace's)
   std::optional<PriorityClass> priority;  // when the pod names one of the engine's classes
-  int32_t min_member = 0;                 // from tessera.io/min-member (a group without a PodGroup)
+  // tessera.io/min-member or kueue.x-k8s.io/pod-group-total-count (a group with no PodGroup)
+  int32_t min_member = 0;
   double checkpoint_grace = -1;           // tessera.io/checkpoint-grace-seconds, or -1
   std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
   double power_limit_w = 0;  // tessera.io/power-limit-watts; 0 when absent (the GPUs' default)
@@ -156,12 +175,19 @@ struct PodInfo {
   std::string gang_key() const { return group.empty() ? "pod:" + uid : ns + "/" + group; }
 };
 
+// The cache's key of a PodGroup: "ns/name" for scheduler-plugins' (the gang's own key),
+// "volcano:ns/name" for Volcano's, so that both kinds may share a name.
+std::string group_key(GroupApi api, const std::string& ns, const std::string& name);
+
 struct PodGroupInfo {
+  GroupApi api = GroupApi::kSchedulerPlugins;
   std::string ns, name, resource_version;
   int32_t min_member = 1;
+  std::string queue;  // Volcano's spec.queue ("" when none)
   std::string phase;  // status.phase as last seen
   int32_t scheduled = 0, running = 0, succeeded = 0, failed = 0;
-  std::string key() const { return ns + "/" + name; }
+  std::string key() const { return group_key(api, ns, name); }
+  std::string gang_key() const { return ns + "/" + name; }
 };
 
 // Parsers: throw std::invalid_argument naming the field for a malformed object (a missing
@@ -172,7 +198,8 @@ NodeInfo parse_node(const nlohmann::json& node);
 // "false").
 bool holds_dataset(const NodeInfo& n, const std::string& dataset);
 PodInfo parse_pod(const nlohmann::json& pod);
-PodGroupInfo parse_pod_group(const nlohmann::json& group);
+// Either API's PodGroup (spec.minMember; Volcano's spec.queue).
+PodGroupInfo parse_pod_group(const nlohmann::json& group, GroupApi api);
 // Exactly the fields each parser reads (the reflectors parse nothing else). A field a parser
 // starts to read must be added here: the masked-parse tests compare both ways on full objects.
 const FieldMask& node_fields();

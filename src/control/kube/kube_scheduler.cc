@@ -205,8 +205,11 @@ void KubeScheduler::drain_inbox() {
         }
         break;
       case Inbox::Kind::kGroup:
+      case Inbox::Kind::kVolcanoGroup:
         if (e.retain) {
-          model_.retain_groups(*e.retain);
+          model_.retain_groups(
+              e.kind == Inbox::Kind::kGroup ? GroupApi::kSchedulerPlugins : GroupApi::kVolcano,
+              *e.retain);
         } else if (e.removed) {
           model_.remove_group(e.key);
         } else {

@@ -155,6 +155,7 @@ class KubeScheduler final : public ReadModel {
   // otherwise; the API asks RBAC before it gets here).
   std::vector<JobView> jobs(const Reader& r, const JobFilter& f) const override;
   JobView job(const Reader& r, int64_t id) const override;
+  std::vector<JobEvent> job_events(const Reader& r, int64_t id) const override;
   std::vector<QueueView> queues(const Reader& r) const override;
   std::vector<NodeView> nodes(const Reader& r) const override;
   std::vector<HistorySample> history(const Reader& r, double since, double until,

@@ -19,12 +19,15 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   row.spec.name = g.key;
   double submitted = 0, started = -1;
   int32_t members = 0;
-  std::string queue;
+  std::string queue = g.queue;
+  std::optional<PriorityClass> named;
   for (const std::string& uid : g.pods) {
     auto it = model_.pods().find(uid);
     if (it == model_.pods().end()) continue;
     const PodInfo& p = it->second.info;
-    queue = p.queue;
+    if (g.group.empty()) row.spec.name = p.key();  // a lone pod: namespace/name, not its uid
+    if (queue.empty()) queue = p.queue;
+    if (!named) named = p.priority;
     submitted = submitted == 0 ? p.created : std::min(submitted, p.created);
     ++members;
     row.spec.gpus = p.demand.gpus;
@@ -45,6 +48,18 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   }
   row.tenant = queue;
   row.spec.tenant = queue;
+  if (const auto t = model_.tenants().find(queue)) {
+    const QueueId leaf = model_.tree().leaf_of(*t);
+    if (leaf != kNoId) v.queue = model_.tree().queue(leaf).path;
+  }
+  // The class it is scheduled at: as the engine was offered it, else as its pods name it.
+  if (g.pending_id != kNoId) {
+    v.priority_class = to_string(g.pending_spec.priority);
+  } else if (g.running_id != kNoId) {
+    v.priority_class = to_string(g.running_spec.priority);
+  } else if (named) {
+    v.priority_class = to_string(*named);
+  }
   row.spec.min_members = g.pending_spec.min_members;
   row.spec.max_members = members;
   row.submitted_at = submitted;
@@ -56,6 +71,7 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
     auto r = reasons_.find(g.key);
     if (!g.waiting.empty()) {
       v.pending_reason = g.waiting;
+      v.reason_code = g.waiting_code;
     } else if (r != reasons_.end()) {
       const PendingReason& pr = r->second;
       v.reason_code = reason_code(pr.code);
@@ -120,7 +136,7 @@ std::vector<QueueView> KubeScheduler::queues() const {
       ++counts[g.pending_spec.tenant].first;
     } else if (!g.pending_pods.empty()) {
       // Waiting before the engine (its PodGroup, its pods): pending all the same.
-      const auto t = model_.tenants().find(model_.pods().at(g.pending_pods.front()).info.queue);
+      const auto t = model_.tenants().find(g.queue);
       if (t) ++counts[*t].first;
     }
     if (g.running_id != kNoId) {
@@ -249,6 +265,23 @@ JobView KubeScheduler::job(const Reader& r, int64_t id) const {
   if (!v)
     throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
   return std::move(*v);
+}
+
+std::vector<JobEvent> KubeScheduler::job_events(const Reader& r, int64_t id) const {
+  const Namespaces visible = namespaces_of(r);
+  std::string key;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, g] : model_.gangs()) {
+      if (job_id(k) != id) continue;
+      if (!visible || visible->contains(g.ns)) key = k;
+      break;
+    }
+  }
+  if (key.empty()) {
+    throw ServiceError(ServiceError::kNotFound, "", "job " + std::to_string(id) + " not found");
+  }
+  return writer_.journal().of(key);
 }
 
 std::vector<QueueView> KubeScheduler::queues(const Reader& r) const {

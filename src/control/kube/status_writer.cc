@@ -39,6 +39,8 @@ void StatusWriter::stop() {
 json StatusWriter::event_body(const PodInfo& p, const std::string& type, const std::string& reason,
                               const std::string& action, const std::string& note) {
   ++events_made_;
+  journal_.add(p.gang_key(), now_(), reason,
+               p.group.empty() ? note : "pod " + p.name + ": " + note);
   // Named as client-go's recorder names them, POD.<unix nanoseconds in hex>: the API server
   // refuses generateName "POD." (a name may not end in '.'). Strictly increasing, so two
   // events of one pod never share a name; the pod's part is cut to keep a valid length.
@@ -167,7 +169,7 @@ void StatusWriter::write_group_status(
     const ClusterModel& model, const std::map<std::string, std::pair<int32_t, int32_t>>& done,
     double t) {
   for (const auto& [key, info] : model.groups()) {
-    auto gi = model.gangs().find(key);
+    auto gi = model.gangs().find(info.gang_key());
     const Gang* g = gi == model.gangs().end() ? nullptr : &gi->second;
     int32_t scheduled = 0, running = 0;
     if (g) {
@@ -177,7 +179,7 @@ void StatusWriter::write_group_status(
         if (p != nullptr && p->info.phase == "Running") ++running;
       }
     }
-    auto d = done.find(key);
+    auto d = done.find(info.gang_key());
     const int32_t succeeded = std::max(info.succeeded, d == done.end() ? 0 : d->second.first);
     const int32_t failed = std::max(info.failed, d == done.end() ? 0 : d->second.second);
     std::string phase = "Pending";
@@ -189,6 +191,13 @@ void StatusWriter::write_group_status(
       phase = "Running";
     } else if (scheduled > 0) {
       phase = "Scheduling";
+    }
+    if (info.api == GroupApi::kVolcano) {
+      // Volcano's phases: Pending, Inqueue (admitted), Running, Completed, Unknown.
+      phase = phase == "Scheduling" ? "Inqueue"
+              : phase == "Finished" ? "Completed"
+              : phase == "Failed"   ? "Unknown"
+                                    : phase;
     }
     json status = {{"phase", phase},
                    {"scheduled", scheduled},
@@ -215,7 +224,9 @@ void StatusWriter::write_group_status(
     }
     w.sent = text;
     w.held.clear();
-    const std::string path = object_path(kPodGroupsX, info.ns, info.name, "status");
+    const std::string path =
+        object_path(info.api == GroupApi::kVolcano ? kPodGroupsVolcano : kPodGroupsX, info.ns,
+                    info.name, "status");
     ++status_writes_;
     status_->push([this, path, body = json{{"status", status}}] {
       Response res = client_.patch(path, body, PatchType::kMerge);

@@ -19,6 +19,7 @@
 
 #include "backend/kube/kube_client.h"
 #include "control/kube/cluster_model.h"
+#include "control/kube/event_journal.h"
 #include "control/kube/work_queue.h"
 
 namespace tessera::kube {
@@ -58,6 +59,8 @@ class StatusWriter {
   void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
                   const std::string& action, const std::string& note);
 
+  // Every Event made, by gang: the read API's job history.
+  const EventJournal& journal() const { return journal_; }
   uint64_t events() const { return events_made_.load(); }
   uint64_t status_writes() const { return status_writes_.load(); }
   uint64_t api_errors() const { return api_errors_.load(); }
@@ -88,6 +91,7 @@ class StatusWriter {
   std::unordered_map<std::string, Written> written_;  // by pod uid
   std::set<std::string> held_;                        // pods with a reason not yet said
   std::map<std::string, GroupWritten> group_status_;  // by podgroup key
+  EventJournal journal_;
   std::atomic<uint64_t> events_made_{0}, status_writes_{0}, api_errors_{0};
   std::atomic<int64_t> last_event_nanos_{0};  // names events uniquely
 };

@@ -302,6 +302,7 @@ class Service final : public ReadModel {
   // of several owners is not one serve makes, and is refused).
   std::vector<JobView> jobs(const Reader& r, const JobFilter& f) const override;
   JobView job(const Reader& r, int64_t id) const override;
+  std::vector<JobEvent> job_events(const Reader& r, int64_t id) const override;
   std::vector<QueueView> queues(const Reader& r) const override;
   std::vector<NodeView> nodes(const Reader& r) const override;
   std::vector<HistorySample> history(const Reader& r, double since, double until,

@@ -448,6 +448,10 @@ JobView Service::job(const Reader& r, int64_t id) const {
   return job(caller_of(r), id);
 }
 
+std::vector<JobEvent> Service::job_events(const Reader& r, int64_t id) const {
+  return job_events(caller_of(r), id);
+}
+
 std::vector<QueueView> Service::queues(const Reader& r) const {
   return queues(caller_of(r));
 }
