@@ -118,7 +118,7 @@ await run([
     const deadline = Date.now() + 15000;
     for (;;) {
       const { jobs } = await getJson(`http://${state.kube}/v1/jobs?state=running`).catch(() => ({ jobs: [] }));
-      const j = jobs.find((x) => x.name === 'team-a/llm-pretrain');
+      const j = jobs.find((x) => x.name === 'team-a/bare-gang');
       if (j && j.allocation.length === 4) { state.job = j; break; }
       if (Date.now() > deadline) throw new Error('the gang was not placed in 15 s');
       await sleep(100);
@@ -152,7 +152,7 @@ await run([
     const row = `table.jobs tbody tr[data-id="${state.job.id}"]`;
     await go(page, '#/jobs');
     await page.waitForSelector(`${row}[data-state="running"]`);
-    check((await page.textContent(`${row} td.name`)).includes('team-a/llm-pretrain'), 'the row names the pod group');
+    check((await page.textContent(`${row} td.name`)).includes('team-a/bare-gang'), 'the row names the pod group');
     check(await page.getAttribute(row, 'data-tenant') === 'team-a', 'tenant team-a');
     await page.waitForSelector('#filter-tenant option[value="team-a"]', { state: 'attached' });
     await page.selectOption('#filter-tenant', 'team-a');
@@ -174,11 +174,11 @@ await run([
     await page.waitForSelector('table.placement tbody tr[data-node="gpu-node-0003"]');
     const nodes = await page.$$eval('table.placement tbody tr[data-node]', (rs) => rs.map((r) => r.dataset.node).sort());
     check(nodes.join() === 'gpu-node-0000,gpu-node-0001,gpu-node-0002,gpu-node-0003', `placement: ${nodes}`);
-    check((await page.textContent('.job-title')).includes('team-a/llm-pretrain'), 'the title names the pod group');
+    check((await page.textContent('.job-title')).includes('team-a/bare-gang'), 'the title names the pod group');
     check(await page.locator('.job-head .state-running').count() === 1, 'state running');
     const note = await page.textContent('#kube-note');
-    check(note.includes('kubectl describe pods -n team-a -l scheduling.x-k8s.io/pod-group=llm-pretrain'), `describe: ${note}`);
-    check(note.includes('kubectl logs -n team-a -l scheduling.x-k8s.io/pod-group=llm-pretrain'), `logs: ${note}`);
+    check(note.includes('kubectl describe pods -n team-a -l scheduling.x-k8s.io/pod-group=bare-gang'), `describe: ${note}`);
+    check(note.includes('kubectl logs -n team-a -l scheduling.x-k8s.io/pod-group=bare-gang'), `logs: ${note}`);
     check(await page.locator('table.events, #job-log').count() === 0, 'no events table, no log');
     await sleep(1600); // one more poll
     await noActions(page, 'job');

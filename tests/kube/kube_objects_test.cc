@@ -54,6 +54,41 @@ TEST(KubeObjects, GangsFromSchedulerPluginsLabelOrVolcanoAnnotation) {
   EXPECT_EQ(parse_pod(pod({}, {{"scheduling.k8s.io/group-name", "g2"}})).gang_key(), "team-a/g2");
 }
 
+TEST(KubeObjects, VolcanoAndKueueGroupsNameTheirConventionAndMinimum) {
+  const PodInfo v = parse_pod(pod({}, {{"scheduling.volcano.sh/group-name", "g3"},
+                                       {"scheduling.volcano.sh/queue-name", "research"}}));
+  EXPECT_EQ(v.gang_key(), "team-a/g3");
+  EXPECT_EQ(v.group_api, GroupApi::kVolcano);
+  EXPECT_EQ(v.queue, "research");
+  EXPECT_TRUE(v.queue_given);
+  EXPECT_FALSE(parse_pod(pod()).queue_given);  // the namespace's: a PodGroup's queue may win
+
+  const PodInfo k = parse_pod(pod({{"kueue.x-k8s.io/pod-group-name", "g4"}},
+                                  {{"kueue.x-k8s.io/pod-group-total-count", "3"}}));
+  EXPECT_EQ(k.gang_key(), "team-a/g4");
+  EXPECT_EQ(k.group_api, GroupApi::kKueue);
+  EXPECT_EQ(k.min_member, 3);
+  EXPECT_TRUE(k.invalid.empty()) << k.invalid;
+  // A Kueue group without its count, or with a count that is not one, is told so.
+  EXPECT_NE(parse_pod(pod({{"kueue.x-k8s.io/pod-group-name", "g4"}}))
+                .invalid.find("kueue.x-k8s.io/pod-group-total-count"),
+            std::string::npos);
+  EXPECT_NE(parse_pod(pod({{"kueue.x-k8s.io/pod-group-name", "g4"}},
+                          {{"kueue.x-k8s.io/pod-group-total-count", "three"}}))
+                .invalid.find("is not a number of pods"),
+            std::string::npos);
+
+  // Volcano's PodGroup: its minimum and queue, keyed apart from scheduler-plugins' of the name.
+  const json group = {{"metadata", {{"name", "g3"}, {"namespace", "team-a"}}},
+                      {"spec", {{"minMember", 4}, {"queue", "research"}}}};
+  const PodGroupInfo vg = parse_pod_group(group, GroupApi::kVolcano);
+  EXPECT_EQ(vg.min_member, 4);
+  EXPECT_EQ(vg.queue, "research");
+  EXPECT_EQ(vg.gang_key(), "team-a/g3");
+  EXPECT_NE(vg.key(), parse_pod_group(group, GroupApi::kSchedulerPlugins).key());
+  EXPECT_EQ(parse_pod_group(group, GroupApi::kSchedulerPlugins).queue, "");
+}
+
 TEST(KubeObjects, FractionsAndBadRequestsAreExplained) {
   json spec = {{"containers", {{{"name", "m"}, {"resources", json::object()}}}}};
   const PodInfo half = parse_pod(pod({}, {{"tessera.io/gpu-fraction", "0.5"}}, spec));

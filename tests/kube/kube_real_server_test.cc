@@ -19,7 +19,7 @@ using testing::Process;
 using testing::Target;
 
 TEST_F(KubeRealServer, DeployManifestsAreAcceptedAndTheCrdRefusesAnInvalidPodGroup) {
-  start_cluster(1);
+  start_cluster(9);  // the examples' two 4 x 8-GPU gangs and three half-GPU replicas
   const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/deploy/kubernetes";
   // Server-side validation of every object, once their namespace exists, then the objects
   // themselves.
@@ -35,8 +35,26 @@ TEST_F(KubeRealServer, DeployManifestsAreAcceptedAndTheCrdRefusesAnInvalidPodGro
   }
   // The examples, each with its namespace.
   const std::string examples = kubectl_ok("apply -f " + dir + "/examples");
-  EXPECT_NE(examples.find("podgroup.scheduling.x-k8s.io/llm-pretrain"), std::string::npos)
-      << examples;
+  for (const char* what :
+       {"podgroup.scheduling.x-k8s.io/llm-pretrain", "job.batch/llm-pretrain",
+        "podgroup.scheduling.x-k8s.io/bare-gang", "deployment.apps/llm-serving"}) {
+    EXPECT_NE(examples.find(what), std::string::npos) << what << "\n" << examples;
+  }
+  // Scheduled, each example's pods are placed: the Job's (made by its controller) and the bare
+  // pods as two whole gangs, the Deployment's replicas on half GPUs.
+  start_scheduler();
+  const auto bound_in = [&](const std::string& ns) {
+    size_t n = 0;
+    const json listed = api("GET", "/api/v1/namespaces/" + ns + "/pods").json_body();
+    for (const json& p : listed["items"]) n += p["spec"].value("nodeName", "").empty() ? 0 : 1;
+    return n;
+  };
+  EXPECT_TRUE(
+      wait_for([&] { return bound_in("team-a") == 8 && bound_in("team-inference") == 3; }, 60))
+      << bound_in("team-a") << " of 8 in team-a, " << bound_in("team-inference")
+      << " of 3 in team-inference; pods:\n"
+      << kubectl_ok("get pods -A -o wide");
+  EXPECT_EQ(kubectl_ok("get pg -n team-a llm-pretrain -o jsonpath={.spec.minMember}"), "4");
   // apiextensions found the schema structural and serves it.
   const json crd =
       api("GET",

@@ -430,6 +430,47 @@ TEST(Reflector, RetriesUntilTheServerComesUp) {
   EXPECT_EQ(run.r().stats().lists.load(), 1u);
 }
 
+// A custom resource whose CRD is not installed: an empty collection, said once, listed again
+// at the recheck interval (not at the back-off's pace, and not counted as errors); once its CRD
+// is installed, listed and watched as any other.
+TEST(Reflector, AnOptionalCollectionNotServedIsEmptyUntilItIs) {
+  FakeApi api;
+  std::atomic<int> lists{0};
+  std::atomic<bool> served{false};
+  api.list = [&](const httplib::Request&, httplib::Response& res) {
+    ++lists;
+    if (!served) {
+      res.status = 404;
+      res.set_content(R"({"kind":"Status","code":404,"reason":"NotFound"})", "application/json");
+      return;
+    }
+    res.set_content(page({"a"}, "5"), "application/json");
+  };
+  api.start();
+  class Absent : public Recorder {
+   public:
+    void on_absent() override { ++absent; }
+    std::atomic<int> absent{0};
+  };
+  Absent absent_rec;
+  ReflectorOptions opt = options();
+  opt.optional = true;
+  opt.absent_recheck = std::chrono::milliseconds(300);
+  Running run(api.url(), opt, absent_rec);
+  ASSERT_TRUE(wait_for([&] { return lists.load() >= 3; }));
+  EXPECT_EQ(absent_rec.absent.load(), 1);  // said once, however often it is looked for
+  EXPECT_EQ(run.r().stats().errors.load(), 0u);
+  EXPECT_TRUE(run.r().stats().absent.load());
+  EXPECT_EQ(absent_rec.count("begin"), absent_rec.count("end:"));  // each an empty list
+  EXPECT_TRUE(api.watch_rvs().empty());  // nothing is watched while it is not served
+
+  served = true;
+  ASSERT_TRUE(wait_for([&] { return api.watch_rvs().size() >= 1; }));
+  EXPECT_EQ(absent_rec.count("item:a"), 1u);
+  EXPECT_EQ(api.watch_rvs()[0], "5");
+  EXPECT_FALSE(run.r().stats().absent.load());
+}
+
 TEST(Reflector, StopEndsABlockedWatchPromptly) {
   FakeApi api;
   api.list = [](const httplib::Request&, httplib::Response& res) {

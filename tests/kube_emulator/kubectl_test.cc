@@ -201,6 +201,23 @@ TEST_P(KubectlTest, EverydayCommands) {
   const std::string w = slurp(watch_out);
   EXPECT_NE(w.find("Pending"), std::string::npos) << w;
 
+  // The PodGroup CRD applied, `kubectl get pg` prints its printer columns, as the real server
+  // prints a custom resource.
+  auto crd = kubectl("apply -f " + std::string(TESSERA_SOURCE_DIR) +
+                     "/deploy/kubernetes/01-podgroup-crd.yaml");
+  ASSERT_EQ(crd.rc, 0) << crd.text;
+  ASSERT_EQ(
+      emu_->request("POST", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/" + ns + "/podgroups",
+                    json{{"metadata", {{"name", "gang"}}}, {"spec", {{"minMember", 3}}}}.dump())
+          .status,
+      201);
+  auto pg = kubectl("get pg gang -n " + ns);
+  ASSERT_EQ(pg.rc, 0) << pg.text;
+  EXPECT_NE(pg.text.find("PHASE"), std::string::npos) << pg.text;
+  EXPECT_NE(pg.text.find("MINMEMBER"), std::string::npos) << pg.text;
+  EXPECT_NE(pg.text.find("RUNNING"), std::string::npos) << pg.text;
+  EXPECT_NE(pg.text.find(" 3 "), std::string::npos) << pg.text;
+
   // A client-side dry-run apply of every kind a Tessera deployment uses: kubectl GETs each
   // object and must read the 404 as "create".
   const std::string manifests =

@@ -335,8 +335,21 @@ std::vector<const ResourceInfo*> Registry::add_crd(const json& crd) {
     if (find_path(v, "subresources.status") != nullptr) r.subresources.push_back("status");
     r.verbs = kStandardVerbs;
     r.custom = true;
+    if (const json* cols = find_path(v, "additionalPrinterColumns");
+        cols != nullptr && cols->is_array()) {
+      for (const json& c : *cols) {
+        if (!c.is_object()) continue;
+        r.printer_columns.push_back({c.value("name", ""), c.value("type", "string"),
+                                     c.value("description", ""), c.value("jsonPath", ""),
+                                     c.value("priority", 0)});
+      }
+    }
     const auto existing = by_gvr_.find(gvr_key(r.group, r.version, r.resource));
-    if (existing != by_gvr_.end() && !existing->second->custom) continue;  // never shadow
+    if (existing != by_gvr_.end() && !existing->second->custom) {
+      // Never shadowed (a built-in stays), but it prints as the applied CRD says.
+      existing->second->printer_columns = std::move(r.printer_columns);
+      continue;
+    }
     out.push_back(add(std::move(r)));
   }
   return out;

@@ -13,6 +13,12 @@
 
 namespace kube_emulator {
 
+// A custom resource's additionalPrinterColumns entry: what `kubectl get` shows of it.
+struct PrinterColumn {
+  std::string name, type, description, json_path;  // json_path: ".status.phase"
+  int priority = 0;                                // 1: only with -o wide
+};
+
 struct ResourceInfo {
   std::string group;  // "" for core
   std::string version;
@@ -27,6 +33,7 @@ struct ResourceInfo {
   std::string storage;                    // collection key (two views may share one)
   bool custom = false;                    // served from a CRD: no strategic merge patch
   bool served = true;
+  std::vector<PrinterColumn> printer_columns;  // a CRD's, as its version declares them
 
   std::string group_version() const { return group.empty() ? version : group + "/" + version; }
   // "pods", "leases.coordination.k8s.io": how errors name the resource.

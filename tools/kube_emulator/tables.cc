@@ -128,6 +128,13 @@ json table_columns(const ResourceInfo& r) {
   const std::string age_doc =
       "CreationTimestamp is a timestamp representing the server time when this object was "
       "created.";
+  if (!r.printer_columns.empty()) {
+    json cols = {column("Name", "string", name_doc, 0, "name")};
+    for (const PrinterColumn& c : r.printer_columns) {
+      cols.push_back(column(c.name, c.type, c.description, c.priority));
+    }
+    return cols;
+  }
   if (r.is("", "pods")) {
     return {column("Name", "string", name_doc, 0, "name"),
             column("Ready", "string",
@@ -181,7 +188,26 @@ json partial_metadata(const json& obj) {
 
 json table_row(const ResourceInfo& r, const json& obj, IncludeObject include) {
   json cells;
-  if (r.is("", "pods")) {
+  if (!r.printer_columns.empty()) {
+    // As the real server prints a CRD: the name, then each column at its JSON path (null
+    // where the object has no value there; a date as an age).
+    cells = {string_at(obj, "metadata.name")};
+    for (const PrinterColumn& c : r.printer_columns) {
+      const std::string_view path =
+          std::string_view(c.json_path).substr(c.json_path.starts_with('.') ? 1 : 0);
+      const json* v = find_path(obj, path);
+      if (v == nullptr || v->is_null()) {
+        cells.push_back(nullptr);
+      } else if (c.type == "date" && v->is_string()) {
+        const auto t = parse_rfc3339(v->get<std::string>());
+        cells.push_back(
+            t ? human_duration(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - *t))
+              : "<unknown>");
+      } else {
+        cells.push_back(*v);
+      }
+    }
+  } else if (r.is("", "pods")) {
     cells = pod_cells(obj);
   } else if (r.is("", "nodes")) {
     cells = node_cells(obj);

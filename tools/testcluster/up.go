@@ -82,7 +82,7 @@ func runUp(args []string) error {
 	fs.BoolVar(&o.watchCache, "watch-cache", true, "kube-apiserver's watch cache (off: watches go to etcd, and a compacted revision answers 410 Gone)")
 	fs.BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "etcd without fsync (faster; loses data on a host crash)")
 	fs.BoolVar(&o.kwok, "kwok", true, "run KWOK for nodes annotated kwok.x-k8s.io/node=fake")
-	fs.StringVar(&o.controllers, "controllers", "namespace-controller,serviceaccount-controller,garbage-collector-controller,disruption-controller,node-lifecycle-controller,clusterrole-aggregation-controller", "kube-controller-manager's controllers (empty: none)")
+	fs.StringVar(&o.controllers, "controllers", "namespace-controller,serviceaccount-controller,garbage-collector-controller,disruption-controller,node-lifecycle-controller,clusterrole-aggregation-controller,job-controller,replicaset-controller,deployment-controller", "kube-controller-manager's controllers (empty: none)")
 	fs.DurationVar(&o.restartDelay, "restart-delay", 500*time.Millisecond, "wait before starting a component that exited")
 	fs.BoolVar(&o.background, "background", false, "start in the background, print READY when the cluster answers, and return")
 	fs.BoolVar(&o.audit, "audit", true, "write an audit log of every write request (DIR/audit.log)")
