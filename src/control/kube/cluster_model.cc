@@ -377,8 +377,7 @@ void ClusterModel::retain_pods(const std::set<std::string>& keep_uids) {
 void ClusterModel::upsert_group(PodGroupInfo g) {
   const std::string key = g.key();
   auto it = groups_.find(key);
-  if (it == groups_.end() || it->second.min_member != g.min_member ||
-      it->second.queue != g.queue) {
+  if (it == groups_.end() || it->second.min_member != g.min_member || it->second.queue != g.queue) {
     dirty_ = true;
   }
   if (auto gang = gangs_.find(g.gang_key()); gang != gangs_.end()) gang->second.stale_ = true;

@@ -114,7 +114,7 @@ struct Gang {
   JobSpec pending_spec, running_spec;
   Allocation running_alloc;
   double running_since = 0;
-  std::string waiting;         // why it is not offered to the engine ("" = offered), in words
+  std::string waiting;  // why it is not offered to the engine ("" = offered), in words
   // The same as a code for tables (JobView::reason_code): PodGroup, GangPods, Invalid, Queue,
   // Preempting, Binding, GoodputRound, Unrunnable.
   std::string waiting_code;

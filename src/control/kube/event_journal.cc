@@ -10,9 +10,9 @@ void EventJournal::add(const std::string& gang_key, double at, const std::string
   if (by_gang_.size() >= gangs_ && by_gang_.count(gang_key) == 0) {
     // Over its bound: drop the gang written to least recently (a linear scan, rare: only
     // when a new gang arrives at the bound).
-    auto oldest = std::min_element(by_gang_.begin(), by_gang_.end(), [](const auto& a, const auto& b) {
-      return a.second.touched < b.second.touched;
-    });
+    auto oldest = std::min_element(
+        by_gang_.begin(), by_gang_.end(),
+        [](const auto& a, const auto& b) { return a.second.touched < b.second.touched; });
     by_gang_.erase(oldest);
   }
   Kept& k = by_gang_[gang_key];

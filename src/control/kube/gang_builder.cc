@@ -61,8 +61,7 @@ bool ClusterModel::ensure_tenant(const std::string& queue) {
   return true;
 }
 
-std::string ClusterModel::namespace_refused(const std::string& ns,
-                                            const std::string& queue) const {
+std::string ClusterModel::namespace_refused(const std::string& ns, const std::string& queue) const {
   const QueueId leaf = tree_->leaf_of(*tenants_.find(queue));
   if (leaf == kNoId || tree_->admits_namespace(leaf, ns)) return "";
   return "namespace " + ns + " may not use queue " + queue +
@@ -238,8 +237,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     // The running part: offered to the engine (fair share, preemption) when its members are
     // alike and all in the ledger, so that its allocation is exact.
     const PodInfo* lead = !pending.empty() ? pending.front()
-                          : !bound.empty()  ? bound.front()
-                                            : nullptr;
+                          : !bound.empty() ? bound.front()
+                                           : nullptr;
     g.queue = lead != nullptr ? gang_queue(*lead) : "";
     if (!bound.empty() && ensure_tenant(g.queue)) {
       bool exact = true;

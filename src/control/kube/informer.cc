@@ -104,9 +104,9 @@ class Informer::Handler : public ReflectorHandler {
         }
         case Inbox::Kind::kGroup:
         case Inbox::Kind::kVolcanoGroup: {
-          PodGroupInfo g = parse_pod_group(object, kind_ == Inbox::Kind::kGroup
-                                                       ? GroupApi::kSchedulerPlugins
-                                                       : GroupApi::kVolcano);
+          PodGroupInfo g =
+              parse_pod_group(object, kind_ == Inbox::Kind::kGroup ? GroupApi::kSchedulerPlugins
+                                                                   : GroupApi::kVolcano);
           e.key = g.key();
           e.object = std::move(g);
           break;

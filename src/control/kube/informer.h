@@ -30,7 +30,7 @@ class Inbox {
     Kind kind = Kind::kNode;
     bool removed = false;
     std::variant<std::monostate, NodeInfo, PodInfo, PodGroupInfo> object;
-    std::string key;  // node name, pod uid, PodGroupInfo::key()
+    std::string key;                                      // node name, pod uid, PodGroupInfo::key()
     std::shared_ptr<const std::set<std::string>> retain;  // a list ended: keep only these keys
     double at = 0;                                        // wall-clock seconds it was parsed
   };

@@ -464,8 +464,9 @@ PodInfo parse_pod(const json& pod) {
   } else if (parse_priority_class(str(spec, "priorityClassName"), pc)) {
     p.priority = pc;
   }
-  for (const auto& [key, text] : {std::pair{kMinMemberAnnotation, find(notes, kMinMemberAnnotation)},
-                                  std::pair{kKueueGroupCountAnnotation, kueue_count}}) {
+  for (const auto& [key, text] :
+       {std::pair{kMinMemberAnnotation, find(notes, kMinMemberAnnotation)},
+        std::pair{kKueueGroupCountAnnotation, kueue_count}}) {
     if (text == nullptr) continue;
     int32_t n = 0;
     if (!parse_count(*text, 1, 1000000, n)) {

@@ -152,13 +152,13 @@ struct PodInfo {
   MemberDemand demand;         // per pod (whole GPUs or one share)
   std::string group;           // gang name within the namespace ("" = a gang of one)
   GroupApi group_api = GroupApi::kNone;
-  std::string queue;           // the queue's name (label or namespace)
-  bool queue_given = false;    // named by a label or annotation (else the namespace's)
+  std::string queue;                      // the queue's name (label or namespace)
+  bool queue_given = false;               // named by a label or annotation (else the namespace's)
   std::optional<PriorityClass> priority;  // when the pod names one of the engine's classes
   // tessera.io/min-member or kueue.x-k8s.io/pod-group-total-count (a group with no PodGroup)
   int32_t min_member = 0;
-  double checkpoint_grace = -1;           // tessera.io/checkpoint-grace-seconds, or -1
-  std::vector<int32_t> gpu_index;         // tessera.io/gpu-index: the GPUs Tessera chose
+  double checkpoint_grace = -1;    // tessera.io/checkpoint-grace-seconds, or -1
+  std::vector<int32_t> gpu_index;  // tessera.io/gpu-index: the GPUs Tessera chose
   double power_limit_w = 0;  // tessera.io/power-limit-watts; 0 when absent (the GPUs' default)
   AdaptiveBatch adaptive;    // tessera.io/adaptive-*; batch 0: not adaptive
   std::string dataset;       // tessera.io/dataset; "" when it names none
