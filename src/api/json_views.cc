@@ -86,6 +86,10 @@ nlohmann::json to_json(const JobView& v) {
   // The GPU power limit its run has (serve's power policies); null: its GPUs' default (TDP).
   out["power_limit_w"] =
       r.power_limit_w > 0 ? nlohmann::json(r.power_limit_w) : nlohmann::json(nullptr);
+  if (v.kube) {
+    out["kube"] = {
+        {"namespace", v.kube->ns}, {"selector", v.kube->selector}, {"pods", v.kube->names}};
+  }
   return out;
 }
 

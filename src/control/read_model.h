@@ -79,6 +79,13 @@ struct JobView {
   std::string queue;           // its leaf queue's path
   std::string priority_class;  // the class it runs at (its own, else its queue's default)
   std::vector<MemberPlacement> placement;
+  // tessera kube: how kubectl finds its pods (a label selector where its convention has one,
+  // else their names), so a page can say which command shows their events and logs.
+  struct KubePods {
+    std::string ns, selector;
+    std::vector<std::string> names;
+  };
+  std::optional<KubePods> kube;
 };
 
 // What a goodput-adaptive job reports while it runs (POST /v1/jobs/ID/report; docs/goodput.md):

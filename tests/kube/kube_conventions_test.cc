@@ -142,6 +142,12 @@ TEST_P(KubeConventions, AVolcanoGangAndAKueueGroupStartWholeOnlyOnceAllTheirPods
   EXPECT_EQ(by_name["team-a/kq"].value("queue", ""), "team-a") << jobs.dump();
   EXPECT_EQ(by_name["team-a/solo"].value("queue", ""), "team-a") << jobs.dump();
   EXPECT_FALSE(by_name["team-a/solo"].value("priority_class", "").empty()) << jobs.dump();
+  // How kubectl finds each one's pods: Kueue's by its label; Volcano's annotation selects
+  // nothing, so its pods by name; the lone pod by its name.
+  EXPECT_EQ(by_name["team-a/kq"]["kube"].value("selector", ""), "kueue.x-k8s.io/pod-group-name=kq");
+  EXPECT_EQ(by_name["team-a/vc"]["kube"].value("selector", ""), "");
+  EXPECT_EQ(by_name["team-a/vc"]["kube"]["pods"].size(), 4u) << jobs.dump();
+  EXPECT_EQ(by_name["team-a/solo"]["kube"]["pods"], json::array({"solo"})) << jobs.dump();
   const auto events_res =
       http.Get("/v1/jobs/" + std::to_string(by_name["team-a/vc"].value("id", 0)) + "/events");
   read_api.stop();

@@ -90,21 +90,22 @@ export function mount(root, route, ctx) {
     return [h('dt', { text: label }), h('dd', { class: cls || null }, value)];
   }
 
-  // The kubectl commands that show a pod group's events and logs: its name is NAMESPACE/GROUP
-  // (a pod without a group: pod:UID).
+  // The kubectl commands that show a job's pods' events and logs: by the label its convention
+  // puts on them (scheduler-plugins', Kueue's), else by name (a Volcano gang's annotation
+  // selects nothing; a lone pod).
   function renderKubeNote(j) {
-    const name = j.name || '';
-    const slash = name.indexOf('/');
+    const k = j.kube || { namespace: 'NAMESPACE', selector: '', pods: ['POD'] };
     let describe;
     let logs;
-    if (slash > 0 && !name.startsWith('pod:')) {
-      const ns = name.slice(0, slash);
-      const sel = `scheduling.x-k8s.io/pod-group=${name.slice(slash + 1)}`;
-      describe = `kubectl describe pods -n ${ns} -l ${sel}`;
-      logs = `kubectl logs -n ${ns} -l ${sel} --prefix --all-containers`;
+    if (k.selector) {
+      describe = `kubectl describe pods -n ${k.namespace} -l ${k.selector}`;
+      logs = `kubectl logs -n ${k.namespace} -l ${k.selector} --prefix --all-containers`;
     } else {
-      describe = 'kubectl describe pod -n NAMESPACE POD';
-      logs = 'kubectl logs -n NAMESPACE POD';
+      const pods = (k.pods || []).join(' ');
+      describe = `kubectl describe pods -n ${k.namespace} ${pods}`;
+      logs = (k.pods || []).length === 1
+        ? `kubectl logs -n ${k.namespace} ${pods} --all-containers`
+        : `for p in ${pods}; do kubectl logs -n ${k.namespace} $p --prefix --all-containers; done`;
     }
     const key = `${describe}\n${logs}`;
     if (kubeNote.dataset.key === key) return;

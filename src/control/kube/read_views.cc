@@ -21,6 +21,8 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   int32_t members = 0;
   std::string queue = g.queue;
   std::optional<PriorityClass> named;
+  v.kube.emplace();
+  v.kube->ns = g.ns;
   for (const std::string& uid : g.pods) {
     auto it = model_.pods().find(uid);
     if (it == model_.pods().end()) continue;
@@ -28,6 +30,12 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
     if (g.group.empty()) row.spec.name = p.key();  // a lone pod: namespace/name, not its uid
     if (queue.empty()) queue = p.queue;
     if (!named) named = p.priority;
+    v.kube->names.push_back(p.name);
+    if (p.group_api == GroupApi::kSchedulerPlugins) {
+      v.kube->selector = std::string(kPodGroupLabel) + "=" + p.group;
+    } else if (p.group_api == GroupApi::kKueue) {
+      v.kube->selector = std::string(kKueueGroupLabel) + "=" + p.group;
+    }
     submitted = submitted == 0 ? p.created : std::min(submitted, p.created);
     ++members;
     row.spec.gpus = p.demand.gpus;
