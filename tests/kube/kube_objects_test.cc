@@ -241,7 +241,11 @@ TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
   waiting["spec"]["containers"][0]["resources"] = json::object();
   waiting["status"]["conditions"] = json::parse(R"([{"type": "PodScheduled", "status": "False",
       "reason": "Unschedulable", "message": "gang team-a/g: 8 GPUs free of 16"}])");
-  for (const json& p : {bound, waiting, pod()}) {
+  json indexed = pod({}, {{kJobIndexAnnotation, "2"}});
+  indexed["metadata"]["ownerReferences"] = json::parse(
+      R"([{"apiVersion":"batch/v1","kind":"Job","name":"train","uid":"x","controller":true}])");
+  EXPECT_EQ(parse_pod(parse_masked(indexed.dump(), pod_fields())).gang_key(), "team-a/train");
+  for (const json& p : {bound, waiting, pod(), indexed}) {
     const PodInfo whole = parse_pod(p);
     const PodInfo masked = parse_pod(parse_masked(p.dump(), pod_fields()));
     EXPECT_EQ(describe(masked), describe(whole));
@@ -251,6 +255,20 @@ TEST(KubeObjects, TheFieldMasksKeepEverythingTheParsersRead) {
   for (const char* part : {"|n1|Running|10|", "|45|2/1000/4250/8320|g|research|", "|0,3,|215.",
                            "NVIDIA-H100-80GB-HBM3", "zone"}) {
     EXPECT_NE(b.find(part), std::string::npos) << part << " in " << b;
+  }
+
+  const json job = json::parse(R"({
+    "metadata": {"name": "train", "namespace": "team-a", "resourceVersion": "3",
+                 "managedFields": [{"manager": "kube-controller-manager"}]},
+    "spec": {"parallelism": 4, "completions": 8, "completionMode": "Indexed", "suspend": true,
+             "template": {"spec": {"containers": [{"name": "main", "image": "trainer"}]}}},
+    "status": {"active": 4}})");
+  for (const json& j : {job, parse_masked(job.dump(), job_fields())}) {
+    const PodGroupInfo g = parse_job(j);
+    EXPECT_EQ(g.min_member, 4);  // min(parallelism, completions)
+    EXPECT_TRUE(g.suspended);
+    EXPECT_EQ(g.key(), "job:team-a/train");
+    EXPECT_EQ(g.gang_key(), "team-a/train");
   }
 
   const json node = json::parse(R"({

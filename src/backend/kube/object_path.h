@@ -31,6 +31,7 @@ inline const ApiResource kPriorityClasses{"scheduling.k8s.io", "v1", "prioritycl
 inline const ApiResource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbudgets", true};
 inline const ApiResource kPodGroupsX{"scheduling.x-k8s.io", "v1alpha1", "podgroups", true};
 inline const ApiResource kPodGroupsVolcano{"scheduling.volcano.sh", "v1beta1", "podgroups", true};
+inline const ApiResource kJobs{"batch", "v1", "jobs", true};
 
 // "/api/v1" for the core group, else "/apis/GROUP/VERSION".
 std::string api_prefix(const ApiResource& r);

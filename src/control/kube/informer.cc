@@ -111,6 +111,12 @@ class Informer::Handler : public ReflectorHandler {
           e.object = std::move(g);
           break;
         }
+        case Inbox::Kind::kJob: {
+          PodGroupInfo g = parse_job(object);
+          e.key = g.key();
+          e.object = std::move(g);
+          break;
+        }
       }
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "tessera kube: ignoring a malformed object: %s\n", ex.what());
@@ -145,6 +151,8 @@ void Informer::start(const std::atomic<bool>& stop) {
       {Inbox::Kind::kPod, collection_path(kPods), "status.phase!=Succeeded,status.phase!=Failed"},
       {Inbox::Kind::kGroup, collection_path(kPodGroupsX), "", true},
       {Inbox::Kind::kVolcanoGroup, collection_path(kPodGroupsVolcano), "", true},
+      // An Indexed Job's pods are a gang of its parallelism.
+      {Inbox::Kind::kJob, collection_path(kJobs), ""},
   };
   for (const Watch& w : watches) {
     handlers_.push_back(std::make_unique<Handler>(inbox_, w.kind, now_));
@@ -155,6 +163,7 @@ void Informer::start(const std::atomic<bool>& stop) {
     ro.optional = w.optional;
     if (w.kind == Inbox::Kind::kNode) ro.fields = node_fields();
     if (w.kind == Inbox::Kind::kPod) ro.fields = pod_fields();
+    if (w.kind == Inbox::Kind::kJob) ro.fields = job_fields();
     reflectors_.push_back(std::make_unique<Reflector>(client_, ro, *handlers_.back()));
   }
   for (auto& r : reflectors_) {

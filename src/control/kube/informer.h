@@ -24,7 +24,7 @@ namespace tessera::kube {
 
 class Inbox {
  public:
-  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup };
+  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup, kJob };
   // An object added, changed or removed, or the end of a (re-)list.
   struct Event {
     Kind kind = Kind::kNode;

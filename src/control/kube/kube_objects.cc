@@ -442,6 +442,17 @@ PodInfo parse_pod(const json& pod) {
                   kKueueGroupCountAnnotation + " (the group's number of pods)";
     }
   }
+  if (p.group.empty() && find(notes, kJobIndexAnnotation) != nullptr) {
+    // An Indexed Job's pod: its controller owner is the group (ranks need one another).
+    for (const json& ref : field(meta, "ownerReferences")) {
+      if (ref.is_object() && ref.value("controller", false) && str(ref, "kind") == "Job" &&
+          str(ref, "apiVersion") == "batch/v1" && !str(ref, "name").empty()) {
+        p.group = str(ref, "name");
+        p.group_api = GroupApi::kJob;
+        break;
+      }
+    }
+  }
   for (const char* key : {kQueueLabel, "kai.scheduler/queue", "kueue.x-k8s.io/queue-name"}) {
     if (const std::string* q = find(labels, key); q && !q->empty()) {
       p.queue = *q;
@@ -585,6 +596,7 @@ const FieldMask& pod_fields() {
       "metadata.deletionTimestamp",
       "metadata.labels",
       "metadata.annotations",
+      "metadata.ownerReferences",
       "spec.schedulerName",
       "spec.nodeName",
       "spec.schedulingGates",
@@ -608,6 +620,8 @@ const char* group_api_name(GroupApi api) {
       return "scheduling.x-k8s.io/v1alpha1";
     case GroupApi::kVolcano:
       return "scheduling.volcano.sh/v1beta1";
+    case GroupApi::kJob:
+      return "batch/v1 Job";
     case GroupApi::kNone:
     case GroupApi::kKueue:
       break;
@@ -616,7 +630,8 @@ const char* group_api_name(GroupApi api) {
 }
 
 std::string group_key(GroupApi api, const std::string& ns, const std::string& name) {
-  return (api == GroupApi::kVolcano ? "volcano:" : "") + ns + "/" + name;
+  const char* prefix = api == GroupApi::kVolcano ? "volcano:" : api == GroupApi::kJob ? "job:" : "";
+  return prefix + ns + "/" + name;
 }
 
 PodGroupInfo parse_pod_group(const json& group, GroupApi api) {
@@ -642,6 +657,36 @@ PodGroupInfo parse_pod_group(const json& group, GroupApi api) {
   g.succeeded = count("succeeded");
   g.failed = count("failed");
   return g;
+}
+
+PodGroupInfo parse_job(const json& job) {
+  PodGroupInfo g;
+  g.api = GroupApi::kJob;
+  const json& meta = field(job, "metadata");
+  g.ns = str(meta, "namespace");
+  g.name = str(meta, "name");
+  if (g.name.empty()) throw std::invalid_argument("job: metadata.name is missing");
+  g.resource_version = str(meta, "resourceVersion");
+  const json& spec = field(job, "spec");
+  const json& par = field(spec, "parallelism");
+  const json& comp = field(spec, "completions");
+  int32_t n = par.is_number_integer() ? par.get<int32_t>() : 1;
+  if (comp.is_number_integer()) n = std::min(n, comp.get<int32_t>());
+  g.min_member = std::max(1, n);
+  g.suspended = field(spec, "suspend").is_boolean() && spec["suspend"].get<bool>();
+  return g;
+}
+
+const FieldMask& job_fields() {
+  static const FieldMask m = FieldMask::of({
+      "metadata.namespace",
+      "metadata.name",
+      "metadata.resourceVersion",
+      "spec.parallelism",
+      "spec.completions",
+      "spec.suspend",
+  });
+  return m;
 }
 
 bool node_matches(const NodeConstraints& c, const NodeInfo& node) {

@@ -4,7 +4,8 @@
 //  - gang: label scheduling.x-k8s.io/pod-group (scheduler-plugins' PodGroup), annotation
 //    scheduling.k8s.io/group-name or scheduling.volcano.sh/group-name (Volcano's PodGroup),
 //    label kueue.x-k8s.io/pod-group-name with annotation kueue.x-k8s.io/pod-group-total-count
-//    (Kueue's plain-pod groups, no object); no group: a gang of one;
+//    (Kueue's plain-pod groups, no object); the pods of an Indexed batch/v1 Job (its
+//    parallelism, as KAI's pod-grouper derives a group from the owner); no group: a gang of one;
 //  - queue: label tessera.io/queue, else kai.scheduler/queue, else kueue.x-k8s.io/queue-name,
 //    else annotation scheduling.volcano.sh/queue-name, else a Volcano PodGroup's spec.queue,
 //    else the namespace;
@@ -37,6 +38,8 @@ inline constexpr const char* kVolcanoGroupAnnotationNew = "scheduling.volcano.sh
 inline constexpr const char* kVolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name";
 inline constexpr const char* kKueueGroupLabel = "kueue.x-k8s.io/pod-group-name";
 inline constexpr const char* kKueueGroupCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
+// Set by the Job controller on an Indexed Job's pods only.
+inline constexpr const char* kJobIndexAnnotation = "batch.kubernetes.io/job-completion-index";
 inline constexpr const char* kQueueLabel = "tessera.io/queue";
 inline constexpr const char* kClassLabel = "tessera.io/class";
 inline constexpr const char* kFractionAnnotation = "tessera.io/gpu-fraction";
@@ -82,6 +85,7 @@ enum class GroupApi : uint8_t {
   kSchedulerPlugins,  // scheduling.x-k8s.io/v1alpha1 PodGroup
   kVolcano,           // scheduling.volcano.sh/v1beta1 PodGroup
   kKueue,             // no object: the pods' kueue.x-k8s.io/pod-group-total-count
+  kJob,               // the batch/v1 Job that owns the pods (Indexed Jobs only)
 };
 // The API group/version of the PodGroup a convention reads ("" for kNone and kKueue).
 const char* group_api_name(GroupApi api);
@@ -176,15 +180,16 @@ struct PodInfo {
 };
 
 // The cache's key of a PodGroup: "ns/name" for scheduler-plugins' (the gang's own key),
-// "volcano:ns/name" for Volcano's, so that both kinds may share a name.
+// "volcano:ns/name" for Volcano's and "job:ns/name" for a Job, so that kinds may share a name.
 std::string group_key(GroupApi api, const std::string& ns, const std::string& name);
 
 struct PodGroupInfo {
   GroupApi api = GroupApi::kSchedulerPlugins;
   std::string ns, name, resource_version;
   int32_t min_member = 1;
-  std::string queue;  // Volcano's spec.queue ("" when none)
-  std::string phase;  // status.phase as last seen
+  std::string queue;       // Volcano's spec.queue ("" when none)
+  bool suspended = false;  // a Job's spec.suspend
+  std::string phase;       // status.phase as last seen
   int32_t scheduled = 0, running = 0, succeeded = 0, failed = 0;
   std::string key() const { return group_key(api, ns, name); }
   std::string gang_key() const { return ns + "/" + name; }
@@ -200,10 +205,13 @@ bool holds_dataset(const NodeInfo& n, const std::string& dataset);
 PodInfo parse_pod(const nlohmann::json& pod);
 // Either API's PodGroup (spec.minMember; Volcano's spec.queue).
 PodGroupInfo parse_pod_group(const nlohmann::json& group, GroupApi api);
+// A batch/v1 Job as the group of its pods: all of min(parallelism, completions) at once.
+PodGroupInfo parse_job(const nlohmann::json& job);
 // Exactly the fields each parser reads (the reflectors parse nothing else). A field a parser
 // starts to read must be added here: the masked-parse tests compare both ways on full objects.
 const FieldMask& node_fields();
 const FieldMask& pod_fields();
+const FieldMask& job_fields();
 
 // Seconds since the epoch of an RFC 3339 time ("2026-01-01T00:00:00Z", fractions allowed);
 // 0 when empty or malformed.

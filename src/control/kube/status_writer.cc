@@ -169,6 +169,7 @@ void StatusWriter::write_group_status(
     const ClusterModel& model, const std::map<std::string, std::pair<int32_t, int32_t>>& done,
     double t) {
   for (const auto& [key, info] : model.groups()) {
+    if (info.api == GroupApi::kJob) continue;  // a Job's status is its controller's
     auto gi = model.gangs().find(info.gang_key());
     const Gang* g = gi == model.gangs().end() ? nullptr : &gi->second;
     int32_t scheduled = 0, running = 0;
