@@ -275,6 +275,12 @@ void ClusterModel::mark_evicting(const std::string& uid) {
   dirty_ = true;
 }
 
+std::string ClusterModel::name_of(const Gang& g) const {
+  if (!g.group.empty() || g.pods.empty()) return g.key;
+  const auto it = pods_.find(*g.pods.begin());
+  return it == pods_.end() ? g.key : it->second.info.key();
+}
+
 // ---- pods ----
 
 void ClusterModel::attach(PodRecord& r) {

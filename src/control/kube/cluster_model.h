@@ -209,6 +209,9 @@ class ClusterModel {
   PodRecord* pod(const std::string& uid);
   const std::map<std::string, Gang>& gangs() const { return gangs_; }
   Gang* gang(const std::string& key);
+  // How a gang is named to people: its key (namespace/group), or a lone pod's namespace/name
+  // (its key holds the uid, which changes when the pod is made again).
+  std::string name_of(const Gang& g) const;
   // What the scheduler keeps on the gang, to change: prepare() derives the gang again.
   GangKept& keep(Gang& g) {
     g.stale_ = true;

@@ -412,7 +412,7 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in) {
         model_.keep(victim).round_members = -1;  // an adaptive victim is planned afresh
         const TenantId q = g.pending_spec.tenant;
         evict_pods(victim.bound_pods,
-                   "preempted by " + g.key + " (queue " +
+                   "preempted by " + model_.name_of(g) + " (queue " +
                        (q < model_.tenants().size() ? model_.tenants().name(q) : "?") + ")",
                    grace_for(victim));
         model_.keep(g).waits_for.insert(victim.bound_pods.begin(), victim.bound_pods.end());

@@ -16,7 +16,7 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   JobView v;
   JobRow& row = v.row;
   row.id = job_id(g.key);
-  row.spec.name = g.key;
+  row.spec.name = model_.name_of(g);
   double submitted = 0, started = -1;
   int32_t members = 0;
   std::string queue = g.queue;
@@ -27,7 +27,6 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
     auto it = model_.pods().find(uid);
     if (it == model_.pods().end()) continue;
     const PodInfo& p = it->second.info;
-    if (g.group.empty()) row.spec.name = p.key();  // a lone pod: namespace/name, not its uid
     if (queue.empty()) queue = p.queue;
     if (!named) named = p.priority;
     v.kube->names.push_back(p.name);
