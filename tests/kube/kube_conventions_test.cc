@@ -13,6 +13,29 @@ namespace {
 
 using nlohmann::json;
 
+// The scheduler's read API on a loopback port, open, served until it goes out of scope.
+class ReadApi {
+ public:
+  explicit ReadApi(KubeScheduler& sched) : api_(sched, KubeReadAccess::open()) {
+    port_ = api_.bind("127.0.0.1", 0);
+    serving_ = std::thread([this] { api_.run(); });
+  }
+  ~ReadApi() {
+    api_.stop();
+    serving_.join();
+  }
+  json get(const std::string& path) {
+    const auto res = httplib::Client("127.0.0.1", port_).Get(path);
+    if (!res || res->status != 200) return json{{"error", res ? res->body : "no answer"}};
+    return json::parse(res->body, nullptr, false);
+  }
+
+ private:
+  KubeApiServer api_;
+  int port_ = 0;
+  std::thread serving_;
+};
+
 class KubeConventions : public testing::KubeEnvOnBoth {
  protected:
   void SetUp() override {
@@ -95,6 +118,16 @@ TEST_P(KubeConventions, AVolcanoGangAndAKueueGroupStartWholeOnlyOnceAllTheirPods
       30))
       << waiting_message("team-a", "vc-0") << " / " << waiting_message("team-a", "kq-0");
   EXPECT_TRUE(bound("team-a").empty());
+  // The read API says so too: reason GangPods, with the class its queue gives it.
+  ReadApi read_api(*sched_);
+  {
+    const json waiting = read_api.get("/v1/jobs")["jobs"];
+    ASSERT_EQ(waiting.size(), 2u) << waiting.dump();
+    for (const json& j : waiting) {
+      EXPECT_EQ(j.value("reason", ""), "GangPods") << j.dump();
+      EXPECT_FALSE(j.value("priority_class", "").empty()) << j.dump();
+    }
+  }
 
   {
     json pod = pod_json("team-a", "vc-3", 2);
@@ -125,13 +158,7 @@ TEST_P(KubeConventions, AVolcanoGangAndAKueueGroupStartWholeOnlyOnceAllTheirPods
 
   // The read API: gangs by namespace/group, the lone pod by namespace/name, each with its
   // queue; the Volcano gang's history says where its pods went.
-  KubeApiServer read_api(*sched_, KubeReadAccess::open());
-  const int port = read_api.bind("127.0.0.1", 0);
-  std::thread serving([&] { read_api.run(); });
-  httplib::Client http("127.0.0.1", port);
-  const auto jobs_res = http.Get("/v1/jobs");
-  ASSERT_TRUE(jobs_res);
-  const json jobs = json::parse(jobs_res->body)["jobs"];
+  const json jobs = read_api.get("/v1/jobs")["jobs"];
   std::map<std::string, json> by_name;
   for (const json& j : jobs) by_name[j.value("name", "")] = j;
   ASSERT_EQ(by_name.count("team-a/vc"), 1u) << jobs.dump();
@@ -148,18 +175,13 @@ TEST_P(KubeConventions, AVolcanoGangAndAKueueGroupStartWholeOnlyOnceAllTheirPods
   EXPECT_EQ(by_name["team-a/vc"]["kube"].value("selector", ""), "");
   EXPECT_EQ(by_name["team-a/vc"]["kube"]["pods"].size(), 4u) << jobs.dump();
   EXPECT_EQ(by_name["team-a/solo"]["kube"]["pods"], json::array({"solo"})) << jobs.dump();
-  const auto events_res =
-      http.Get("/v1/jobs/" + std::to_string(by_name["team-a/vc"].value("id", 0)) + "/events");
-  read_api.stop();
-  serving.join();
-  ASSERT_TRUE(events_res);
-  ASSERT_EQ(events_res->status, 200) << events_res->body;
+  const json history =
+      read_api.get("/v1/jobs/" + std::to_string(by_name["team-a/vc"].value("id", 0)) + "/events");
   int scheduled = 0;
-  const json history = json::parse(events_res->body);
-  for (const json& e : history["events"]) {
+  for (const json& e : history.value("events", json::array())) {
     if (e.value("type", "") == "Scheduled") ++scheduled;
   }
-  EXPECT_EQ(scheduled, 4) << events_res->body;
+  EXPECT_EQ(scheduled, 4) << history.dump();
 }
 
 KUBE_ON_BOTH_TARGETS(KubeConventions);

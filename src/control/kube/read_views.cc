@@ -34,6 +34,8 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
       v.kube->selector = std::string(kPodGroupLabel) + "=" + p.group;
     } else if (p.group_api == GroupApi::kKueue) {
       v.kube->selector = std::string(kKueueGroupLabel) + "=" + p.group;
+    } else if (p.group_api == GroupApi::kJob) {
+      v.kube->selector = "batch.kubernetes.io/job-name=" + p.group;  // the Job controller's
     }
     submitted = submitted == 0 ? p.created : std::min(submitted, p.created);
     ++members;
@@ -55,8 +57,9 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
   }
   row.tenant = queue;
   row.spec.tenant = queue;
+  QueueId leaf = kNoId;
   if (const auto t = model_.tenants().find(queue)) {
-    const QueueId leaf = model_.tree().leaf_of(*t);
+    leaf = model_.tree().leaf_of(*t);
     if (leaf != kNoId) v.queue = model_.tree().queue(leaf).path;
   }
   // The class it is scheduled at: as the engine was offered it, else as its pods name it.
@@ -66,6 +69,10 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
     v.priority_class = to_string(g.running_spec.priority);
   } else if (named) {
     v.priority_class = to_string(*named);
+  } else if (leaf != kNoId) {
+    JobSpec s;  // waiting before the engine: the class its queue would give it
+    apply_queue_defaults(model_.tree().queue(leaf), s);
+    v.priority_class = to_string(s.priority);
   }
   row.spec.min_members = g.pending_spec.min_members;
   row.spec.max_members = members;
