@@ -295,3 +295,56 @@ TEST(ClusterModel, DerivesOnlyTouchedGangsAndOffersWhatDerivingAllWould) {
 
 }  // namespace
 }  // namespace tessera::kube
+
+namespace tessera::kube {
+namespace {
+
+// A group named by two conventions at once waits as invalid, saying which; an Indexed Job's
+// pods count only with the Job that owns them (its uid), and its last pods after others
+// succeeded are a smaller gang.
+TEST(ClusterModel, AGroupOfTwoConventionsIsInvalidAndAJobsPodsNeedTheirOwnJob) {
+  ClusterModel m(options());
+  m.upsert_node(gpu_node("n0", "r0"));
+  PodInfo a = gpu_pod("a", 1, "g");
+  a.group_api = GroupApi::kSchedulerPlugins;
+  a.min_member = 2;
+  PodInfo b = gpu_pod("b", 1, "g");
+  b.group_api = GroupApi::kVolcano;
+  m.upsert_pod(a, 0);
+  m.upsert_pod(b, 0);
+  m.refresh();
+  m.prepare(1);
+  const Gang* g = m.gang("team-a/g");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->waiting_code, "Invalid");
+  EXPECT_NE(g->waiting.find("a gang follows one convention"), std::string::npos) << g->waiting;
+
+  // Two pods of Indexed Job "train" (uid j1), its last two of six after four succeeded.
+  nlohmann::json job = {{"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", "j1"}}},
+                        {"spec", {{"parallelism", 4}, {"completions", 6}}},
+                        {"status", {{"succeeded", 4}}}};
+  m.upsert_group(parse_job(job));
+  for (const char* name : {"train-4", "train-5"}) {
+    PodInfo p = gpu_pod(name, 2, "train");
+    p.group_api = GroupApi::kJob;
+    p.owner_uid = "j0";  // an earlier Job of the same name
+    m.upsert_pod(p, 0);
+  }
+  m.refresh();
+  m.prepare(2);
+  EXPECT_EQ(m.gang("team-a/train")->waiting_code, "PodGroup");  // not its Job
+  for (const char* name : {"train-4", "train-5"}) {
+    PodInfo p = gpu_pod(name, 2, "train");
+    p.group_api = GroupApi::kJob;
+    p.owner_uid = "j1";
+    m.upsert_pod(p, 0);
+  }
+  m.refresh();
+  m.prepare(3);
+  const Gang* train = m.gang("team-a/train");
+  EXPECT_EQ(train->waiting, "");
+  EXPECT_EQ(train->pending_spec.min_members, 2);  // min(4, 6 - 4)
+}
+
+}  // namespace
+}  // namespace tessera::kube

@@ -255,7 +255,10 @@ void Reflector::run(const std::atomic<bool>& stop) {
     if (stop.load()) break;
 
     if (end.status == 404 && opt_.optional) {  // its CRD was removed: the list says so
+      stats_.errors++;
+      set_error("watch " + opt_.path + ": HTTP 404");
       need_list = true;
+      if (!got_any) back_off();  // a watch that keeps answering 404 is not relisted in a loop
       continue;
     }
     if (end.status == 410 || expired) {

@@ -72,8 +72,32 @@ std::string ClusterModel::namespace_refused(const std::string& ns, const std::st
 const PodGroupInfo* ClusterModel::group_of(const PodInfo& p) const {
   if (p.group.empty() || p.group_api == GroupApi::kKueue) return nullptr;  // Kueue's: no object
   const auto it = groups_.find(group_key(p.group_api, p.ns, p.group));
-  return it == groups_.end() ? nullptr : &it->second;
+  if (it == groups_.end()) return nullptr;
+  // A pod naming a Job as its owner counts only if it is that Job's (a pod of the same name's
+  // earlier Job, or one that merely claims it, is not).
+  if (p.group_api == GroupApi::kJob && it->second.uid != p.owner_uid) return nullptr;
+  return &it->second;
 }
+
+namespace {
+
+const char* group_convention(GroupApi api) {
+  switch (api) {
+    case GroupApi::kSchedulerPlugins:
+      return "label scheduling.x-k8s.io/pod-group";
+    case GroupApi::kVolcano:
+      return "Volcano's group-name annotation";
+    case GroupApi::kKueue:
+      return "label kueue.x-k8s.io/pod-group-name";
+    case GroupApi::kJob:
+      return "its Indexed Job";
+    case GroupApi::kNone:
+      break;
+  }
+  return "no group";
+}
+
+}  // namespace
 
 std::optional<int32_t> ClusterModel::group_minimum(const PodInfo& lead) const {
   if (lead.group.empty()) return 1;
@@ -275,7 +299,21 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     if (pending.empty()) return;
     const PodInfo& first = *pending.front();
     g.dataset = first.dataset;
+    for (const PodInfo* p : pending) {
+      if (p->group_api != first.group_api && invalid.empty()) {
+        // One name, two conventions (a Volcano annotation and a Kueue label, say): which
+        // minimum and queue hold is not for the scheduler to guess.
+        invalid = p->key() + ": its group " + g.key + " is named by " +
+                  group_convention(p->group_api) + ", and pod " + first.key() + "'s by " +
+                  group_convention(first.group_api) + "; a gang follows one convention";
+      }
+    }
     const std::optional<int32_t> group_min = group_minimum(first);
+    if (!invalid.empty()) {
+      g.waiting_code = "Invalid";  // said first: it is what the user must change
+      g.waiting = invalid;
+      return;
+    }
     if (!group_min) {
       g.waiting_code = "PodGroup";
       g.waiting = "waiting for PodGroup " + g.key + " (" + group_api_name(first.group_api) + ")";
@@ -284,10 +322,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     int32_t min_member = *group_min;
     const auto have_bound = static_cast<int32_t>(g.bound_pods.size());
     const auto have_pending = static_cast<int32_t>(pending.size());
-    if (!invalid.empty()) {
-      g.waiting_code = "Invalid";
-      g.waiting = invalid;
-    } else if (!ensure_tenant(g.queue)) {
+    if (!ensure_tenant(g.queue)) {
       g.waiting_code = "Queue";
       g.waiting = "queue " + g.queue + " is not in the queue tree " + opt_.queues_path;
     } else if (const std::string why = namespace_refused(first.ns, g.queue); !why.empty()) {

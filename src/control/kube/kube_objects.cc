@@ -449,6 +449,7 @@ PodInfo parse_pod(const json& pod) {
           str(ref, "apiVersion") == "batch/v1" && !str(ref, "name").empty()) {
         p.group = str(ref, "name");
         p.group_api = GroupApi::kJob;
+        p.owner_uid = str(ref, "uid");
         break;
       }
     }
@@ -666,12 +667,18 @@ PodGroupInfo parse_job(const json& job) {
   g.ns = str(meta, "namespace");
   g.name = str(meta, "name");
   if (g.name.empty()) throw std::invalid_argument("job: metadata.name is missing");
+  g.uid = str(meta, "uid");
   g.resource_version = str(meta, "resourceVersion");
   const json& spec = field(job, "spec");
   const json& par = field(spec, "parallelism");
   const json& comp = field(spec, "completions");
   int32_t n = par.is_number_integer() ? par.get<int32_t>() : 1;
-  if (comp.is_number_integer()) n = std::min(n, comp.get<int32_t>());
+  // Those that succeeded left the watch: the rest start together (completions 6, parallelism
+  // 4, four done: the last two are a gang of two).
+  const json& done = field(field(job, "status"), "succeeded");
+  if (comp.is_number_integer()) {
+    n = std::min(n, comp.get<int32_t>() - (done.is_number_integer() ? done.get<int32_t>() : 0));
+  }
   g.min_member = std::max(1, n);
   g.suspended = field(spec, "suspend").is_boolean() && spec["suspend"].get<bool>();
   return g;
@@ -682,9 +689,11 @@ const FieldMask& job_fields() {
       "metadata.namespace",
       "metadata.name",
       "metadata.resourceVersion",
+      "metadata.uid",
       "spec.parallelism",
       "spec.completions",
       "spec.suspend",
+      "status.succeeded",
   });
   return m;
 }

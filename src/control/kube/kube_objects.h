@@ -155,6 +155,7 @@ struct PodInfo {
   int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
   MemberDemand demand;         // per pod (whole GPUs or one share)
   std::string group;           // gang name within the namespace ("" = a gang of one)
+  std::string owner_uid;       // GroupApi::kJob: the Job's uid (its ownerReference's)
   GroupApi group_api = GroupApi::kNone;
   std::string queue;                      // the queue's name (label or namespace)
   bool queue_given = false;               // named by a label or annotation (else the namespace's)
@@ -186,6 +187,7 @@ std::string group_key(GroupApi api, const std::string& ns, const std::string& na
 struct PodGroupInfo {
   GroupApi api = GroupApi::kSchedulerPlugins;
   std::string ns, name, resource_version;
+  std::string uid;  // a Job's: its pods' ownerReference must name it
   int32_t min_member = 1;
   std::string queue;       // Volcano's spec.queue ("" when none)
   bool suspended = false;  // a Job's spec.suspend

@@ -706,7 +706,7 @@ void KubeScheduler::write_status(const CycleInput& in, const Decisions& d, doubl
   for (const PendingReason& r : d.pending) {
     const Gang* g = in.gang_of(r.job);
     const Gang* b = in.gang_of(r.blocker);
-    const std::string blocker = b != nullptr ? b->key : "";
+    const std::string blocker = b != nullptr ? model_.name_of(*b) : "";
     const std::string queue =
         r.queue < model_.tree().size() ? model_.tree().queue(r.queue).path : "";
     // The kind leaves the blocker out: as the queue moves, each start names a new blocker

@@ -181,13 +181,14 @@ std::vector<NodeView> KubeScheduler::nodes() const {
   const Cluster& c = model_.ledger().cluster();
   for (const auto& [key, g] : model_.gangs()) {
     const int64_t id = job_id(key);
+    const std::string name = model_.name_of(g);
     for (const std::string& uid : g.pods) {
       const auto pod = model_.pods().find(uid);
       if (pod == model_.pods().end() || !pod->second.slot) continue;
       for (const GpuShare& s : pod->second.slot->shares) {
         const NodeId n = c.node_of_gpu(s.gpu);
-        add_gpu_holder(out.at(n).gpus.at(s.gpu - c.node(n).first_gpu), id, pod->second.info.queue,
-                       key, s.milli);
+        add_gpu_holder(out.at(n).gpus.at(s.gpu - c.node(n).first_gpu), id,
+                       g.queue.empty() ? pod->second.info.queue : g.queue, name, s.milli);
       }
     }
   }

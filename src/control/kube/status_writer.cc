@@ -171,7 +171,10 @@ void StatusWriter::write_group_status(
   for (const auto& [key, info] : model.groups()) {
     if (info.api == GroupApi::kJob) continue;  // a Job's status is its controller's
     auto gi = model.gangs().find(info.gang_key());
+    // Only the groups of our gangs (or whose pods of ours finished): another scheduler's
+    // (Volcano's own, scheduler-plugins') status is theirs to write.
     const Gang* g = gi == model.gangs().end() ? nullptr : &gi->second;
+    if (g == nullptr && done.count(info.gang_key()) == 0) continue;
     int32_t scheduled = 0, running = 0;
     if (g) {
       for (const std::string& uid : g->bound_pods) {
