@@ -29,6 +29,10 @@ CLI::App* add_kube_command(CLI::App& app, KubeArgs& a) {
   k->add_option("--queues", a.queues,
                 "queue tree YAML, as for simulate and serve (default: one equal queue per queue "
                 "name)");
+  k->add_option("--queues-from", a.queues_from,
+                "where the queue tree comes from: file (--queues) or crd (Tessera's Queue "
+                "objects, queues.scheduling.tessera.io; changes apply without a restart)")
+      ->check(CLI::IsMember({"file", "crd"}));
   k->add_option("--topology-labels", a.topology_labels,
                 "node label keys of the network topology, coarsest first (KEY,KEY,...)")
       ->delimiter(',');
@@ -153,6 +157,11 @@ int run_kube(const KubeArgs& a) {
   opt.model.scheduler_names = a.scheduler_names;
   opt.model.topology_labels = a.topology_labels;
   opt.model.queues_path = a.queues;
+  opt.model.queues_from_objects = a.queues_from == "crd";
+  if (opt.model.queues_from_objects && !a.queues.empty()) {
+    throw std::invalid_argument(
+        "--queues and --queues-from crd name two sources of the queue tree: use one");
+  }
   opt.policy = a.policy;
   opt.goodput = goodput_allocation(a.goodput);
   opt.goodput_round = a.goodput.round_seconds;

@@ -14,6 +14,7 @@ struct KubeArgs {
   std::string context;
   std::vector<std::string> scheduler_names{"tessera"};
   std::string queues;
+  std::string queues_from = "file";  // file (--queues, or one queue per name) | crd
   std::vector<std::string> topology_labels;
   std::string policy = "fair";
   GoodputArgs goodput;  // --policy goodput

@@ -44,11 +44,30 @@ std::string label_or(const NodeInfo& n, const std::string& key) {
 }  // namespace
 
 ClusterModel::ClusterModel(ModelOptions opt) : opt_(std::move(opt)) {
-  if (!opt_.queues_path.empty()) tree_template_ = load_queue_tree(opt_.queues_path);
-  tree_ = std::make_unique<QueueTree>(opt_.queues_path.empty() ? QueueTree::flat(tenants_)
-                                                               : tree_template_);
-  tree_->bind(tenants_, opt_.queues_path.empty() ? "queues" : opt_.queues_path);
+  if (!opt_.queues_path.empty() && !opt_.queues_from_objects) {
+    tree_template_ = load_queue_tree(opt_.queues_path);
+    tree_given_ = true;
+    tree_origin_ = opt_.queues_path;
+  }
+  tree_ = std::make_unique<QueueTree>(tree_given_ ? tree_template_ : QueueTree::flat(tenants_));
+  tree_->bind(tenants_, tree_given_ ? tree_origin_ : "queues");
   rebuild();
+}
+
+void ClusterModel::set_queue_tree(QueueTree tree, std::string origin) {
+  tree_template_ = std::move(tree);
+  tree_given_ = true;
+  tree_origin_ = std::move(origin);
+  // Every name known so far, bound again one by one: those the tree has no leaf for are
+  // unknown until the next tree.
+  const Interner before = tenants_;
+  tenants_ = Interner{};
+  unknown_queues_.clear();
+  tree_ = std::make_unique<QueueTree>(tree_template_);
+  tree_->bind(tenants_, tree_origin_);
+  for (TenantId t = 0; t < before.size(); ++t) ensure_tenant(before.name(t));
+  all_stale_ = true;
+  dirty_ = true;
 }
 
 bool ClusterModel::ours(const PodInfo& p) const {

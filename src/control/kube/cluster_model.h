@@ -55,6 +55,9 @@ struct ModelOptions {
   std::vector<std::string> scheduler_names{"tessera"};
   std::vector<std::string> topology_labels;  // coarsest first
   std::string queues_path;                   // empty: one queue per queue name, equal weights
+  // --queues-from crd: the tree comes from Queue objects (set_queue_tree); until the first, one
+  // queue per queue name, as with no file.
+  bool queues_from_objects = false;
   // --policy goodput: adaptive pod groups (tessera.io/adaptive-batch) start at the size their
   // goodput round gave them, and only then (docs/kubernetes.md, "Adaptive training").
   bool goodput = false;
@@ -179,6 +182,13 @@ class ClusterModel {
   void retain_pods(const std::set<std::string>& keep_uids);
   void retain_groups(GroupApi api, const std::set<std::string>& keep);  // that API's only
 
+  // A new queue tree (Queue objects changed): queue names are bound to it afresh (a name it has
+  // no leaf for makes its gangs wait, saying so), and every gang is derived again. `origin`
+  // names it in messages.
+  void set_queue_tree(QueueTree tree, std::string origin);
+  // Where the tree came from, for messages: the file, "Queue objects", or "" (one per name).
+  const std::string& tree_origin() const { return tree_origin_; }
+
   // Rebuilds the Cluster and ledger if nodes changed since the last call.
   void refresh();
   // Builds the engine's input: gangs that may be scheduled now (pending), gangs of ours that
@@ -288,6 +298,8 @@ class ClusterModel {
   std::unordered_map<std::string, std::shared_ptr<const NodeSet>> eligible_;  // by key
   Interner tenants_;
   QueueTree tree_template_;
+  bool tree_given_ = false;  // tree_template_ is a file's or the Queue objects' (else: flat)
+  std::string tree_origin_;
   std::unique_ptr<QueueTree> tree_;
   std::set<std::string> unknown_queues_;  // queue names a loaded tree has no leaf for
 };

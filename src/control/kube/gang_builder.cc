@@ -48,10 +48,9 @@ bool ClusterModel::ensure_tenant(const std::string& queue) {
   if (unknown_queues_.count(queue) != 0) return false;
   Interner next = tenants_;
   next.intern(queue);
-  auto tree = std::make_unique<QueueTree>(opt_.queues_path.empty() ? QueueTree::flat(next)
-                                                                   : tree_template_);
+  auto tree = std::make_unique<QueueTree>(tree_given_ ? tree_template_ : QueueTree::flat(next));
   try {
-    tree->bind(next, opt_.queues_path.empty() ? "queues" : opt_.queues_path);
+    tree->bind(next, tree_given_ ? tree_origin_ : "queues");
   } catch (const InputError&) {
     unknown_queues_.insert(queue);
     return false;
@@ -324,7 +323,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     const auto have_pending = static_cast<int32_t>(pending.size());
     if (!ensure_tenant(g.queue)) {
       g.waiting_code = "Queue";
-      g.waiting = "queue " + g.queue + " is not in the queue tree " + opt_.queues_path;
+      g.waiting = "queue " + g.queue + " is not in the queue tree (" + tree_origin_ + ")";
     } else if (const std::string why = namespace_refused(first.ns, g.queue); !why.empty()) {
       g.waiting_code = "Queue";
       g.waiting = why;

@@ -111,6 +111,12 @@ class Informer::Handler : public ReflectorHandler {
           e.object = std::move(g);
           break;
         }
+        case Inbox::Kind::kQueue: {
+          QueueObject q = parse_queue_object(object);
+          e.key = q.name;
+          e.object = std::move(q);
+          break;
+        }
         case Inbox::Kind::kJob: {
           PodGroupInfo g = parse_job(object);
           e.key = g.key();
@@ -139,14 +145,14 @@ Informer::~Informer() {
   join();
 }
 
-void Informer::start(const std::atomic<bool>& stop) {
+void Informer::start(const std::atomic<bool>& stop, bool queue_objects) {
   struct Watch {
     Inbox::Kind kind;
     std::string path, fields;
     bool optional = false;  // a custom resource: its CRD may not be installed
   };
   // Every pod that is not finished: ours to schedule, and everyone's for capacity.
-  const std::vector<Watch> watches = {
+  std::vector<Watch> watches = {
       {Inbox::Kind::kNode, collection_path(kNodes), ""},
       {Inbox::Kind::kPod, collection_path(kPods), "status.phase!=Succeeded,status.phase!=Failed"},
       {Inbox::Kind::kGroup, collection_path(kPodGroupsX), "", true},
@@ -154,6 +160,8 @@ void Informer::start(const std::atomic<bool>& stop) {
       // An Indexed Job's pods are a gang of its parallelism.
       {Inbox::Kind::kJob, collection_path(kJobs), ""},
   };
+  if (queue_objects)
+    watches.push_back({Inbox::Kind::kQueue, collection_path(kTesseraQueues), "", true});
   for (const Watch& w : watches) {
     handlers_.push_back(std::make_unique<Handler>(inbox_, w.kind, now_));
     handlers_.back()->set_path(w.path);

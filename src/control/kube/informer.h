@@ -19,17 +19,18 @@
 #include "backend/kube/kube_client.h"
 #include "backend/kube/reflector.h"
 #include "control/kube/kube_objects.h"
+#include "control/kube/queue_objects.h"
 
 namespace tessera::kube {
 
 class Inbox {
  public:
-  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup, kJob };
+  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup, kJob, kQueue };
   // An object added, changed or removed, or the end of a (re-)list.
   struct Event {
     Kind kind = Kind::kNode;
     bool removed = false;
-    std::variant<std::monostate, NodeInfo, PodInfo, PodGroupInfo> object;
+    std::variant<std::monostate, NodeInfo, PodInfo, PodGroupInfo, QueueObject> object;
     std::string key;                                      // node name, pod uid, PodGroupInfo::key()
     std::shared_ptr<const std::set<std::string>> retain;  // a list ended: keep only these keys
     double at = 0;                                        // wall-clock seconds it was parsed
@@ -66,7 +67,8 @@ class Informer {
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
-  void start(const std::atomic<bool>& stop);
+  // `queue_objects`: watch Tessera's Queue objects too (--queues-from crd).
+  void start(const std::atomic<bool>& stop, bool queue_objects = false);
   void join();  // after `stop` is set
 
   struct Stats {

@@ -94,7 +94,7 @@ void KubeScheduler::start() {
   binder_ = std::make_unique<WorkQueue>(opt_.bind_workers);
   actions_ = std::make_unique<WorkQueue>(opt_.action_workers);
   writer_.start();
-  informer_.start(stop_);
+  informer_.start(stop_, opt_.model.queues_from_objects);
   if (opt_.usage_save_interval > 0) {
     usage_store_ =
         std::make_unique<UsageStore>(*client_, opt_.lease.ns, opt_.lease.name + "-usage");
@@ -139,6 +139,7 @@ void KubeScheduler::run_loop() {
       std::lock_guard lock(mu_);
       drain_inbox();
       drain_bind_results();
+      if (queue_objects_changed_) apply_queue_objects();
       const bool lead = leading();
       kube_counters_.leading = lead;
       if (!lead) usage_loaded_ = false;  // the leader's saves are newer: read them on taking over
@@ -202,6 +203,24 @@ void KubeScheduler::drain_inbox() {
           writer_.forget_pod(e.key);
         } else {
           model_.upsert_pod(std::get<PodInfo>(std::move(e.object)), e.at);
+        }
+        break;
+      case Inbox::Kind::kQueue:
+        // Only a spec changes the tree (the scheduler's own status writes come back as
+        // events too: they must not build it again).
+        if (e.retain) {
+          queue_objects_changed_ |= std::erase_if(queue_objects_, [&](const auto& q) {
+                                      return e.retain->count(q.first) == 0;
+                                    }) > 0;
+        } else if (e.removed) {
+          queue_objects_changed_ |= queue_objects_.erase(e.key) > 0;
+        } else {
+          QueueObject q = std::get<QueueObject>(std::move(e.object));
+          auto [it, added] = queue_objects_.try_emplace(q.name, q);
+          if (added || it->second.spec != q.spec) {
+            it->second = std::move(q);
+            queue_objects_changed_ = true;
+          }
         }
         break;
       case Inbox::Kind::kGroup:
@@ -350,6 +369,7 @@ void KubeScheduler::run_cycle() {
   ask_prestaging(in, d);
   write_status(in, d, t);
   writer_.write_group_status(model_, done_, t);
+  if (opt_.model.queues_from_objects) write_queue_status(t);
 }
 
 // The gangs the model derived again (or lost) since the last cycle leave the queue and come

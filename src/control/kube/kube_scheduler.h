@@ -58,6 +58,7 @@ struct SchedulerOptions {
   bool leader_elect = false;
   LeaseOptions lease;
   int bind_workers = 48;
+  double queue_status_interval = 2;   // Queue objects' status written at most this often (s)
   int action_workers = 4;             // evictions, DisruptionTarget conditions
   int status_workers = 2;             // pod conditions, events, PodGroup status
   double status_qps = 200;            // at most this many status writes a second
@@ -208,6 +209,17 @@ class KubeScheduler final : public ReadModel {
   void add_goodput_annotations(const Gang& g, const Allocation& a, size_t member,
                                nlohmann::json& annotations);
   GoodputModel& goodput_model(const Gang& g);
+  // Queue objects (--queues-from crd; kube_queues.cc): a changed set builds the tree again
+  // (kept only when it is one); each Queue's status says what it holds and whether the tree
+  // was accepted, written when it changes, at most every queue_status_interval.
+  void apply_queue_objects();
+  void write_queue_status(double t);
+  std::map<std::string, QueueObject> queue_objects_;
+  bool queue_objects_changed_ = false;
+  QueueTreeBuild queue_build_;  // the last build's verdict (its tree moved into the model)
+  double queue_build_at_ = 0;   // when it was made (the conditions' transition time)
+  std::map<std::string, std::string> queue_status_sent_;  // by Queue name: the status JSON
+  double queue_status_at_ = 0;
   std::map<std::string, GoodputModel> goodput_;  // by gang key: what each group reported
   // Groups a round is restarting at a new size, since when: until their old pods are gone and
   // their controller has made as many as the round gave them (at most gang_timeout), no round
@@ -217,6 +229,7 @@ class KubeScheduler final : public ReadModel {
   double now() const;
   int64_t job_id(const std::string& gang_key) const;  // stable per gang, for the read API
   JobView view_locked(const Gang& g) const;
+  std::vector<QueueView> queues_locked() const;
 
   std::shared_ptr<Client> client_;
   SchedulerOptions opt_;

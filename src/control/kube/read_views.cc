@@ -140,6 +140,10 @@ std::vector<std::string> KubeScheduler::job_namespaces() const {
 
 std::vector<QueueView> KubeScheduler::queues() const {
   std::lock_guard lock(mu_);
+  return queues_locked();
+}
+
+std::vector<QueueView> KubeScheduler::queues_locked() const {
   // What each queue holds now, and its fair share of the cluster.
   std::vector<PendingJob> pending;
   std::vector<RunningJob> running;
