@@ -9,6 +9,22 @@ namespace tessera::kube {
 
 using nlohmann::json;
 
+GroupApi Inbox::group_api(Kind k) {
+  switch (k) {
+    case Kind::kGroup:
+      return GroupApi::kSchedulerPlugins;
+    case Kind::kVolcanoGroup:
+      return GroupApi::kVolcano;
+    case Kind::kJob:
+      return GroupApi::kJob;
+    case Kind::kNode:
+    case Kind::kPod:
+    case Kind::kQueue:
+      break;
+  }
+  return GroupApi::kNone;
+}
+
 void Inbox::push(Event e) {
   {
     std::lock_guard lock(mu_);
@@ -88,39 +104,37 @@ class Informer::Handler : public ReflectorHandler {
   bool parse(const json& object, Inbox::Event& e) {
     e.kind = kind_;
     e.at = now_();
+    // The event carries the parsed object under the key its cache keeps it by.
+    const auto keep = [&e](auto& parsed, std::string key) {
+      e.key = std::move(key);
+      e.object = std::move(parsed);
+    };
     try {
       switch (kind_) {
         case Inbox::Kind::kNode: {
           NodeInfo n = parse_node(object);
-          e.key = n.name;
-          e.object = std::move(n);
+          keep(n, n.name);
           break;
         }
         case Inbox::Kind::kPod: {
           PodInfo p = parse_pod(object);
-          e.key = p.uid;
-          e.object = std::move(p);
+          keep(p, p.uid);
           break;
         }
         case Inbox::Kind::kGroup:
         case Inbox::Kind::kVolcanoGroup: {
-          PodGroupInfo g =
-              parse_pod_group(object, kind_ == Inbox::Kind::kGroup ? GroupApi::kSchedulerPlugins
-                                                                   : GroupApi::kVolcano);
-          e.key = g.key();
-          e.object = std::move(g);
-          break;
-        }
-        case Inbox::Kind::kQueue: {
-          QueueObject q = parse_queue_object(object);
-          e.key = q.name;
-          e.object = std::move(q);
+          PodGroupInfo g = parse_pod_group(object, Inbox::group_api(kind_));
+          keep(g, g.key());
           break;
         }
         case Inbox::Kind::kJob: {
           PodGroupInfo g = parse_job(object);
-          e.key = g.key();
-          e.object = std::move(g);
+          keep(g, g.key());
+          break;
+        }
+        case Inbox::Kind::kQueue: {
+          QueueObject q = parse_queue_object(object);
+          keep(q, q.name);
           break;
         }
       }

@@ -26,6 +26,8 @@ namespace tessera::kube {
 class Inbox {
  public:
   enum class Kind { kNode, kPod, kGroup, kVolcanoGroup, kJob, kQueue };
+  // The group API a group kind's objects are (kGroup, kVolcanoGroup, kJob); kNone otherwise.
+  static GroupApi group_api(Kind k);
   // An object added, changed or removed, or the end of a (re-)list.
   struct Event {
     Kind kind = Kind::kNode;

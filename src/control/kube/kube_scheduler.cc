@@ -227,10 +227,7 @@ void KubeScheduler::drain_inbox() {
       case Inbox::Kind::kVolcanoGroup:
       case Inbox::Kind::kJob:
         if (e.retain) {
-          model_.retain_groups(e.kind == Inbox::Kind::kGroup ? GroupApi::kSchedulerPlugins
-                               : e.kind == Inbox::Kind::kJob ? GroupApi::kJob
-                                                             : GroupApi::kVolcano,
-                               *e.retain);
+          model_.retain_groups(Inbox::group_api(e.kind), *e.retain);
         } else if (e.removed) {
           model_.remove_group(e.key);
         } else {
