@@ -8,8 +8,8 @@ void EventJournal::add(const std::string& gang_key, double at, const std::string
                        const std::string& message) {
   std::lock_guard lock(mu_);
   if (by_gang_.size() >= gangs_ && by_gang_.count(gang_key) == 0) {
-    // Over its bound: drop the gang written to least recently (a linear scan, rare: only
-    // when a new gang arrives at the bound).
+    // Over its bound: drop the gang written to least recently. A linear scan, paid by every
+    // new gang once the bound is reached (gangs are not forgotten when they end).
     auto oldest = std::min_element(
         by_gang_.begin(), by_gang_.end(),
         [](const auto& a, const auto& b) { return a.second.touched < b.second.touched; });
