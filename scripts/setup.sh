@@ -6,6 +6,7 @@ PKGS=(g++ cmake ninja-build pkg-config python3
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
       libsqlite3-dev libssl-dev libcpp-httplib-dev libsimdjson-dev libglpk-dev
       clang libclang-rt-14-dev openssl
+      python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
       nodejs chromium)
 missing=()
 for p in "${PKGS[@]}"; do
@@ -44,3 +45,35 @@ if [ ! -x "$cache/testcluster" ]; then
 fi
 mkdir -p "$tc/bin"
 ln -sfn "$cache/testcluster" "$tc/bin/testcluster"
+# The helm CLI for the chart's tests (deploy/helm/tessera; tests/kube/kube_real_helm_test.cc),
+# built from the Go module tools/helm/go.mod pins (about 3 minutes on 2 cores the first time),
+# with prometheus-operator's ServiceMonitor CRD beside it; cached like testcluster, keyed by the
+# module's go.mod, go.sum and build.sh.
+hm="$(cd "$(dirname "$0")/../tools/helm" && pwd)"
+key="$(cd "$hm" && cat go.mod go.sum build.sh | sha256sum | cut -c1-16)"
+cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/helm-$key"
+if [ ! -x "$cache/helm" ] || [ ! -f "$cache/servicemonitors.monitoring.coreos.com.yaml" ]; then
+  echo "setup.sh: building tools/helm (helm $(cd "$hm" && go list -m -f '{{.Version}}' helm.sh/helm/v3)) into $cache" >&2
+  mkdir -p "$cache"
+  start=$(date +%s)
+  "$hm/build.sh" "$cache/helm"
+  echo "setup.sh: helm built in $(( $(date +%s) - start )) s" >&2
+fi
+mkdir -p "$hm/bin"
+ln -sfn "$cache/helm" "$hm/bin/helm"
+ln -sfn "$cache/servicemonitors.monitoring.coreos.com.yaml" \
+  "$hm/bin/servicemonitors.monitoring.coreos.com.yaml"
+# The workload controllers the real-server tests run beside tessera kube (JobSet,
+# LeaderWorkerSet, KubeRay; testcluster up --workloads), each built from its own Go module
+# pinned in tools/workloads/ (about 6 minutes on 2 cores the first time); cached like
+# testcluster, keyed by those modules and build.sh.
+wl="$(cd "$(dirname "$0")/../tools/workloads" && pwd)"
+key="$(cd "$wl" && cat build.sh ./*/go.mod ./*/go.sum | sha256sum | cut -c1-16)"
+cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/workloads-$key"
+if [ ! -x "$cache/kuberay/controller" ]; then
+  echo "setup.sh: building the workload controllers in tools/workloads into $cache" >&2
+  start=$(date +%s)
+  "$wl/build.sh" "$cache"
+  echo "setup.sh: workload controllers built in $(( $(date +%s) - start )) s" >&2
+fi
+ln -sfn "$cache" "$wl/bin"

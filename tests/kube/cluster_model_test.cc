@@ -1,6 +1,7 @@
 // The scheduler's model of a cluster: capacity from every bound pod, gangs from pod groups,
 // and the engine's decisions on it.
 #include "control/kube/cluster_model.h"
+#include "control/kube/workload_groups.h"
 
 #include <gtest/gtest.h>
 
@@ -332,7 +333,8 @@ TEST(ClusterModel, AGroupOfTwoConventionsIsInvalidAndAJobsPodsNeedTheirOwnJob) {
   }
   m.refresh();
   m.prepare(2);
-  EXPECT_EQ(m.gang("team-a/train")->waiting_code, "PodGroup");  // not its Job
+  EXPECT_EQ(m.gang("team-a/train")->waiting_code, "PodGroup");  // not its Job's pods
+  EXPECT_NE(m.gang("team-a/train")->waiting.find("earlier workload"), std::string::npos);
   for (const char* name : {"train-4", "train-5"}) {
     PodInfo p = gpu_pod(name, 2, "train");
     p.group_api = GroupApi::kJob;

@@ -1,5 +1,6 @@
 // How the scheduler reads pods and nodes: the conventions of docs/kubernetes.md.
 #include "control/kube/kube_objects.h"
+#include "control/kube/workload_groups.h"
 
 #include <gtest/gtest.h>
 

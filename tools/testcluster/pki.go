@@ -140,6 +140,24 @@ func (p *pki) issue(name, cn string, groups []string, hosts []string) error {
 	return writePEM(certPath, "CERTIFICATE", der, 0o644)
 }
 
+// issueTo writes a serving certificate for hosts as DIR/tls.crt and DIR/tls.key (the names
+// controller-runtime's webhook server reads), issued once as NAME.crt and NAME.key.
+func (p *pki) issueTo(dir, name string, hosts []string) error {
+	if err := p.issue(name, name, nil, hosts); err != nil {
+		return err
+	}
+	for _, f := range [][2]string{{name + ".crt", "tls.crt"}, {name + ".key", "tls.key"}} {
+		raw, err := os.ReadFile(filepath.Join(p.dir, f[0]))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f[1]), raw, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // serviceAccountKey writes the token signing key pair (sa.key, sa.pub) once.
 func (p *pki) serviceAccountKey() error {
 	keyPath := filepath.Join(p.dir, "sa.key")

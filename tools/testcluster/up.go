@@ -52,6 +52,7 @@ type upOptions struct {
 	kwokArg      stringList
 	gpuNodes     int
 	apply        stringList
+	workloads    string
 }
 
 // clusterInfo is DIR/cluster.json: what a test or a user needs to reach the cluster.
@@ -82,7 +83,7 @@ func runUp(args []string) error {
 	fs.BoolVar(&o.watchCache, "watch-cache", true, "kube-apiserver's watch cache (off: watches go to etcd, and a compacted revision answers 410 Gone)")
 	fs.BoolVar(&o.noFsync, "etcd-unsafe-no-fsync", false, "etcd without fsync (faster; loses data on a host crash)")
 	fs.BoolVar(&o.kwok, "kwok", true, "run KWOK for nodes annotated kwok.x-k8s.io/node=fake")
-	fs.StringVar(&o.controllers, "controllers", "namespace-controller,serviceaccount-controller,garbage-collector-controller,disruption-controller,node-lifecycle-controller,clusterrole-aggregation-controller,job-controller,replicaset-controller,deployment-controller", "kube-controller-manager's controllers (empty: none)")
+	fs.StringVar(&o.controllers, "controllers", "namespace-controller,serviceaccount-controller,garbage-collector-controller,disruption-controller,node-lifecycle-controller,clusterrole-aggregation-controller,job-controller,replicaset-controller,deployment-controller,statefulset-controller", "kube-controller-manager's controllers (empty: none)")
 	fs.DurationVar(&o.restartDelay, "restart-delay", 500*time.Millisecond, "wait before starting a component that exited")
 	fs.BoolVar(&o.background, "background", false, "start in the background, print READY when the cluster answers, and return")
 	fs.BoolVar(&o.audit, "audit", true, "write an audit log of every write request (DIR/audit.log)")
@@ -90,6 +91,7 @@ func runUp(args []string) error {
 	fs.Var(&o.kcmArg, "controller-manager-arg", "an extra kube-controller-manager flag, as --name=value (repeatable)")
 	fs.Var(&o.kwokArg, "kwok-arg", "an extra KWOK flag, as --name=value (repeatable; a later one wins)")
 	fs.IntVar(&o.gpuNodes, "gpu-nodes", 0, "create this many KWOK nodes of 8 GPUs (node-00000, ...) and wait until they are Ready")
+	fs.StringVar(&o.workloads, "workloads", "", "start the workload controllers built into this directory (tools/workloads/build.sh): JobSet, LeaderWorkerSet, KubeRay")
 	fs.Var(&o.apply, "apply", "a manifest (file or directory) to kubectl apply once the server answers (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -162,6 +164,8 @@ func startBackground(dir string, args []string) error {
 // component is one child process, started again whenever it exits until stop.
 type component struct {
 	name    string
+	bin     string   // the program ("": this binary, running command `name`)
+	env     []string // added to this process's environment
 	args    []string
 	logPath string
 	pidPath string
@@ -183,6 +187,10 @@ func (c *component) start() error {
 		return err
 	}
 	cmd := exec.Command(self, append([]string{c.name}, c.args...)...)
+	if c.bin != "" {
+		cmd = exec.Command(c.bin, c.args...)
+	}
+	cmd.Env = append(os.Environ(), c.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -402,6 +410,16 @@ func up(o upOptions) error {
 			"--node-lease-duration-seconds=40",
 			"--cidr=10.64.0.0/12",
 		}, o.kwokArg...)).start(); err != nil {
+			return err
+		}
+	}
+	if o.workloads != "" {
+		newWorkload := func(name, bin string, args, env []string) *component {
+			c := newComp(name, args)
+			c.bin, c.env = bin, env
+			return c
+		}
+		if err := startWorkloads(o, p, adminCfg, newWorkload); err != nil {
 			return err
 		}
 	}

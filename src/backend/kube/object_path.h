@@ -32,6 +32,8 @@ inline const ApiResource kPodDisruptionBudgets{"policy", "v1", "poddisruptionbud
 inline const ApiResource kPodGroupsX{"scheduling.x-k8s.io", "v1alpha1", "podgroups", true};
 inline const ApiResource kPodGroupsVolcano{"scheduling.volcano.sh", "v1beta1", "podgroups", true};
 inline const ApiResource kJobs{"batch", "v1", "jobs", true};
+inline const ApiResource kJobSets{"jobset.x-k8s.io", "v1alpha2", "jobsets", true};
+inline const ApiResource kRayClusters{"ray.io", "v1", "rayclusters", true};
 inline const ApiResource kTesseraQueues{"scheduling.tessera.io", "v1alpha1", "queues", false};
 
 // "/api/v1" for the core group, else "/apis/GROUP/VERSION".

@@ -267,6 +267,9 @@ class ClusterModel {
   std::string namespace_refused(const std::string& ns, const std::string& queue) const;
   // The PodGroup object pod `p` names (of its convention's API), or null.
   const PodGroupInfo* group_of(const PodInfo& p) const;
+  // A pod that names a Job or JobSet as its owner while one of that name with another uid is
+  // seen: an earlier workload's, not a member of this one's gang.
+  bool of_another_owner(const PodInfo& p) const;
   // The least number of members the gang `lead` leads runs with: its PodGroup's minMember,
   // else its pods' count annotation, 1 without a group; none while its PodGroup is unseen.
   std::optional<int32_t> group_minimum(const PodInfo& lead) const;

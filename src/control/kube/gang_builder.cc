@@ -69,12 +69,19 @@ std::string ClusterModel::namespace_refused(const std::string& ns, const std::st
 }
 
 const PodGroupInfo* ClusterModel::group_of(const PodInfo& p) const {
-  if (p.group.empty() || p.group_api == GroupApi::kKueue) return nullptr;  // Kueue's: no object
+  // Kueue's and LeaderWorkerSet's groups have no object: their pods say their size.
+  if (p.group.empty() || p.group_api == GroupApi::kKueue ||
+      p.group_api == GroupApi::kLeaderWorkerSet) {
+    return nullptr;
+  }
   const auto it = groups_.find(group_key(p.group_api, p.ns, p.group));
   if (it == groups_.end()) return nullptr;
-  // A pod naming a Job as its owner counts only if it is that Job's (a pod of the same name's
-  // earlier Job, or one that merely claims it, is not).
-  if (p.group_api == GroupApi::kJob && it->second.uid != p.owner_uid) return nullptr;
+  // A pod naming a Job (or JobSet) as its owner counts only if it is that one's (a pod of the
+  // same name's earlier Job, or one that merely claims it, is not).
+  if ((p.group_api == GroupApi::kJob || p.group_api == GroupApi::kJobSet) &&
+      it->second.uid != p.owner_uid) {
+    return nullptr;
+  }
   return &it->second;
 }
 
@@ -90,6 +97,12 @@ const char* group_convention(GroupApi api) {
       return "label kueue.x-k8s.io/pod-group-name";
     case GroupApi::kJob:
       return "its Indexed Job";
+    case GroupApi::kJobSet:
+      return "its JobSet";
+    case GroupApi::kLeaderWorkerSet:
+      return "its LeaderWorkerSet";
+    case GroupApi::kRayCluster:
+      return "its RayCluster";
     case GroupApi::kNone:
       break;
   }
@@ -97,6 +110,12 @@ const char* group_convention(GroupApi api) {
 }
 
 }  // namespace
+
+bool ClusterModel::of_another_owner(const PodInfo& p) const {
+  if (p.group_api != GroupApi::kJob && p.group_api != GroupApi::kJobSet) return false;
+  const auto it = groups_.find(group_key(p.group_api, p.ns, p.group));
+  return it != groups_.end() && it->second.uid != p.owner_uid;
+}
 
 std::optional<int32_t> ClusterModel::group_minimum(const PodInfo& lead) const {
   if (lead.group.empty()) return 1;
@@ -238,6 +257,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     g.dataset.clear();
     std::vector<const PodInfo*> pending, bound;
     std::string invalid;
+    int32_t foreign = 0;  // waiting pods of an earlier Job (JobSet) of the same name
     for (const std::string& uid : g.pods) {
       const PodRecord& r = pods_.at(uid);
       const PodInfo& p = r.info;
@@ -247,6 +267,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
         g.bound_pods.push_back(uid);
         bound.push_back(&p);
         if (p.node_name.empty()) g.binding = true;
+      } else if (!p.gated && of_another_owner(p)) {
+        ++foreign;
       } else if (!p.gated) {
         g.pending_pods.push_back(uid);
         pending.push_back(&p);
@@ -295,6 +317,12 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     }
 
     if (opt_.goodput) plan_adaptive(g, pending, bound);
+    if (pending.empty() && foreign > 0) {
+      g.waiting_code = "PodGroup";
+      g.waiting = std::to_string(foreign) + " waiting pod(s) of " + g.key +
+                  " belong to an earlier workload of that name (its owner's uid differs from "
+                  "the one seen now)";
+    }
     if (pending.empty()) return;
     const PodInfo& first = *pending.front();
     g.dataset = first.dataset;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "backend/kube/object_path.h"
+#include "control/kube/workload_groups.h"
 
 namespace tessera::kube {
 
@@ -17,6 +18,10 @@ GroupApi Inbox::group_api(Kind k) {
       return GroupApi::kVolcano;
     case Kind::kJob:
       return GroupApi::kJob;
+    case Kind::kJobSet:
+      return GroupApi::kJobSet;
+    case Kind::kRayCluster:
+      return GroupApi::kRayCluster;
     case Kind::kNode:
     case Kind::kPod:
     case Kind::kQueue:
@@ -127,8 +132,12 @@ class Informer::Handler : public ReflectorHandler {
           keep(g, g.key());
           break;
         }
-        case Inbox::Kind::kJob: {
-          PodGroupInfo g = parse_job(object);
+        case Inbox::Kind::kJob:
+        case Inbox::Kind::kJobSet:
+        case Inbox::Kind::kRayCluster: {
+          PodGroupInfo g = kind_ == Inbox::Kind::kJob      ? parse_job(object)
+                           : kind_ == Inbox::Kind::kJobSet ? parse_jobset(object)
+                                                           : parse_ray_cluster(object);
           keep(g, g.key());
           break;
         }
@@ -171,8 +180,10 @@ void Informer::start(const std::atomic<bool>& stop, bool queue_objects) {
       {Inbox::Kind::kPod, collection_path(kPods), "status.phase!=Succeeded,status.phase!=Failed"},
       {Inbox::Kind::kGroup, collection_path(kPodGroupsX), "", true},
       {Inbox::Kind::kVolcanoGroup, collection_path(kPodGroupsVolcano), "", true},
-      // An Indexed Job's pods are a gang of its parallelism.
+      // The workloads whose pods are a gang (workload_groups.h).
       {Inbox::Kind::kJob, collection_path(kJobs), ""},
+      {Inbox::Kind::kJobSet, collection_path(kJobSets), "", true},
+      {Inbox::Kind::kRayCluster, collection_path(kRayClusters), "", true},
   };
   if (queue_objects)
     watches.push_back({Inbox::Kind::kQueue, collection_path(kTesseraQueues), "", true});
@@ -186,6 +197,8 @@ void Informer::start(const std::atomic<bool>& stop, bool queue_objects) {
     if (w.kind == Inbox::Kind::kNode) ro.fields = node_fields();
     if (w.kind == Inbox::Kind::kPod) ro.fields = pod_fields();
     if (w.kind == Inbox::Kind::kJob) ro.fields = job_fields();
+    if (w.kind == Inbox::Kind::kJobSet) ro.fields = jobset_fields();
+    if (w.kind == Inbox::Kind::kRayCluster) ro.fields = ray_cluster_fields();
     reflectors_.push_back(std::make_unique<Reflector>(client_, ro, *handlers_.back()));
   }
   for (auto& r : reflectors_) {

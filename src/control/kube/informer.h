@@ -1,5 +1,6 @@
-// The scheduler's view in: list+watch of Nodes, Pods (those not finished) and PodGroups (both
-// scheduler-plugins' and Volcano's, each skipped while its CRD is not installed), each
+// The scheduler's view in: list+watch of Nodes, Pods (those not finished), PodGroups (both
+// scheduler-plugins' and Volcano's) and the workloads whose pods form groups (Jobs, JobSets,
+// RayClusters), a custom resource skipped while its CRD is not installed, each
 // parsed on its own watch thread and queued in an Inbox for the scheduler thread, which alone
 // applies them to its ClusterModel. The API workers queue bind answers in the same Inbox, so
 // one wait wakes the scheduler thread for either.
@@ -25,8 +26,9 @@ namespace tessera::kube {
 
 class Inbox {
  public:
-  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup, kJob, kQueue };
-  // The group API a group kind's objects are (kGroup, kVolcanoGroup, kJob); kNone otherwise.
+  enum class Kind { kNode, kPod, kGroup, kVolcanoGroup, kJob, kJobSet, kRayCluster, kQueue };
+  // The group API a group kind's objects are (PodGroups and the workloads that own pods);
+  // kNone otherwise.
   static GroupApi group_api(Kind k);
   // An object added, changed or removed, or the end of a (re-)list.
   struct Event {

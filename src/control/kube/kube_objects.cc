@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "backend/kube/quantity.h"
+#include "control/kube/json_fields.h"
+#include "control/kube/workload_groups.h"
 #include "model/dataset_name.h"
 #include "model/input_error.h"
 #include "model/utf8.h"
@@ -18,32 +20,6 @@ namespace tessera::kube {
 namespace {
 
 using nlohmann::json;
-
-const json& field(const json& obj, const char* name) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(name);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::string str(const json& obj, const char* name) {
-  const json& v = field(obj, name);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-Labels string_map(const json& obj) {
-  Labels out;
-  if (!obj.is_object()) return out;
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    if (it->is_string()) out.emplace(it.key(), it->get<std::string>());
-  }
-  return out;
-}
-
-const std::string* find(const Labels& m, const char* key) {
-  auto it = m.find(key);
-  return it == m.end() ? nullptr : &it->second;
-}
 
 // A quantity from a resource list (requests/limits/allocatable), in milli-units; 0 when absent.
 int64_t milli_of(const json& list, const char* name, const char* where) {
@@ -442,18 +418,8 @@ PodInfo parse_pod(const json& pod) {
                   kKueueGroupCountAnnotation + " (the group's number of pods)";
     }
   }
-  if (p.group.empty() && find(notes, kJobIndexAnnotation) != nullptr) {
-    // An Indexed Job's pod: its controller owner is the group (ranks need one another).
-    for (const json& ref : field(meta, "ownerReferences")) {
-      if (ref.is_object() && ref.value("controller", false) && str(ref, "kind") == "Job" &&
-          str(ref, "apiVersion") == "batch/v1" && !str(ref, "name").empty()) {
-        p.group = str(ref, "name");
-        p.group_api = GroupApi::kJob;
-        p.owner_uid = str(ref, "uid");
-        break;
-      }
-    }
-  }
+  // No group named: the workload that made the pods may be one (a JobSet, an Indexed Job...).
+  if (p.group.empty()) derive_workload_group(meta, labels, notes, p);
   for (const char* key : {kQueueLabel, "kai.scheduler/queue", "kueue.x-k8s.io/queue-name"}) {
     if (const std::string* q = find(labels, key); q && !q->empty()) {
       p.queue = *q;
@@ -623,16 +589,60 @@ const char* group_api_name(GroupApi api) {
       return "scheduling.volcano.sh/v1beta1";
     case GroupApi::kJob:
       return "batch/v1 Job";
+    case GroupApi::kJobSet:
+      return "jobset.x-k8s.io/v1alpha2 JobSet";
+    case GroupApi::kRayCluster:
+      return "ray.io/v1 RayCluster";
     case GroupApi::kNone:
     case GroupApi::kKueue:
+    case GroupApi::kLeaderWorkerSet:
       break;
   }
   return "";
 }
 
 std::string group_key(GroupApi api, const std::string& ns, const std::string& name) {
-  const char* prefix = api == GroupApi::kVolcano ? "volcano:" : api == GroupApi::kJob ? "job:" : "";
+  const char* prefix = "";
+  switch (api) {
+    case GroupApi::kVolcano:
+      prefix = "volcano:";
+      break;
+    case GroupApi::kJob:
+      prefix = "job:";
+      break;
+    case GroupApi::kJobSet:
+      prefix = "jobset:";
+      break;
+    case GroupApi::kRayCluster:
+      prefix = "ray:";
+      break;
+    case GroupApi::kNone:
+    case GroupApi::kSchedulerPlugins:
+    case GroupApi::kKueue:
+    case GroupApi::kLeaderWorkerSet:
+      break;
+  }
   return prefix + ns + "/" + name;
+}
+
+std::string group_selector(const PodInfo& p) {
+  switch (p.group_api) {
+    case GroupApi::kSchedulerPlugins:
+      return std::string(kPodGroupLabel) + "=" + p.group;
+    case GroupApi::kKueue:
+      return std::string(kKueueGroupLabel) + "=" + p.group;
+    case GroupApi::kJob:
+      return "batch.kubernetes.io/job-name=" + p.group;  // the Job controller's
+    case GroupApi::kJobSet:
+      return std::string(kJobSetNameLabel) + "=" + p.group;
+    case GroupApi::kRayCluster:
+      return std::string(kRayClusterLabel) + "=" + p.group;
+    case GroupApi::kNone:
+    case GroupApi::kVolcano:
+    case GroupApi::kLeaderWorkerSet:
+      break;
+  }
+  return "";
 }
 
 PodGroupInfo parse_pod_group(const json& group, GroupApi api) {
@@ -658,44 +668,6 @@ PodGroupInfo parse_pod_group(const json& group, GroupApi api) {
   g.succeeded = count("succeeded");
   g.failed = count("failed");
   return g;
-}
-
-PodGroupInfo parse_job(const json& job) {
-  PodGroupInfo g;
-  g.api = GroupApi::kJob;
-  const json& meta = field(job, "metadata");
-  g.ns = str(meta, "namespace");
-  g.name = str(meta, "name");
-  if (g.name.empty()) throw std::invalid_argument("job: metadata.name is missing");
-  g.uid = str(meta, "uid");
-  g.resource_version = str(meta, "resourceVersion");
-  const json& spec = field(job, "spec");
-  const json& par = field(spec, "parallelism");
-  const json& comp = field(spec, "completions");
-  int32_t n = par.is_number_integer() ? par.get<int32_t>() : 1;
-  // Those that succeeded left the watch: the rest start together (completions 6, parallelism
-  // 4, four done: the last two are a gang of two).
-  const json& done = field(field(job, "status"), "succeeded");
-  if (comp.is_number_integer()) {
-    n = std::min(n, comp.get<int32_t>() - (done.is_number_integer() ? done.get<int32_t>() : 0));
-  }
-  g.min_member = std::max(1, n);
-  g.suspended = field(spec, "suspend").is_boolean() && spec["suspend"].get<bool>();
-  return g;
-}
-
-const FieldMask& job_fields() {
-  static const FieldMask m = FieldMask::of({
-      "metadata.namespace",
-      "metadata.name",
-      "metadata.resourceVersion",
-      "metadata.uid",
-      "spec.parallelism",
-      "spec.completions",
-      "spec.suspend",
-      "status.succeeded",
-  });
-  return m;
 }
 
 bool node_matches(const NodeConstraints& c, const NodeInfo& node) {

@@ -38,8 +38,6 @@ inline constexpr const char* kVolcanoGroupAnnotationNew = "scheduling.volcano.sh
 inline constexpr const char* kVolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name";
 inline constexpr const char* kKueueGroupLabel = "kueue.x-k8s.io/pod-group-name";
 inline constexpr const char* kKueueGroupCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
-// Set by the Job controller on an Indexed Job's pods only.
-inline constexpr const char* kJobIndexAnnotation = "batch.kubernetes.io/job-completion-index";
 inline constexpr const char* kQueueLabel = "tessera.io/queue";
 inline constexpr const char* kClassLabel = "tessera.io/class";
 inline constexpr const char* kFractionAnnotation = "tessera.io/gpu-fraction";
@@ -86,6 +84,9 @@ enum class GroupApi : uint8_t {
   kVolcano,           // scheduling.volcano.sh/v1beta1 PodGroup
   kKueue,             // no object: the pods' kueue.x-k8s.io/pod-group-total-count
   kJob,               // the batch/v1 Job that owns the pods (Indexed Jobs only)
+  kJobSet,            // the jobset.x-k8s.io JobSet whose Jobs own the pods
+  kLeaderWorkerSet,   // no object: one LeaderWorkerSet group, its pods' size annotation
+  kRayCluster,        // the ray.io RayCluster that owns the pods (head and workers)
 };
 // The API group/version of the PodGroup a convention reads ("" for kNone and kKueue).
 const char* group_api_name(GroupApi api);
@@ -155,7 +156,7 @@ struct PodInfo {
   int64_t grace_seconds = 30;  // spec.terminationGracePeriodSeconds
   MemberDemand demand;         // per pod (whole GPUs or one share)
   std::string group;           // gang name within the namespace ("" = a gang of one)
-  std::string owner_uid;       // GroupApi::kJob: the Job's uid (its ownerReference's)
+  std::string owner_uid;       // kJob, kJobSet: the owner's uid (ownerReference, jobset-uid label)
   GroupApi group_api = GroupApi::kNone;
   std::string queue;                      // the queue's name (label or namespace)
   bool queue_given = false;               // named by a label or annotation (else the namespace's)
@@ -181,13 +182,18 @@ struct PodInfo {
 };
 
 // The cache's key of a PodGroup: "ns/name" for scheduler-plugins' (the gang's own key),
-// "volcano:ns/name" for Volcano's and "job:ns/name" for a Job, so that kinds may share a name.
+// "volcano:ns/name" for Volcano's, "job:ns/name" for a Job, "jobset:" and "ray:" for JobSets
+// and RayClusters, so that kinds may share a name.
 std::string group_key(GroupApi api, const std::string& ns, const std::string& name);
+
+// A label selector (kubectl -l) for the pods of pod p's group; "" where no label names the
+// group alone (a lone pod, a LeaderWorkerSet group, a Volcano group's annotation).
+std::string group_selector(const PodInfo& p);
 
 struct PodGroupInfo {
   GroupApi api = GroupApi::kSchedulerPlugins;
   std::string ns, name, resource_version;
-  std::string uid;  // a Job's: its pods' ownerReference must name it
+  std::string uid;  // a Job's or JobSet's: its pods must name it as their owner
   int32_t min_member = 1;
   std::string queue;       // Volcano's spec.queue ("" when none)
   bool suspended = false;  // a Job's spec.suspend
@@ -207,13 +213,10 @@ bool holds_dataset(const NodeInfo& n, const std::string& dataset);
 PodInfo parse_pod(const nlohmann::json& pod);
 // Either API's PodGroup (spec.minMember; Volcano's spec.queue).
 PodGroupInfo parse_pod_group(const nlohmann::json& group, GroupApi api);
-// A batch/v1 Job as the group of its pods: all of min(parallelism, completions) at once.
-PodGroupInfo parse_job(const nlohmann::json& job);
 // Exactly the fields each parser reads (the reflectors parse nothing else). A field a parser
 // starts to read must be added here: the masked-parse tests compare both ways on full objects.
 const FieldMask& node_fields();
 const FieldMask& pod_fields();
-const FieldMask& job_fields();
 
 // Seconds since the epoch of an RFC 3339 time ("2026-01-01T00:00:00Z", fractions allowed);
 // 0 when empty or malformed.

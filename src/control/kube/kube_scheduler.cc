@@ -226,6 +226,8 @@ void KubeScheduler::drain_inbox() {
       case Inbox::Kind::kGroup:
       case Inbox::Kind::kVolcanoGroup:
       case Inbox::Kind::kJob:
+      case Inbox::Kind::kJobSet:
+      case Inbox::Kind::kRayCluster:
         if (e.retain) {
           model_.retain_groups(Inbox::group_api(e.kind), *e.retain);
         } else if (e.removed) {

@@ -30,19 +30,15 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
     if (queue.empty()) queue = p.queue;
     if (!named) named = p.priority;
     v.kube->names.push_back(p.name);
-    if (p.group_api == GroupApi::kSchedulerPlugins) {
-      v.kube->selector = std::string(kPodGroupLabel) + "=" + p.group;
-    } else if (p.group_api == GroupApi::kKueue) {
-      v.kube->selector = std::string(kKueueGroupLabel) + "=" + p.group;
-    } else if (p.group_api == GroupApi::kJob) {
-      v.kube->selector = "batch.kubernetes.io/job-name=" + p.group;  // the Job controller's
-    }
+    if (v.kube->selector.empty()) v.kube->selector = group_selector(p);
     submitted = submitted == 0 ? p.created : std::min(submitted, p.created);
     ++members;
-    row.spec.gpus = p.demand.gpus;
-    row.spec.gpu_milli = p.demand.gpu_milli;
-    row.spec.cpu_milli = p.demand.cpu_milli;
-    row.spec.mem_mib = p.demand.mem_mib;
+    // Members differ (a Ray head and its GPU workers): the largest, as the engine counts them.
+    row.spec.gpus = members == 1 ? p.demand.gpus : std::max(row.spec.gpus, p.demand.gpus);
+    row.spec.gpu_milli =
+        members == 1 ? p.demand.gpu_milli : std::max(row.spec.gpu_milli, p.demand.gpu_milli);
+    row.spec.cpu_milli = std::max(row.spec.cpu_milli, p.demand.cpu_milli);
+    row.spec.mem_mib = std::max(row.spec.mem_mib, p.demand.mem_mib);
     if (it->second.slot && !p.node_name.empty()) {
       started = started < 0 ? p.bound_at : std::min(started, p.bound_at);
       MemberPlacement mp;

@@ -169,7 +169,8 @@ void StatusWriter::write_group_status(
     const ClusterModel& model, const std::map<std::string, std::pair<int32_t, int32_t>>& done,
     double t) {
   for (const auto& [key, info] : model.groups()) {
-    if (info.api == GroupApi::kJob) continue;  // a Job's status is its controller's
+    // A workload's status (a Job's, a JobSet's...) is its controller's: PodGroups only.
+    if (info.api != GroupApi::kSchedulerPlugins && info.api != GroupApi::kVolcano) continue;
     auto gi = model.gangs().find(info.gang_key());
     // Only the groups of our gangs (or whose pods of ours finished): another scheduler's
     // (Volcano's own, scheduler-plugins') status is theirs to write.

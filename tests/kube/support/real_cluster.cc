@@ -62,6 +62,16 @@ std::string RealCluster::binary() {
   return p.string();
 }
 
+std::string RealCluster::workloads_dir() {
+  const fs::path p = fs::path(TESSERA_SOURCE_DIR) / "tools/workloads/bin";
+  if (::access((p / "kuberay/controller").c_str(), X_OK) != 0) {
+    throw std::runtime_error(p.string() +
+                             " is missing: scripts/setup.sh builds the workload controllers "
+                             "(JobSet, LeaderWorkerSet, KubeRay) from their Go modules");
+  }
+  return p.string();
+}
+
 RealCluster::RealCluster(fs::path dir, RealClusterOptions opt)
     : dir_(std::move(dir)), opt_(std::move(opt)) {}
 
@@ -81,6 +91,7 @@ void RealCluster::start() {
     args.push_back("--controller-manager-arg=" + a);
   }
   for (const std::string& a : opt_.kwok_args) args.push_back("--kwok-arg=" + a);
+  if (opt_.workloads) args.push_back("--workloads=" + workloads_dir());
   const fs::path out = dir_ / "up.out";
   const pid_t parent = ::getpid();
   pid_ = ::fork();

@@ -26,6 +26,9 @@ struct RealClusterOptions {
   std::vector<std::string> apiserver_args;           // extra --flag=value
   std::vector<std::string> controller_manager_args;  // extra --flag=value
   std::vector<std::string> kwok_args;                // extra --flag=value (a later one wins)
+  // Run the workload controllers (JobSet, LeaderWorkerSet, KubeRay) that scripts/setup.sh
+  // builds into tools/workloads/bin (workloads_dir()).
+  bool workloads = false;
   kube_emulator::NodeLayout layout;
 };
 
@@ -34,6 +37,9 @@ class RealCluster : public ClusterUnderTest {
   // tools/testcluster/bin/testcluster, which scripts/setup.sh builds; throws naming that
   // command when it is missing.
   static std::string binary();
+  // tools/workloads/bin, where scripts/setup.sh builds the workload controllers; throws naming
+  // that command when they are missing.
+  static std::string workloads_dir();
 
   RealCluster(std::filesystem::path dir, RealClusterOptions opt);
   ~RealCluster() override;

@@ -1,0 +1,60 @@
+"""Tokens and tenants: who may see and do what, through the client's exceptions."""
+from __future__ import annotations
+
+import pytest
+from helpers import POLL, WAIT
+
+from tessera import Client, Forbidden, JobSpec, NotFound, Unauthorized
+
+SLEEPER = ["sh", "-c", "sleep 60"]
+
+
+def test_a_wrong_or_missing_token_raises_unauthorized(server, monkeypatch):
+    with pytest.raises(Unauthorized) as e:
+        Client(server.addr, "not-a-token").jobs()
+    assert e.value.status == 401 and "bearer token" in e.value.message
+
+    monkeypatch.delenv("TESSERA_TOKEN", raising=False)
+    with pytest.raises(Unauthorized):
+        Client(server.addr).submit(JobSpec(name="anon", command=["true"]))
+
+
+def test_the_token_and_address_come_from_the_environment_as_for_the_cli(server, tenant,
+                                                                        monkeypatch):
+    monkeypatch.setenv("TESSERA_ADDR", server.addr)
+    monkeypatch.setenv("TESSERA_TOKEN", tenant.token)
+    me = Client().whoami()
+    assert (me.admin, me.tenant) == (False, tenant.name)
+    # An argument wins over the environment.
+    with pytest.raises(Unauthorized):
+        Client(token="not-a-token").whoami()
+
+
+def test_another_tenants_job_is_forbidden_and_an_unknown_one_not_found(tenant, other_tenant):
+    mine = tenant.client.submit(JobSpec(name="private", command=SLEEPER, resources={"gpus": 0}))
+    tenant.client.wait(mine.id, states={"running"}, interval=POLL, timeout=WAIT)
+    theirs = other_tenant.client
+    for attempt in (lambda: theirs.job(mine.id), lambda: theirs.logs(mine.id),
+                    lambda: theirs.events(mine.id), lambda: theirs.cancel(mine.id)):
+        with pytest.raises(Forbidden) as e:
+            attempt()
+        assert e.value.status == 403 and "another tenant" in e.value.message
+    assert tenant.client.job(mine.id).state == "running"  # the refused cancel changed nothing
+    assert theirs.jobs() == []
+
+    with pytest.raises(Forbidden) as e:
+        theirs.jobs(tenant=tenant.name)
+    assert e.value.field == "tenant"
+
+    with pytest.raises(NotFound) as e:
+        theirs.job(10**9)
+    assert e.value.status == 404
+
+
+def test_a_tenant_cannot_do_what_only_the_admin_may(tenant, admin):
+    with pytest.raises(Forbidden):
+        tenant.client.create_tenant("sneaky")
+    with pytest.raises(Forbidden):
+        tenant.client.tenants()
+    assert admin.whoami().admin is True
+    assert tenant.name in {t["name"] for t in admin.tenants()}
