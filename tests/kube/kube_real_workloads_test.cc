@@ -102,5 +102,43 @@ TEST_F(KubeRealWorkloads, AnIndexedJobStartsWholeAndANonIndexedJobsPodsEachAlone
   for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
 }
 
+// Suspended Jobs are admitted whole, as Kueue admits them: unsuspended only when all their pods
+// fit, one after another as room frees; a Job labelled for Kueue is left to Kueue.
+TEST_F(KubeRealWorkloads, SuspendedJobsAreAdmittedWholeInTurnAndKueuesAreLeftAlone) {
+  start_cluster(2);  // 16 GPUs
+  create_namespace("team-a");
+  start_scheduler();
+  auto suspended = [&](const std::string& name, int parallelism, int gpus, bool kueue) {
+    json job = job_json("team-a", name, parallelism, gpus, true);
+    job["spec"]["suspend"] = true;
+    if (kueue) job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "user-queue";
+    ASSERT_EQ(api("POST", "/apis/batch/v1/namespaces/team-a/jobs", job.dump()).status, 201);
+  };
+  auto is_suspended = [&](const std::string& name) {
+    return api("GET", "/apis/batch/v1/namespaces/team-a/jobs/" + name)
+        .json_body()["spec"]
+        .value("suspend", false);
+  };
+  suspended("first", 3, 4, false);   // 12 GPUs
+  suspended("second", 2, 4, false);  // 8 GPUs: not beside the first
+  suspended("kueues", 1, 1, true);
+
+  ASSERT_TRUE(wait_for([&] { return job_pods("team-a", "first").second == 3; }, 60))
+      << job_pods("team-a", "first").second << " of 3 bound";
+  EXPECT_TRUE(is_suspended("second"));
+  EXPECT_EQ(job_pods("team-a", "second").first, 0u);
+  EXPECT_TRUE(is_suspended("kueues"));
+
+  // The first Job gone: the second is admitted, and its pods start together.
+  ASSERT_EQ(
+      api("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/first?propagationPolicy=Foreground")
+          .status,
+      200);
+  ASSERT_TRUE(wait_for([&] { return job_pods("team-a", "second").second == 2; }, 60))
+      << job_pods("team-a", "second").second << " of 2 bound";
+  EXPECT_TRUE(is_suspended("kueues"));
+  for (const auto& [uid, n] : binds_by_pod()) EXPECT_EQ(n, 1) << uid;
+}
+
 }  // namespace
 }  // namespace tessera::kube

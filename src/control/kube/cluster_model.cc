@@ -131,6 +131,7 @@ void ClusterModel::rebuild() {
   all_stale_ = true;
   // Release every slot first: the old ledger goes away with the old cluster.
   for (auto& [uid, r] : pods_) r.slot.reset();
+  drop_reservations();
   ClusterBuilder b;
   set_default_links(b);
   const auto& keys = opt_.topology_labels;
@@ -322,7 +323,7 @@ void ClusterModel::detach(const PodRecord& r) {
   if (it == gangs_.end()) return;
   it->second.pods.erase(r.info.uid);
   it->second.stale_ = true;
-  if (it->second.pods.empty() && it->second.kept_.waits_for.empty()) {
+  if (empty_gang(it->second)) {
     changed_.push_back(2 * it->second.serial);
     gangs_.erase(it);
   }
@@ -406,6 +407,7 @@ void ClusterModel::upsert_group(PodGroupInfo g) {
     dirty_ = true;
   }
   if (auto gang = gangs_.find(g.gang_key()); gang != gangs_.end()) gang->second.stale_ = true;
+  if (g.api == GroupApi::kJob) track_admission(g);
   groups_[key] = std::move(g);
 }
 
@@ -415,6 +417,7 @@ void ClusterModel::remove_group(const std::string& key) {
   if (auto gang = gangs_.find(it->second.gang_key()); gang != gangs_.end()) {
     gang->second.stale_ = true;
   }
+  untrack_admission(it->second);
   groups_.erase(it);
   dirty_ = true;
 }
@@ -425,6 +428,7 @@ void ClusterModel::retain_groups(GroupApi api, const std::set<std::string>& keep
       if (auto gang = gangs_.find(it->second.gang_key()); gang != gangs_.end()) {
         gang->second.stale_ = true;
       }
+      untrack_admission(it->second);
       it = groups_.erase(it);
       dirty_ = true;
     } else {

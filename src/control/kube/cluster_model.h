@@ -61,6 +61,8 @@ struct ModelOptions {
   // --policy goodput: adaptive pod groups (tessera.io/adaptive-batch) start at the size their
   // goodput round gave them, and only then (docs/kubernetes.md, "Adaptive training").
   bool goodput = false;
+  // How long the room of an admitted suspended Job is held for its pods to appear (seconds).
+  double admission_hold = 30;
 };
 
 // Where one pod sits in the ledger.
@@ -100,12 +102,20 @@ struct GangKept {
   // Since when its members are only partly bound (a failed bind, a crash); 0: they are not.
   // prepare() sets and clears it; the scheduler clears it when it rolls the gang back.
   double partial_since = 0;
+  // A suspended Job admitted (ClusterModel::reserve): the room held in the ledger for its pods
+  // until they exist, the Job's group key and since when (job_admission.cc).
+  Allocation reserved;
+  std::string reserved_for;
+  double reserved_at = 0;
 };
 
 // A pod group (or a lone pod) of ours.
 struct Gang {
   std::string key;  // ns/group or pod:uid
   std::string ns, group;
+  // The key of the suspended Job this gang stands for while it has no pods ("" = none): the
+  // engine is offered its template's pods, and starting it admits the Job (job_admission.cc).
+  std::string admits;
   // Its number, given when it is first seen and never reused: the engine knows its waiting
   // part as JobId 2 * serial and its running part as 2 * serial + 1, the same every cycle (the
   // scheduler keeps its waiting gangs queued between cycles by these ids).
@@ -197,6 +207,11 @@ class ClusterModel {
 
   // A bind decided: the pod is assumed on `node` with these shares (allocated at once).
   void assume(const std::string& uid, NodeId node, std::vector<GpuShare> shares);
+  // A suspended Job admitted (gang.admits): `a` is held in the ledger for its pods until they
+  // exist, the Job goes, or ModelOptions::admission_hold passes (job_admission.cc).
+  void reserve(Gang& g, const Allocation& a, double now);
+  // The suspended Job gang `g` stands for (Gang::admits) while it has no pods, or null.
+  const PodGroupInfo* admission_of(const Gang& g) const;
   // A bind failed: forget the assumption and release its shares.
   void forget(const std::string& uid);
   // A gang's GPU power limit (W; 0: the default) from its bound pods: alike unless a change
@@ -270,6 +285,15 @@ class ClusterModel {
   // A pod that names a Job or JobSet as its owner while one of that name with another uid is
   // seen: an earlier workload's, not a member of this one's gang.
   bool of_another_owner(const PodInfo& p) const;
+  // Suspended Jobs (job_admission.cc): a gang stands for a suspended Job of ours (not Kueue's)
+  // while it has no pods; what the engine is offered of it; whether its reservation still
+  // holds (released once its pods exist, its Job is gone, or the hold has passed); and the
+  // gangs left with nothing (no pods, no Job to admit, no room held) dropped.
+  void track_admission(const PodGroupInfo& job);
+  void untrack_admission(const PodGroupInfo& job);
+  bool hold_reservation(Gang& g, double now);
+  void drop_reservations();  // the ledger was rebuilt: what it held is gone
+  bool empty_gang(const Gang& g) const;
   // The least number of members the gang `lead` leads runs with: its PodGroup's minMember,
   // else its pods' count annotation, 1 without a group; none while its PodGroup is unseen.
   std::optional<int32_t> group_minimum(const PodInfo& lead) const;

@@ -197,13 +197,23 @@ void ClusterModel::plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pen
 CycleInput ClusterModel::prepare(double now) {
   dirty_ = false;
   CycleInput in;
-  for (auto& [key, g] : gangs_) {
+  for (auto it = gangs_.begin(); it != gangs_.end();) {
+    Gang& g = it->second;
     // A gang nothing touched since it was last prepared is offered as it was (its derived
     // state depends only on its pods, its group, the cluster and what the scheduler keeps on
     // it, each of which marks it stale when it changes), unless it waits for victims (whose
-    // pods may have gone) or its running part's start is the clock's (a member bound at an
-    // unknown time).
-    if (all_stale_ || g.stale_ || !g.kept_.waits_for.empty() || g.clock_bound) prepare_gang(g, now);
+    // pods may have gone), its running part's start is the clock's (a member bound at an
+    // unknown time), or it holds an admitted Job's room (for a while only).
+    if (all_stale_ || g.stale_ || !g.kept_.waits_for.empty() || g.clock_bound ||
+        !g.kept_.reserved.member_node.empty()) {
+      prepare_gang(g, now);
+    }
+    if (empty_gang(g)) {  // a suspended Job's gang that is no longer one
+      changed_.push_back(2 * g.serial);
+      it = gangs_.erase(it);
+      continue;
+    }
+    ++it;
     if (g.running_id != kNoId) {
       in.by_job.emplace(g.running_id, &g);
       RunningJob rj;
@@ -278,6 +288,19 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     for (auto it = g.kept_.waits_for.begin(); it != g.kept_.waits_for.end();) {
       it = pods_.count(*it) == 0 ? g.kept_.waits_for.erase(it) : std::next(it);
     }
+    if (hold_reservation(g, now)) {
+      g.waiting_code = "GangPods";
+      g.waiting = "admitted (its Job unsuspended): its room is held until its pods exist";
+      return;
+    }
+    // A suspended Job to admit: the pods its template will make, all at once.
+    const PodGroupInfo* admitting = admission_of(g);
+    if (admitting != nullptr) {
+      pending.assign(static_cast<size_t>(admitting->min_member), admitting->pod_template.get());
+      if (!admitting->pod_template->invalid.empty()) {
+        invalid = "Job " + g.key + "'s pod template: " + admitting->pod_template->invalid;
+      }
+    }
 
     // The running part: offered to the engine (fair share, preemption) when its members are
     // alike and all in the ledger, so that its allocation is exact.
@@ -316,7 +339,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
       }
     }
 
-    if (opt_.goodput) plan_adaptive(g, pending, bound);
+    if (opt_.goodput && admitting == nullptr) plan_adaptive(g, pending, bound);
     if (pending.empty() && foreign > 0) {
       g.waiting_code = "PodGroup";
       g.waiting = std::to_string(foreign) + " waiting pod(s) of " + g.key +
@@ -335,7 +358,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
                   group_convention(first.group_api) + "; a gang follows one convention";
       }
     }
-    const std::optional<int32_t> group_min = group_minimum(first);
+    const std::optional<int32_t> group_min =
+        admitting != nullptr ? std::optional<int32_t>(admitting->min_member) : group_minimum(first);
     if (!invalid.empty()) {
       g.waiting_code = "Invalid";  // said first: it is what the user must change
       g.waiting = invalid;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -197,7 +198,13 @@ struct PodGroupInfo {
   int32_t min_member = 1;
   std::string queue;       // Volcano's spec.queue ("" when none)
   bool suspended = false;  // a Job's spec.suspend
-  std::string phase;       // status.phase as last seen
+  // A suspended Job's pod template as a pod (parse_pod), so that Tessera can admit the Job
+  // whole before its pods exist; null when not suspended or unreadable.
+  std::shared_ptr<const PodInfo> pod_template;
+  // A Job labelled for Kueue (kueue.x-k8s.io/queue-name): admitting it is Kueue's, not ours.
+  bool queue_managed = false;
+  int32_t active = 0;  // a Job's status.active: its pods created and not finished
+  std::string phase;   // status.phase as last seen
   int32_t scheduled = 0, running = 0, succeeded = 0, failed = 0;
   std::string key() const { return group_key(api, ns, name); }
   std::string gang_key() const { return ns + "/" + name; }

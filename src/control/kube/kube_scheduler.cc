@@ -443,6 +443,10 @@ void KubeScheduler::apply(const Decisions& d, const CycleInput& in) {
       model_.mark_dirty();  // decided on capacity its victims still hold; decide again
       continue;
     }
+    if (model_.admission_of(g) != nullptr) {
+      admit_job(g, s);
+      continue;
+    }
     bind_gang(g, s);
   }
   // Running gangs' limits lowered to make room under the power cap, or raised as power freed.

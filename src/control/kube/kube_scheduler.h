@@ -182,6 +182,9 @@ class KubeScheduler final : public ReadModel {
   void save_usage(bool synchronously);
   void apply(const Decisions& d, const CycleInput& in);
   void bind_gang(Gang& g, const Start& s);
+  // A suspended Job's gang started (Gang::admits): its room held, the Job unsuspended
+  // (kube_admission.cc).
+  void admit_job(Gang& g, const Start& s);
   // A running gang's new GPU power limit (Decisions::power_limits): each bound pod's
   // annotation patched, with an Event.
   void write_power_limit(const Gang& g, double limit_w);

@@ -111,6 +111,25 @@ PodGroupInfo parse_job(const json& job) {
   // 4, four done: the last two are a gang of two).
   g.min_member = clamp_members(job_members(spec, integer(field(job, "status"), "succeeded", 0)));
   g.suspended = field(spec, "suspend").is_boolean() && spec["suspend"].get<bool>();
+  g.active = static_cast<int32_t>(integer(field(job, "status"), "active", 0));
+  const Labels labels = string_map(field(field(job, "metadata"), "labels"));
+  g.queue_managed = find(labels, "kueue.x-k8s.io/queue-name") != nullptr;
+  if (g.suspended) {
+    // Its pods as they will be: the template's metadata and spec under the Job's name.
+    const json& tmpl = field(spec, "template");
+    json meta = field(tmpl, "metadata").is_object() ? tmpl["metadata"] : json::object();
+    meta["namespace"] = g.ns;
+    meta["name"] = g.name;
+    meta["uid"] = "job:" + g.uid;
+    meta["creationTimestamp"] = str(field(job, "metadata"), "creationTimestamp");
+    try {
+      g.pod_template = std::make_shared<const PodInfo>(
+          parse_pod(json{{"metadata", meta}, {"spec", field(tmpl, "spec")}}));
+    } catch (const std::invalid_argument&) {
+      // A template the API accepted but Tessera cannot read: not admitted by Tessera (its
+      // pods, once something else admits it, are told why).
+    }
+  }
   return g;
 }
 
@@ -161,8 +180,12 @@ const FieldMask& job_fields() {
       "metadata.uid",
       "spec.parallelism",
       "spec.completions",
+      "metadata.labels",
+      "metadata.creationTimestamp",
       "spec.suspend",
+      "spec.template",
       "status.succeeded",
+      "status.active",
   });
   return m;
 }

@@ -9,6 +9,9 @@
 //    when the cluster autoscales, times numOfHosts), read from the RayCluster;
 //  - an Indexed batch/v1 Job (its pods carry a completion index): min(parallelism,
 //    completions - succeeded), read from the Job. A NonIndexed Job's pods stay independent.
+// A suspended Job (spec.suspend, as Kueue's users create them) of ours and not labelled for
+// Kueue is admitted whole: Tessera places its parallelism's pods from its template, holds that
+// room, and unsuspends it (job_admission.cc).
 #pragma once
 
 #include <nlohmann/json.hpp>
