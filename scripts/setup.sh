@@ -64,9 +64,9 @@ ln -sfn "$cache/helm" "$hm/bin/helm"
 ln -sfn "$cache/servicemonitors.monitoring.coreos.com.yaml" \
   "$hm/bin/servicemonitors.monitoring.coreos.com.yaml"
 # The workload controllers the real-server tests run beside tessera kube (JobSet,
-# LeaderWorkerSet, KubeRay; testcluster up --workloads), each built from its own Go module
-# pinned in tools/workloads/ (about 6 minutes on 2 cores the first time); cached like
-# testcluster, keyed by those modules and build.sh.
+# LeaderWorkerSet, Kubeflow training-operator, KubeRay; testcluster up --workloads), each
+# built from its own Go module pinned in tools/workloads/ (about 8 minutes on 2 cores the
+# first time); cached like testcluster, keyed by those modules and build.sh.
 wl="$(cd "$(dirname "$0")/../tools/workloads" && pwd)"
 key="$(cd "$wl" && cat build.sh ./*/go.mod ./*/go.sum | sha256sum | cut -c1-16)"
 cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/workloads-$key"

@@ -1,6 +1,7 @@
 // The workloads platform teams submit through their own controllers, built from the projects'
 // Go modules and run beside the real API server (testcluster --workloads): a JobSet, a
-// LeaderWorkerSet and a RayCluster from the manifests in deploy/kubernetes/examples/workloads,
+// LeaderWorkerSet, a RayCluster and a PyTorchJob from the manifests in
+// deploy/kubernetes/examples/workloads,
 // each scheduled by tessera kube as one gang derived from its owner, with no PodGroup written;
 // and a JobSet preempted whole, recreated by its controller, and started whole again.
 #include <optional>
@@ -105,6 +106,38 @@ TEST_F(KubeRealOwners, AJobSetALeaderWorkerSetAndARayClusterEachStartAsOneGang) 
       << " of 3 bound";
   // The read API shows it as one job of three members (once the watch has shown the binds).
   EXPECT_TRUE(wait_for([&] { return job_named("team-a/tune")->placement.size() == 3; }, 30));
+}
+
+// A PyTorchJob: Kubeflow's training-operator writes a scheduler-plugins PodGroup for it (minMember
+// master + workers); its four pods start together once all fit, and the PodGroup's status says
+// so.
+TEST_F(KubeRealOwners, APyTorchJobStartsWholeThroughThePodGroupItsOperatorWrites) {
+  start_cluster(2);  // 16 GPUs
+  create_namespace("team-a");
+  start_scheduler();
+  create_pod("team-a", "blocker", 4);
+  ASSERT_TRUE(wait_for([&] { return pods_bound() == 1; }, 30));  // 12 GPUs left
+  kubectl_ok("apply -f " + example("pytorchjob.yaml"));
+  const char* job = "training.kubeflow.org%2Fjob-name%3Dfinetune";
+  ASSERT_TRUE(wait_for([&] { return members("team-a", job).exist == 4; }, 90));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto j = job_named("team-a/finetune");
+        return j && !j->reason_code.empty() && j->reason_code != "GangPods";
+      },
+      30));
+  EXPECT_EQ(members("team-a", job).bound, 0u);  // three of four would fit
+  delete_pod("team-a", "blocker");
+  ASSERT_TRUE(wait_for([&] { return members("team-a", job).bound == 4; }, 60))
+      << members("team-a", job).bound << " of 4 bound";
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const json pg =
+            api("GET", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team-a/podgroups/finetune")
+                .json_body();
+        return pg.value("status", json::object()).value("phase", "") == "Running";
+      },
+      30));
 }
 
 // A JobSet preempted by a queue taking back its guarantee is evicted whole; the JobSet

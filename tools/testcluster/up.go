@@ -91,7 +91,7 @@ func runUp(args []string) error {
 	fs.Var(&o.kcmArg, "controller-manager-arg", "an extra kube-controller-manager flag, as --name=value (repeatable)")
 	fs.Var(&o.kwokArg, "kwok-arg", "an extra KWOK flag, as --name=value (repeatable; a later one wins)")
 	fs.IntVar(&o.gpuNodes, "gpu-nodes", 0, "create this many KWOK nodes of 8 GPUs (node-00000, ...) and wait until they are Ready")
-	fs.StringVar(&o.workloads, "workloads", "", "start the workload controllers built into this directory (tools/workloads/build.sh): JobSet, LeaderWorkerSet, KubeRay")
+	fs.StringVar(&o.workloads, "workloads", "", "start the workload controllers built into this directory (tools/workloads/build.sh): JobSet, LeaderWorkerSet, training-operator, KubeRay")
 	fs.Var(&o.apply, "apply", "a manifest (file or directory) to kubectl apply once the server answers (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,7 +1,7 @@
 package main
 
 // `testcluster up --workloads DIR`: the workload controllers users run beside a scheduler
-// (JobSet, LeaderWorkerSet, KubeRay), built from their Go modules by tools/workloads/build.sh
+// (JobSet, LeaderWorkerSet, Kubeflow's training-operator, KubeRay), built from their Go modules by tools/workloads/build.sh
 // into DIR/<name>/ (the binary `controller`, its CRDs in crds/, its admission webhooks in
 // webhooks.yaml). For each one present: its CRDs are applied, its webhooks registered at
 // https://127.0.0.1:PORT with a serving certificate from the cluster's CA (no Service: the
@@ -9,6 +9,7 @@ package main
 // cluster's other components are.
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -20,6 +21,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -33,6 +37,14 @@ type workload struct {
 	args func(config string) []string
 	// Its configuration file (empty: none), given the webhook port and certificate directory.
 	config func(port int, certDir string) string
+	// A controller that makes its own serving certificate (for an in-cluster Service name, so
+	// not one the API server could call here): run with a webhook port, env and what it needs
+	// set up first, its webhooks not called.
+	ownCerts func(port int) (args, env []string)
+	prepare  func(kubectl func(args ...string) error, runDir string) error
+	// The Secret its certificate rotator writes, and where the controller reads it: a pod
+	// would have it mounted there by the kubelet; here testcluster copies it.
+	certSecret, certSecretNS, certMount string
 }
 
 var workloads = []workload{
@@ -64,6 +76,48 @@ webhook: {port: %d, host: 127.0.0.1, certDir: %s}
 metrics: {bindAddress: "0"}
 health: {healthProbeBindAddress: "0"}
 `, port, certDir)
+		},
+	},
+	{
+		// Kubeflow's training-operator (PyTorchJob) with --gang-scheduler-name=tessera: it
+		// writes scheduler-plugins PodGroups and names tessera in its pods. Its cert rotator needs its Secret and its ValidatingWebhookConfiguration to
+		// exist (it injects its CA there before the controllers start); the configuration here
+		// matches no request: the rotator's certificate names the in-cluster Service only.
+		name:         "training",
+		certSecret:   "training-operator-webhook-cert",
+		certSecretNS: "kubeflow",
+		certMount:    "/tmp/k8s-webhook-server/serving-certs",
+		ownCerts: func(port int) ([]string, []string) {
+			return []string{"--gang-scheduler-name=tessera", "--enable-scheme=pytorchjob",
+					"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false",
+					"--webhook-server-port=" + strconv.Itoa(port)},
+				[]string{"MY_POD_NAMESPACE=kubeflow"}
+		},
+		prepare: func(kubectl func(args ...string) error, runDir string) error {
+			objects := `apiVersion: v1
+kind: Namespace
+metadata: {name: kubeflow}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: training-operator-webhook-cert, namespace: kubeflow}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: validator.training-operator.kubeflow.org}
+webhooks:
+- name: validator.pytorchjob.training-operator.kubeflow.org
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig: {url: "https://127.0.0.1:1/validate-kubeflow-org-v1-pytorchjob"}
+  rules: []
+`
+			path := filepath.Join(runDir, "training-setup.yaml")
+			if err := os.WriteFile(path, []byte(objects), 0o644); err != nil {
+				return err
+			}
+			return kubectl("apply", "-f", path)
 		},
 	},
 	{
@@ -111,8 +165,23 @@ func startWorkloads(o upOptions, p *pki, kubeconfig string, newComp func(name, b
 		if err := kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", filepath.Join(dir, w.name, "crds")); err != nil {
 			return err
 		}
-		args := w.args("")
+		var args, env []string
+		if w.args != nil {
+			args = w.args("")
+		}
 		port := 0
+		if w.prepare != nil {
+			if err := w.prepare(kubectl, runDir); err != nil {
+				return err
+			}
+		}
+		if w.ownCerts != nil {
+			p, err := freePort()
+			if err != nil {
+				return err
+			}
+			args, env = w.ownCerts(p)
+		}
 		if w.config != nil {
 			if port, err = freePort(); err != nil {
 				return err
@@ -130,8 +199,13 @@ func startWorkloads(o upOptions, p *pki, kubeconfig string, newComp func(name, b
 			}
 			args = w.args(config)
 		}
-		if err := newComp(w.name, bin, args, []string{"KUBECONFIG=" + kubeconfig}).start(); err != nil {
+		if err := newComp(w.name, bin, args, append(env, "KUBECONFIG="+kubeconfig)).start(); err != nil {
 			return err
+		}
+		if w.certSecret != "" {
+			if err := mountSecret(kubeconfig, w.certSecretNS, w.certSecret, w.certMount, time.Minute); err != nil {
+				return fmt.Errorf("%s's certificate: %v (see logs/%s.log)", w.name, err, w.name)
+			}
 		}
 		if port != 0 {
 			if err := waitTLS(port, p, 2*time.Minute); err != nil {
@@ -223,6 +297,38 @@ func waitTLS(port int, p *pki, timeout time.Duration) error {
 		}
 		if time.Now().After(deadline) {
 			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// mountSecret waits until Secret ns/name holds a serving certificate (tls.crt, tls.key) and
+// writes its keys as files into dir, as a Secret volume would show them.
+func mountSecret(kubeconfig, ns, name, dir string, timeout time.Duration) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		sec, err := cs.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && len(sec.Data["tls.crt"]) > 0 && len(sec.Data["tls.key"]) > 0 {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			for k, v := range sec.Data {
+				if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("secret %s/%s has no tls.crt after %s (%v)", ns, name, timeout, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -65,9 +65,10 @@ std::string RealCluster::binary() {
 std::string RealCluster::workloads_dir() {
   const fs::path p = fs::path(TESSERA_SOURCE_DIR) / "tools/workloads/bin";
   if (::access((p / "kuberay/controller").c_str(), X_OK) != 0) {
-    throw std::runtime_error(p.string() +
-                             " is missing: scripts/setup.sh builds the workload controllers "
-                             "(JobSet, LeaderWorkerSet, KubeRay) from their Go modules");
+    throw std::runtime_error(
+        p.string() +
+        " is missing: scripts/setup.sh builds the workload controllers "
+        "(JobSet, LeaderWorkerSet, training-operator, KubeRay) from their Go modules");
   }
   return p.string();
 }

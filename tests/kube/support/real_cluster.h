@@ -26,7 +26,8 @@ struct RealClusterOptions {
   std::vector<std::string> apiserver_args;           // extra --flag=value
   std::vector<std::string> controller_manager_args;  // extra --flag=value
   std::vector<std::string> kwok_args;                // extra --flag=value (a later one wins)
-  // Run the workload controllers (JobSet, LeaderWorkerSet, KubeRay) that scripts/setup.sh
+  // Run the workload controllers (JobSet, LeaderWorkerSet, training-operator, KubeRay) that
+  // scripts/setup.sh
   // builds into tools/workloads/bin (workloads_dir()).
   bool workloads = false;
   kube_emulator::NodeLayout layout;
