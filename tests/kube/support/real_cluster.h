@@ -27,8 +27,7 @@ struct RealClusterOptions {
   std::vector<std::string> controller_manager_args;  // extra --flag=value
   std::vector<std::string> kwok_args;                // extra --flag=value (a later one wins)
   // Run the workload controllers (JobSet, LeaderWorkerSet, training-operator, KubeRay) that
-  // scripts/setup.sh
-  // builds into tools/workloads/bin (workloads_dir()).
+  // scripts/setup.sh builds into tools/workloads/bin (workloads_dir()).
   bool workloads = false;
   kube_emulator::NodeLayout layout;
 };
