@@ -25,55 +25,47 @@ if [ ! -d "$web/node_modules/chart.js" ] || [ ! -d "$web/node_modules/playwright
    [ "$web/package-lock.json" -nt "$web/node_modules/.package-lock.json" ]; then
   npm ci --prefix "$web" --no-audit --no-fund
 fi
-# A real Kubernetes control plane for the kube tests and benchmarks (tools/testcluster: etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and KWOK, built from Go
-# modules into one binary). The first build takes about 7 minutes on 2 cores; it is cached
-# under ~/.cache/tessera (or $TESSERA_CACHE), keyed by the module's sources and go.sum.
-tc="$(cd "$(dirname "$0")/../tools/testcluster" && pwd)"
+# Tools built from Go modules, each cached under ~/.cache/tessera (or $TESSERA_CACHE) in a
+# folder keyed by the content of its inputs, so that it is built once per change:
+#   cached_build NAME DIR OUT MARK INPUT...   runs DIR/build.sh CACHE/OUT unless CACHE/MARK
+# exists (INPUTs: paths or globs relative to DIR), and sets $cache to CACHE.
 if ! command -v go >/dev/null; then
-  echo "setup.sh: Go 1.26 or newer is needed to build $tc (the Go module proxy must be reachable)" >&2
+  echo "setup.sh: Go 1.26 or newer is needed to build tools/ (the Go module proxy must be reachable)" >&2
   exit 1
 fi
-key="$(cd "$tc" && cat go.mod go.sum build.sh ./*.go stages/* | sha256sum | cut -c1-16)"
-cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/testcluster-$key"
-if [ ! -x "$cache/testcluster" ]; then
-  echo "setup.sh: building tools/testcluster (Kubernetes $(cd "$tc" && go list -m -f '{{.Version}}' k8s.io/kubernetes)) into $cache" >&2
-  mkdir -p "$cache"
-  start=$(date +%s)
-  "$tc/build.sh" "$cache/testcluster"
-  echo "setup.sh: testcluster built in $(( $(date +%s) - start )) s" >&2
-fi
-mkdir -p "$tc/bin"
-ln -sfn "$cache/testcluster" "$tc/bin/testcluster"
+cached_build() {
+  local name=$1 dir=$2 out=$3 mark=$4 key start
+  shift 4
+  # shellcheck disable=SC2048,SC2086 # the inputs are globs, expanded in DIR
+  key="$(cd "$dir" && cat $* | sha256sum | cut -c1-16)"
+  cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/$name-$key"
+  if [ ! -e "$cache/$mark" ]; then
+    echo "setup.sh: building $name from $dir into $cache" >&2
+    mkdir -p "$cache"
+    start=$(date +%s)
+    "$dir/build.sh" "$cache/$out"
+    echo "setup.sh: $name built in $(( $(date +%s) - start )) s" >&2
+  fi
+}
+tools="$(cd "$(dirname "$0")/../tools" && pwd)"
+# A real Kubernetes control plane for the kube tests and benchmarks (tools/testcluster: etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and KWOK, built from Go
+# modules into one binary; about 7 minutes on 2 cores the first time).
+cached_build testcluster "$tools/testcluster" testcluster testcluster \
+  go.mod go.sum build.sh './*.go' 'stages/*'
+mkdir -p "$tools/testcluster/bin"
+ln -sfn "$cache/testcluster" "$tools/testcluster/bin/testcluster"
 # The helm CLI for the chart's tests (deploy/helm/tessera; tests/kube/kube_real_helm_test.cc),
-# built from the Go module tools/helm/go.mod pins (about 3 minutes on 2 cores the first time),
-# with prometheus-operator's ServiceMonitor CRD beside it; cached like testcluster, keyed by the
-# module's go.mod, go.sum and build.sh.
-hm="$(cd "$(dirname "$0")/../tools/helm" && pwd)"
-key="$(cd "$hm" && cat go.mod go.sum build.sh | sha256sum | cut -c1-16)"
-cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/helm-$key"
-if [ ! -x "$cache/helm" ] || [ ! -f "$cache/servicemonitors.monitoring.coreos.com.yaml" ]; then
-  echo "setup.sh: building tools/helm (helm $(cd "$hm" && go list -m -f '{{.Version}}' helm.sh/helm/v3)) into $cache" >&2
-  mkdir -p "$cache"
-  start=$(date +%s)
-  "$hm/build.sh" "$cache/helm"
-  echo "setup.sh: helm built in $(( $(date +%s) - start )) s" >&2
-fi
-mkdir -p "$hm/bin"
-ln -sfn "$cache/helm" "$hm/bin/helm"
+# with prometheus-operator's ServiceMonitor CRD beside it (about 3 minutes).
+cached_build helm "$tools/helm" helm servicemonitors.monitoring.coreos.com.yaml \
+  go.mod go.sum build.sh
+mkdir -p "$tools/helm/bin"
+ln -sfn "$cache/helm" "$tools/helm/bin/helm"
 ln -sfn "$cache/servicemonitors.monitoring.coreos.com.yaml" \
-  "$hm/bin/servicemonitors.monitoring.coreos.com.yaml"
+  "$tools/helm/bin/servicemonitors.monitoring.coreos.com.yaml"
 # The workload controllers the real-server tests run beside tessera kube (JobSet,
 # LeaderWorkerSet, Kubeflow training-operator, KubeRay; testcluster up --workloads), each
-# built from its own Go module pinned in tools/workloads/ (about 8 minutes on 2 cores the
-# first time); cached like testcluster, keyed by those modules and build.sh.
-wl="$(cd "$(dirname "$0")/../tools/workloads" && pwd)"
-key="$(cd "$wl" && cat build.sh ./*/go.mod ./*/go.sum | sha256sum | cut -c1-16)"
-cache="${TESSERA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}/workloads-$key"
-if [ ! -x "$cache/kuberay/controller" ]; then
-  echo "setup.sh: building the workload controllers in tools/workloads into $cache" >&2
-  start=$(date +%s)
-  "$wl/build.sh" "$cache"
-  echo "setup.sh: workload controllers built in $(( $(date +%s) - start )) s" >&2
-fi
-ln -sfn "$cache" "$wl/bin"
+# from its own Go module pinned in tools/workloads/ (about 8 minutes).
+cached_build workloads "$tools/workloads" . kuberay/controller \
+  build.sh './*/go.mod' './*/go.sum'
+ln -sfn "$cache" "$tools/workloads/bin"

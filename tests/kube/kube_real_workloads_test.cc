@@ -128,6 +128,17 @@ TEST_F(KubeRealWorkloads, SuspendedJobsAreAdmittedWholeInTurnAndKueuesAreLeftAlo
   EXPECT_TRUE(is_suspended("second"));
   EXPECT_EQ(job_pods("team-a", "second").first, 0u);
   EXPECT_TRUE(is_suspended("kueues"));
+  // `tessera jobs` shows the suspended Job waiting as the pods its template will make.
+  bool shown = false;
+  for (const JobView& j : sched_->jobs(JobFilter{})) {
+    if (j.row.spec.name != "team-a/second") continue;
+    shown = true;
+    EXPECT_EQ(j.row.state, JobState::kPending);
+    EXPECT_EQ(j.row.spec.gpus, 4);
+    EXPECT_EQ(j.row.spec.max_members, 2);
+    EXPECT_EQ(j.kube->selector, "batch.kubernetes.io/job-name=second");
+  }
+  EXPECT_TRUE(shown);
 
   // The first Job gone: the second is admitted, and its pods start together.
   ASSERT_EQ(

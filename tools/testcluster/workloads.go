@@ -47,42 +47,41 @@ type workload struct {
 	certSecret, certSecretNS, certMount string
 }
 
+// managerConfig is the Configuration file of a controller-runtime manager of this API version
+// (JobSet's and LWS's share its shape): no leader election, metrics or probes, and a webhook
+// server on 127.0.0.1 with the certificate testcluster issued, not one it rotates itself.
+func managerConfig(apiVersion string) func(port int, certDir string) string {
+	return func(port int, certDir string) string {
+		return fmt.Sprintf(`apiVersion: %s
+kind: Configuration
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+webhook: {port: %d, host: 127.0.0.1, certDir: %s}
+metrics: {bindAddress: "0"}
+health: {healthProbeBindAddress: "0"}
+`, apiVersion, port, certDir)
+	}
+}
+
 var workloads = []workload{
 	{
 		name:     "jobset",
 		podLabel: "jobset.sigs.k8s.io/jobset-name",
 		args:     func(config string) []string { return []string{"--config=" + config, "--zap-log-level=info"} },
-		config: func(port int, certDir string) string {
-			return fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-webhook: {port: %d, host: 127.0.0.1, certDir: %s}
-metrics: {bindAddress: "0"}
-health: {healthProbeBindAddress: "0"}
-`, port, certDir)
-		},
+		config:   managerConfig("config.jobset.x-k8s.io/v1alpha1"),
 	},
 	{
 		name:     "lws",
 		podLabel: "leaderworkerset.sigs.k8s.io/name",
 		args:     func(config string) []string { return []string{"--config=" + config, "--zap-log-level=info"} },
-		config: func(port int, certDir string) string {
-			return fmt.Sprintf(`apiVersion: config.lws.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-webhook: {port: %d, host: 127.0.0.1, certDir: %s}
-metrics: {bindAddress: "0"}
-health: {healthProbeBindAddress: "0"}
-`, port, certDir)
-		},
+		config:   managerConfig("config.lws.x-k8s.io/v1alpha1"),
 	},
 	{
 		// Kubeflow's training-operator (PyTorchJob) with --gang-scheduler-name=tessera: it
-		// writes scheduler-plugins PodGroups and names tessera in its pods. Its cert rotator needs its Secret and its ValidatingWebhookConfiguration to
-		// exist (it injects its CA there before the controllers start); the configuration here
-		// matches no request: the rotator's certificate names the in-cluster Service only.
+		// writes scheduler-plugins PodGroups and names tessera in its pods. Its cert rotator
+		// needs its Secret and its ValidatingWebhookConfiguration to exist (it injects its CA
+		// there before the controllers start); the configuration here matches no request: the
+		// rotator's certificate names the in-cluster Service only.
 		name:         "training",
 		certSecret:   "training-operator-webhook-cert",
 		certSecretNS: "kubeflow",

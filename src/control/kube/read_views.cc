@@ -51,6 +51,16 @@ JobView KubeScheduler::view_locked(const Gang& g) const {
       v.placement.push_back(std::move(mp));
     }
   }
+  if (members == 0 && g.pending_id != kNoId) {
+    // A suspended Job before its pods exist: as the engine is offered it (its template).
+    row.spec.gpus = g.pending_spec.demand.gpus;
+    row.spec.gpu_milli = g.pending_spec.demand.gpu_milli;
+    row.spec.cpu_milli = g.pending_spec.demand.cpu_milli;
+    row.spec.mem_mib = g.pending_spec.demand.mem_mib;
+    members = g.pending_spec.max_members;
+    submitted = g.pending_spec.submit_time;
+    v.kube->selector = "batch.kubernetes.io/job-name=" + g.group;
+  }
   row.tenant = queue;
   row.spec.tenant = queue;
   QueueId leaf = kNoId;
