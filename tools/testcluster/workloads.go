@@ -161,8 +161,16 @@ func startWorkloads(o upOptions, p *pki, kubeconfig string, newComp func(name, b
 		if err := kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(dir, w.name, "crds")); err != nil {
 			return err
 		}
-		if err := kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", filepath.Join(dir, w.name, "crds")); err != nil {
-			return err
+		// Asked again: kubectl wait fails outright on a CRD whose status has no conditions yet.
+		for try := 0; ; try++ {
+			err := kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", filepath.Join(dir, w.name, "crds"))
+			if err == nil {
+				break
+			}
+			if try == 20 {
+				return err
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 		var args, env []string
 		if w.args != nil {
