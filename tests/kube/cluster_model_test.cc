@@ -348,5 +348,39 @@ TEST(ClusterModel, AGroupOfTwoConventionsIsInvalidAndAJobsPodsNeedTheirOwnJob) {
   EXPECT_EQ(train->pending_spec.min_members, 2);  // min(4, 6 - 4)
 }
 
+// A running gang whose members differ only in CPU or memory (a PyTorchJob's workers carry the
+// operator's init container) counts as running, at the least of its members' CPU: its queue's
+// usage holds its GPUs, and preempting it frees no more than its pods hold. Members with unlike
+// GPUs (a Ray head without any) do not.
+TEST(ClusterModel, ARunningGangOfMembersUnlikeInCpuCountsAtTheLeastOfThem) {
+  ClusterModel m(options());
+  m.upsert_node(gpu_node("n0", "r0"));
+  PodInfo master = gpu_pod("master", 4, "pt", "tessera", "n0");
+  PodInfo worker = gpu_pod("worker", 4, "pt", "tessera", "n0");
+  worker.demand.cpu_milli = 1100;  // the init container's 100m on top
+  for (PodInfo* p : {&master, &worker}) {
+    p->group_api = GroupApi::kSchedulerPlugins;
+    p->min_member = 2;
+    m.upsert_pod(*p, 0);
+  }
+  m.refresh();
+  CycleInput in = m.prepare(1);
+  ASSERT_EQ(in.running.size(), 1u);
+  EXPECT_EQ(in.running[0].alloc->gpu_milli(), 8000);
+  EXPECT_EQ(in.running[0].alloc->cpu_milli_per_member, 1000);
+  EXPECT_EQ(in.running[0].spec->demand.cpu_milli, 1000);
+
+  PodInfo head = gpu_pod("head", 0, "ray", "tessera", "n0");
+  PodInfo gpu_worker = gpu_pod("gpu-worker", 2, "ray", "tessera", "n0");
+  for (PodInfo* p : {&head, &gpu_worker}) {
+    p->group_api = GroupApi::kSchedulerPlugins;
+    p->min_member = 2;
+    m.upsert_pod(*p, 0);
+  }
+  m.refresh();
+  in = m.prepare(2);
+  EXPECT_EQ(in.running.size(), 1u);  // the Ray gang's members are unlike in GPUs
+}
+
 }  // namespace
 }  // namespace tessera::kube

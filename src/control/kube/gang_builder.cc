@@ -309,21 +309,26 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
                                            : nullptr;
     g.queue = lead != nullptr ? gang_queue(*lead) : "";
     if (!bound.empty() && ensure_tenant(g.queue)) {
+      // Members alike in GPUs; their CPU and memory may differ (a PyTorchJob's workers carry the
+      // operator's init container, its master not): counted at the least of them, so that
+      // preempting the gang never frees more than its pods hold.
       bool exact = true;
       Allocation a;
-      a.gpus_per_member = bound.front()->demand.gpus;
-      a.cpu_milli_per_member = bound.front()->demand.cpu_milli;
-      a.mem_mib_per_member = bound.front()->demand.mem_mib;
+      const MemberDemand& lead_demand = bound.front()->demand;
+      a.gpus_per_member = lead_demand.gpus;
+      a.cpu_milli_per_member = lead_demand.cpu_milli;
+      a.mem_mib_per_member = lead_demand.mem_mib;
       double since = now;
       for (const std::string& uid : g.bound_pods) {
         const PodRecord& r = pods_.at(uid);
-        if (!r.slot || r.info.demand != bound.front()->demand ||
-            static_cast<int32_t>(r.slot->shares.size()) != a.gpus_per_member ||
-            r.slot->cpu_milli != a.cpu_milli_per_member ||
-            r.slot->mem_mib != a.mem_mib_per_member) {
+        if (!r.slot || r.info.demand.gpus != lead_demand.gpus ||
+            r.info.demand.gpu_milli != lead_demand.gpu_milli ||
+            static_cast<int32_t>(r.slot->shares.size()) != a.gpus_per_member) {
           exact = false;
           break;
         }
+        a.cpu_milli_per_member = std::min(a.cpu_milli_per_member, r.slot->cpu_milli);
+        a.mem_mib_per_member = std::min(a.mem_mib_per_member, r.slot->mem_mib);
         a.member_node.push_back(r.slot->node);
         a.shares.insert(a.shares.end(), r.slot->shares.begin(), r.slot->shares.end());
         since = std::min(since, r.info.bound_at > 0 ? r.info.bound_at : now);
@@ -332,6 +337,8 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
       if (exact) {
         fill_spec(g, bound, g.running_spec);
         g.running_spec.min_members = g.running_spec.max_members = a.members();
+        g.running_spec.demand.cpu_milli = a.cpu_milli_per_member;
+        g.running_spec.demand.mem_mib = a.mem_mib_per_member;
         g.running_alloc = std::move(a);
         g.running_since = since;
         g.running_id = 2 * g.serial + 1;
