@@ -128,6 +128,21 @@ TEST_F(KubeRealWorkloads, SuspendedJobsAreAdmittedWholeInTurnAndKueuesAreLeftAlo
   EXPECT_TRUE(is_suspended("second"));
   EXPECT_EQ(job_pods("team-a", "second").first, 0u);
   EXPECT_TRUE(is_suspended("kueues"));
+  // `kubectl describe job first` says who admitted it.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const json events =
+            api("GET", "/apis/events.k8s.io/v1/namespaces/team-a/events").json_body();
+        for (const json& e : events["items"]) {
+          const json regarding = e.value("regarding", json::object());
+          if (e.value("reason", "") == "Admitted" && regarding.value("kind", "") == "Job" &&
+              regarding.value("name", "") == "first") {
+            return true;
+          }
+        }
+        return false;
+      },
+      30));
   // `tessera jobs` shows the suspended Job waiting as the pods its template will make.
   bool shown = false;
   for (const JobView& j : sched_->jobs(JobFilter{})) {

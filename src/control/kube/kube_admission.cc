@@ -15,6 +15,9 @@ void KubeScheduler::admit_job(Gang& g, const Start& s) {
   model_.reserve(g, s.alloc, now());
   ++counters_.starts;
   std::fprintf(stderr, "tessera kube: admitted suspended Job %s (%d pods)\n", g.key.c_str(), pods);
+  writer_.post_job_event(*job, "Admitted", "Admit",
+                         "admitted whole: room for its " + std::to_string(pods) +
+                             " pods held until they exist; unsuspended by Tessera");
   const std::string ns = g.ns, name = g.group;
   actions_->push([this, ns, name] {
     const nlohmann::json body = {{"spec", {{"suspend", false}}}};

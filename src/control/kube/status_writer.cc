@@ -38,12 +38,23 @@ void StatusWriter::stop() {
 
 json StatusWriter::event_body(const PodInfo& p, const std::string& type, const std::string& reason,
                               const std::string& action, const std::string& note) {
-  ++events_made_;
   journal_.add(p.gang_key(), now_(), reason,
                p.group.empty() ? note : "pod " + p.name + ": " + note);
-  // Named as client-go's recorder names them, POD.<unix nanoseconds in hex>: the API server
-  // refuses generateName "POD." (a name may not end in '.'). Strictly increasing, so two
-  // events of one pod never share a name; the pod's part is cut to keep a valid length.
+  return event_about({{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"namespace", p.ns},
+                      {"name", p.name},
+                      {"uid", p.uid}},
+                     type, reason, action, note);
+}
+
+json StatusWriter::event_about(const json& regarding, const std::string& type,
+                               const std::string& reason, const std::string& action,
+                               const std::string& note) {
+  ++events_made_;
+  // Named as client-go's recorder names them, NAME.<unix nanoseconds in hex>: the API server
+  // refuses generateName "NAME." (a name may not end in '.'). Strictly increasing, so two
+  // events of one object never share a name; the object's part is cut to keep a valid length.
   const int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -52,10 +63,12 @@ json StatusWriter::event_body(const PodInfo& p, const std::string& type, const s
   do {
     stamp = std::max(nanos, last + 1);
   } while (!last_event_nanos_.compare_exchange_weak(last, stamp));
-  const std::string name = fmt::format("{}.{:x}", p.name.substr(0, 253 - 17), stamp);
+  const std::string object = regarding.value("name", "");
+  const std::string ns = regarding.value("namespace", "");
+  const std::string name = fmt::format("{}.{:x}", object.substr(0, 253 - 17), stamp);
   return {{"apiVersion", "events.k8s.io/v1"},
           {"kind", "Event"},
-          {"metadata", {{"name", name}, {"namespace", p.ns}}},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
           {"eventTime", format_micro_time(now_())},
           {"type", type},
           {"reason", reason},
@@ -63,12 +76,21 @@ json StatusWriter::event_body(const PodInfo& p, const std::string& type, const s
           {"note", note.substr(0, 1024)},
           {"reportingController", "tessera.io/scheduler"},
           {"reportingInstance", opt_.reporting_instance},
-          {"regarding",
-           {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"namespace", p.ns},
-            {"name", p.name},
-            {"uid", p.uid}}}};
+          {"regarding", regarding}};
+}
+
+void StatusWriter::post_job_event(const PodGroupInfo& job, const std::string& reason,
+                                  const std::string& action, const std::string& note) {
+  journal_.add(job.gang_key(), now_(), reason, note);
+  json body = event_about({{"apiVersion", "batch/v1"},
+                           {"kind", "Job"},
+                           {"namespace", job.ns},
+                           {"name", job.name},
+                           {"uid", job.uid}},
+                          "Normal", reason, action, note);
+  status_->push([this, path = collection_path(kEvents, job.ns), body = std::move(body)] {
+    if (!client_.post(path, body).ok()) ++api_errors_;
+  });
 }
 
 void StatusWriter::post(const PodInfo& p, json body, WorkQueue& queue) {

@@ -58,6 +58,9 @@ class StatusWriter {
                             const std::string& action, const std::string& note);
   void post_event(const PodInfo& p, const std::string& type, const std::string& reason,
                   const std::string& action, const std::string& note);
+  // A Normal Event about a batch/v1 Job (a suspended Job admitted), in its gang's journal too.
+  void post_job_event(const PodGroupInfo& job, const std::string& reason, const std::string& action,
+                      const std::string& note);
 
   // Every Event made, by gang: the read API's job history.
   const EventJournal& journal() const { return journal_; }
@@ -66,6 +69,10 @@ class StatusWriter {
   uint64_t api_errors() const { return api_errors_.load(); }
 
  private:
+  // An events.k8s.io/v1 Event about the object `regarding` (an ObjectReference), named after it.
+  nlohmann::json event_about(const nlohmann::json& regarding, const std::string& type,
+                             const std::string& reason, const std::string& action,
+                             const std::string& note);
   // What a waiting pod was last told, and a newer reason not yet said.
   struct Written {
     std::string kind, message;
