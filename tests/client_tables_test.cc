@@ -66,6 +66,19 @@ TEST(ClientTables, LongNamesDoNotBreakTheColumns) {
   EXPECT_NE(table.find("15m00s"), std::string::npos) << table;  // its elapsed time
 }
 
+// A job back in the queue (preempted or requeued) still carries its last start, but no time
+// passes for it while it waits.
+TEST(ClientTables, AJobWaitingAgainHasNoElapsedTime) {
+  nlohmann::json waiting = job(7, "again", "pending", 1, 1000, 1100);
+  waiting["allocation"] = nlohmann::json::array();
+  const std::string table = job_table(nlohmann::json::array({waiting}), 2000);
+  const std::string row = table.substr(table.find('\n') + 1);
+  EXPECT_TRUE(row.ends_with(" -       -\n")) << table;  // ELAPSED and LIMIT
+  EXPECT_EQ(row.find("15m00s"), std::string::npos) << table;
+  const std::string page = job_page(waiting, 2000);
+  EXPECT_NE(page.find("Elapsed:        -\n"), std::string::npos) << page;
+}
+
 TEST(ClientTables, SortKeysOrderTheRowsAndAnUnknownKeyIsRefused) {
   nlohmann::json jobs = {job(1, "b", "running", 1, 1000, 1100), job(2, "a", "pending", 4, 1500),
                          job(3, "c", "pending", 2, 1200)};
@@ -200,6 +213,53 @@ TEST(ClientTables, UsageShowsEnergyAndCarbonAndADashWhereUnknown) {
   EXPECT_NE(csv.find("cost,energy_kwh,carbon_kg\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",,12.5000,3.2500\n"), std::string::npos) << csv;
   EXPECT_TRUE(csv.ends_with("0,0,,,\n")) << csv;  // team-b: no cost, energy unknown
+}
+
+// Every count of finished jobs shows, however many states they ended in, and each header
+// stands over its column.
+TEST(ClientTables, UsageShowsEveryFinishedCountUnderAlignedHeaders) {
+  const nlohmann::json rows = nlohmann::json::array(
+      {{{"tenant", "team-a"},
+        {"queue", "research/team-a"},
+        {"gpu_hours", {{"V100", 2.0}}},
+        {"cpu_hours", 123456.5},
+        {"jobs", {{"cancelled", 1}, {"failed", 1}, {"succeeded", 13}, {"timeout", 1}}},
+        {"started", 16},
+        {"mean_wait_hours", 0.25},
+        {"preempted", 3},
+        {"preemptor", 1},
+        {"energy_kwh", 1234567.5},
+        {"carbon_kg", 1.25}}});
+  PriceTable prices;
+  prices.gpu_hour["V100"] = 2.0;
+  const std::vector<const PriceTable*> price_tables = {nullptr, &prices};
+  for (const PriceTable* p : price_tables) {
+    std::vector<std::string> unpriced;
+    const std::string table = usage_table(rows, p, unpriced);
+    std::istringstream lines(table);
+    std::string header, row;
+    std::getline(lines, header);
+    std::getline(lines, row);
+    EXPECT_NE(row.find("1 cancelled, 1 failed, 13 ok, 1 timeout "), std::string::npos) << table;
+    // Text columns start under their header; number columns end under it.
+    const auto starts_under = [&](const std::string& title, const std::string& cell) {
+      EXPECT_EQ(header.find(title), row.find(cell)) << title << "\n" << table;
+    };
+    const auto ends_under = [&](const std::string& title, const std::string& cell) {
+      EXPECT_EQ(header.find(title) + title.size(), row.find(cell) + cell.size()) << title << "\n"
+                                                                                 << table;
+    };
+    starts_under("QUEUE", "research/team-a");
+    starts_under("GPU-HOURS", "V100 2.00");
+    starts_under("FINISHED", "1 cancelled");
+    ends_under("CPU-H", "123456.50");
+    ends_under("STARTED", " 16");
+    ends_under("MEAN-WAIT", "15m00s");
+    ends_under("PREEMP", " 3");
+    ends_under("KWH", "1234567.50");
+    ends_under("CO2-KG", "1.25");
+    if (p != nullptr) ends_under("COST", "4.00");
+  }
 }
 
 }  // namespace

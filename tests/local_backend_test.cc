@@ -231,8 +231,7 @@ TEST_F(LocalBackendTest, SigtermEndsSleepingGangWith143) {
   LocalBackend backend(root_);
   const LaunchSpec s = spec({"sleep", "30"}, 2);
   const std::vector<MemberHandle> handles = launch(backend, s);
-  // Signal only once the shell has started the command (so its TERM trap is set); a TERM
-  // that arrives earlier kills the shell before it can record anything.
+  // Once the command runs (one asked for earlier waits for it: the test below).
   for (const MemberHandle& h : handles) {
     ASSERT_TRUE(eventually([&] { return child_named(h.pid, "sleep") != 0; }));
   }
@@ -249,6 +248,32 @@ TEST_F(LocalBackendTest, SigtermEndsSleepingGangWith143) {
   }
   // Signalling members that are gone is harmless.
   EXPECT_NO_THROW(backend.signal(s.job, s.attempt, handles, SIGTERM));
+}
+
+// A stop asked for while a member starts still reaches its command: at once after the launch
+// (before its shell has set anything up) and just after its shell wrote its pid (as it starts
+// the command). Each moment lasts a fraction of a millisecond, hence many members.
+TEST_F(LocalBackendTest, ATermSentWhileAMemberStartsStillStopsItsCommand) {
+  LocalBackend backend(root_);
+  for (uint32_t attempt = 1; attempt <= 40; ++attempt) {
+    LaunchSpec s = spec({"sleep", "30"});
+    s.attempt = attempt;
+    const std::vector<MemberHandle> handles = launch(backend, s);
+    if (attempt % 2 == 0) {
+      const std::string pid_file = backend.attempt_dir(s.job, s.attempt) + "/rank-0.pid";
+      const std::string pid_line = std::to_string(handles[0].pid) + "\n";
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (read_file(pid_file).rfind(pid_line, 0) != 0 &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
+    backend.signal(s.job, s.attempt, handles, SIGTERM);
+    // Ended by the TERM (143, as its shell recorded it), not still sleeping.
+    const std::vector<MemberStatus> st = wait_done(backend, s, handles);
+    ASSERT_EQ(st[0].phase, MemberPhase::kExited) << "attempt " << attempt;
+    ASSERT_EQ(st[0].exit_code, 143) << "attempt " << attempt;
+  }
 }
 
 TEST_F(LocalBackendTest, SigkillStopsTermIgnoringGroupWithGrandchild) {

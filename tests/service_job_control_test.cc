@@ -82,6 +82,70 @@ TEST_F(ServiceTest, AnArrayRunsItsTasksWithinItsThrottleAndIsCancelledTogether) 
   EXPECT_EQ(audit[0].target, "array " + std::to_string(array) + " (5 tasks)");
 }
 
+// Preempted tasks of an array give up their place in its throttle, and take it back before
+// higher indices: they are the lowest waiting.
+TEST_F(ServiceTest, PreemptedArrayTasksRunAgainBeforeHigherIndices) {
+  auto s = make(3);
+  const Caller admin{true, ""};
+  s->submit(as("team-a"),
+            job("name: sweep\narray: 0-8%3\npriority_class: best-effort\nresources: {gpus: 1}\n"
+                "checkpoint_grace: 20s\ncommand: [x]\n"),
+            "", nullptr);
+  JobFilter f;
+  f.array = s->jobs(admin, JobFilter{}).front().row.array_id;
+  const auto tasks = [&] { return s->jobs(admin, f); };
+  const auto indices_in = [&](JobState state) {
+    std::vector<int32_t> out;
+    for (const JobView& v : tasks()) {
+      if (v.row.state == state) out.push_back(v.row.array_index);
+    }
+    return out;
+  };
+  now_ += 1;
+  s->tick();
+  for (const JobView& v : tasks()) {
+    if (v.row.array_index < 3) backend_->exit(v.row.id, 0, 0);
+  }
+  now_ += 10;
+  s->tick();
+  s->tick();
+  ASSERT_EQ(indices_in(JobState::kRunning), (std::vector<int32_t>{3, 4, 5}));
+  // Best-effort, tasks 3-5 give way to team-b, and take the whole grace to exit.
+  for (auto& [pid, p] : backend_->procs) p.ignores_term = p.alive;
+  now_ += 10;
+  const int64_t b =
+      s->submit(as("team-b"), job("name: b\nresources: {gpus: 3}\ncommand: [y]\n"), "", nullptr)
+          .row.id;
+  s->tick();
+  ASSERT_EQ(indices_in(JobState::kPreempted), (std::vector<int32_t>{3, 4, 5}));
+  now_ += 1;
+  s->tick();
+  ASSERT_EQ(indices_in(JobState::kPreempted), (std::vector<int32_t>{3, 4, 5}));
+  // Stopping, they no longer run: the array's waiting tasks are not held by its throttle.
+  for (const JobView& v : tasks()) {
+    if (v.row.state == JobState::kPending) {
+      EXPECT_NE(v.reason_code, "ArrayLimit") << v.row.array_index;
+    }
+  }
+  now_ += 20;  // past the grace: killed, back in the queue, b starts
+  s->tick();
+  s->tick();
+  ASSERT_EQ(state(*s, b), JobState::kRunning);
+  ASSERT_TRUE(indices_in(JobState::kRunning).empty());
+  // None of the array runs: its lowest waiting tasks are not held by its throttle.
+  for (const JobView& v : tasks()) {
+    if (v.row.array_index < 6) {
+      EXPECT_NE(v.reason_code, "ArrayLimit") << v.row.array_index;
+    }
+  }
+  // b ends: the lowest indices run first.
+  now_ += 100;
+  backend_->exit(b, 0, 0);
+  s->tick();
+  s->tick();
+  EXPECT_EQ(indices_in(JobState::kRunning), (std::vector<int32_t>{3, 4, 5}));
+}
+
 TEST_F(ServiceTest, AnArrayLargerThanATenantMayQueueIsRefusedWhole) {
   ServiceOptions o = options(4);
   o.limits.max_pending_jobs = 10;
@@ -189,6 +253,65 @@ TEST_F(ServiceTest, AHeldJobWaitsUntilReleasedAndARequeuedJobRunsAgain) {
   EXPECT_EQ(s->job(Caller{true, ""}, first).reason_code, "Held");
   s->release(as("lab"), first);
   EXPECT_EQ(s->job(Caller{true, ""}, first).reason_code, "");
+}
+
+// A requeued run did not finish the job: it has no finished time while it waits or runs again,
+// and only the run that ends it counts as a completion.
+TEST_F(ServiceTest, ARequeuedJobHasNoFinishedTimeUntilItEnds) {
+  auto s = make(1);
+  const Caller admin{true, ""};
+  const int64_t id = s->submit(as("lab"), job("name: a\ncommand: [x]\n"), "", nullptr).row.id;
+  now_ += 1;
+  s->tick();
+  ASSERT_EQ(state(*s, id), JobState::kRunning);
+  now_ += 10;
+  s->requeue(as("lab"), id);
+  s->tick();
+  for (int k = 0; k < 3 && state(*s, id) != JobState::kRunning; ++k) {
+    EXPECT_EQ(s->job(admin, id).row.finished_at, -1.0);  // waiting again
+    now_ += 1;
+    s->tick();
+  }
+  const JobView again = s->job(admin, id);
+  ASSERT_EQ(again.row.state, JobState::kRunning);
+  EXPECT_EQ(again.row.attempts, 2);
+  EXPECT_EQ(again.row.finished_at, -1.0);
+  EXPECT_EQ(s->metrics().completions, 0u);
+  now_ += 10;
+  backend_->exit(id, 0, 0);
+  s->tick();
+  const JobView done = s->job(admin, id);
+  ASSERT_EQ(done.row.state, JobState::kSucceeded);
+  EXPECT_EQ(done.row.finished_at, now_);
+  EXPECT_EQ(s->metrics().completions, 1u);
+}
+
+// A job that keeps waiting for one reason, over cycles and across a restart, has it once in its
+// history.
+TEST_F(ServiceTest, AWaitingJobsHistoryDoesNotRepeatItsReason) {
+  auto s = make(2);
+  const Caller admin{true, ""};
+  const int64_t big = submit_and_tick(*s, "team-a", "big", 2);
+  const int64_t waits = submit_and_tick(*s, "team-a", "waits", 1);
+  ASSERT_EQ(state(*s, big), JobState::kRunning);
+  ASSERT_EQ(state(*s, waits), JobState::kPending);
+  const std::map<int64_t, FakeBackend::Proc> procs = backend_->procs;
+  s.reset();
+  s = make(2);
+  backend_->procs = procs;  // big's processes outlive the server
+  for (int k = 0; k < 3; ++k) {
+    now_ += 1;
+    s->tick();
+  }
+  ASSERT_EQ(state(*s, big), JobState::kRunning);
+  const std::vector<JobEvent> history = s->job_events(admin, waits);
+  ASSERT_GE(history.size(), 2u);
+  EXPECT_EQ(history[1].type, "Pending");
+  for (size_t i = 1; i < history.size(); ++i) {
+    EXPECT_FALSE(history[i].type == history[i - 1].type &&
+                 history[i].message == history[i - 1].message)
+        << "event " << i << " repeats: " << history[i].type << " " << history[i].message;
+  }
 }
 
 TEST_F(ServiceTest, UpdateChangesAClassOrATimeLimitWithinWhatTheQueueAllows) {

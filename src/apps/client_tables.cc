@@ -42,12 +42,14 @@ double age_of(const nlohmann::json& job, double now) {
   return now - number_or(job, "submitted_at", now);
 }
 
-// Running: since it started; finished: how long it ran; otherwise -1.
+// Running: since it started; finished: how long it ran; otherwise -1. A job waiting again
+// (preempted or requeued) keeps its last start, but no time passes for it.
 double elapsed_of(const nlohmann::json& job, double now) {
   const double started = number_or(job, "started_at", -1);
   if (started < 0) return -1;
   const double finished = number_or(job, "finished_at", -1);
-  return (finished >= 0 ? finished : now) - started;
+  if (finished >= 0) return finished - started;
+  return text_or(job, "state", "") == "pending" ? -1 : now - started;
 }
 
 }  // namespace
@@ -305,11 +307,21 @@ std::string jobs_cell(const UsageRow& r) {
 
 std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
                         std::vector<std::string>& unpriced) {
-  constexpr const char* kRow =
-      "{:<16} {:<20} {:<28} {:>8} {:<26} {:>7} {:>9} {:>6} {:>6} {:>9} {:>8}{}\n";
-  std::string out = fmt::format(kRow, "TENANT", "QUEUE", "GPU-HOURS", "CPU-H", "FINISHED",
-                                "STARTED", "MEAN-WAIT", "PREEMP", "CAUSED", "KWH", "CO2-KG",
-                                prices != nullptr ? fmt::format(" {:>10}", "COST") : "");
+  // Cells first, then each column as wide as its widest cell (at least its usual width), so
+  // that no count is cut and every header stands over its column however large the figures.
+  struct Column {
+    const char* title;
+    size_t width;
+    bool left;
+  };
+  std::vector<Column> columns = {
+      {"TENANT", 16, true},   {"QUEUE", 20, true},   {"GPU-HOURS", 28, true}, {"CPU-H", 8, false},
+      {"FINISHED", 26, true}, {"STARTED", 7, false}, {"MEAN-WAIT", 9, false}, {"PREEMP", 6, false},
+      {"CAUSED", 6, false},   {"KWH", 9, false},     {"CO2-KG", 8, false}};
+  if (prices != nullptr) columns.push_back({"COST", 10, false});
+  std::vector<std::vector<std::string>> lines;
+  lines.emplace_back();
+  for (const Column& c : columns) lines.back().emplace_back(c.title);
   double gpu_total = 0, cpu_total = 0, cost_total = 0, kwh_total = 0, co2_total = 0;
   bool kwh_known = false, co2_known = false;
   // Energy and carbon are "-" where unknown (a result without them; no carbon series).
@@ -326,22 +338,36 @@ std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
       co2_total += r.carbon_kg;
       co2_known = true;
     }
-    std::string cost;
+    lines.push_back({r.tenant, r.queue.empty() ? "-" : r.queue, gpu_hours_cell(r),
+                     fmt::format("{:.2f}", r.cpu_hours), jobs_cell(r), std::to_string(r.started),
+                     r.started > 0 ? short_duration(r.mean_wait_hours() * 3600) : "-",
+                     std::to_string(r.preempted), std::to_string(r.preemptor), known(r.energy_kwh),
+                     known(r.carbon_kg)});
     if (prices != nullptr) {
       const double c = cost_of(r, *prices, unpriced);
       cost_total += c;
-      cost = fmt::format(" {:>10.2f}", c);
+      lines.back().push_back(fmt::format("{:.2f}", c));
     }
-    out += fmt::format(kRow, fit(r.tenant, 16), fit(r.queue.empty() ? "-" : r.queue, 20),
-                       fit(gpu_hours_cell(r), 28), fmt::format("{:.2f}", r.cpu_hours),
-                       fit(jobs_cell(r), 26), r.started,
-                       r.started > 0 ? short_duration(r.mean_wait_hours() * 3600) : "-",
-                       r.preempted, r.preemptor, known(r.energy_kwh), known(r.carbon_kg), cost);
   }
-  out += fmt::format(kRow, "TOTAL", "", fmt::format("{:.2f}", gpu_total),
-                     fmt::format("{:.2f}", cpu_total), "", "", "", "", "",
-                     known(kwh_known ? kwh_total : -1), known(co2_known ? co2_total : -1),
-                     prices != nullptr ? fmt::format(" {:>10.2f}", cost_total) : "");
+  lines.push_back({"TOTAL", "", fmt::format("{:.2f}", gpu_total), fmt::format("{:.2f}", cpu_total),
+                   "", "", "", "", "", known(kwh_known ? kwh_total : -1),
+                   known(co2_known ? co2_total : -1)});
+  if (prices != nullptr) lines.back().push_back(fmt::format("{:.2f}", cost_total));
+  for (const std::vector<std::string>& line : lines) {
+    for (size_t k = 0; k < columns.size(); ++k) {
+      columns[k].width = std::max(columns[k].width, line[k].size());
+    }
+  }
+  std::string out;
+  for (const std::vector<std::string>& line : lines) {
+    std::string text;
+    for (size_t k = 0; k < columns.size(); ++k) {
+      if (k > 0) text += ' ';
+      text += columns[k].left ? fmt::format("{:<{}}", line[k], columns[k].width)
+                              : fmt::format("{:>{}}", line[k], columns[k].width);
+    }
+    out += text + "\n";
+  }
   return out;
 }
 

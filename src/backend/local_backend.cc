@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 
 namespace tessera {
@@ -34,9 +35,12 @@ namespace fs = std::filesystem;
 constexpr const char* kShell = "/bin/sh";
 
 // The shell survives a SIGTERM sent to the group (`trap :`) long enough to record how the
-// command ended; the command itself gets the default disposition back on exec, so it still
-// sees SIGTERM. "$@" keeps the command's argv intact whatever characters it holds, and a
-// command that cannot be found makes sh print its name and set 127.
+// command ended. It starts the command through a second shell, a fresh exec and so with
+// SIGTERM's default action, which writes its pid as the pid file's second line and execs the
+// command: until that line exists a SIGTERM would reach only processes that trap it and be
+// lost, so signal() holds it back till then (command_started). "$@" keeps the command's argv
+// intact whatever characters it holds, and a command that cannot be found makes sh print its
+// name and exit 127.
 // The pid file, written first, lets a server that crashed between starting a member and
 // recording its pid find it again (LocalBackend::discover).
 // The pid and exit files are opened by the server and handed over as descriptors 3 and 4, which
@@ -45,7 +49,8 @@ constexpr const char* kShell = "/bin/sh";
 // The server has put the process into its cgroup, and dropped it to the tenant's uid, before
 // this shell starts (member_spawn.h), so nothing the command starts escapes either.
 constexpr const char* kWrapper =
-    "trap : TERM; echo $$ >&3; \"$@\" 3>&- 4>&-; s=$?; echo $s >&4; exit $s";
+    "trap : TERM; echo $$ >&3; /bin/sh -c 'echo $$ >&3; exec \"$@\" 3>&-' sh \"$@\" 4>&-; "
+    "s=$?; echo $s >&4; exit $s";
 
 // The part of the server's environment a job sees: an allowlist, not the whole of it. The
 // server's may hold secrets (TESSERA_ADMIN_TOKEN, a cloud credential), and a job is a tenant's
@@ -115,22 +120,31 @@ std::optional<ProcStat> read_proc_stat(int64_t pid) {
   return st;
 }
 
-// The integer a member's shell wrote (its exit status or its pid), if the file exists and
-// holds exactly one.
-std::optional<int32_t> read_int_file(const std::string& path) {
-  std::optional<std::string> text = read_small_file(path);
-  if (!text) return std::nullopt;
-  // The first line: a member's shell writes its number over the placeholder's start.
-  text->resize(std::min(text->size(), text->find('\n')));
-  const size_t begin = text->find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return std::nullopt;
-  const size_t end = text->find_last_not_of(" \t\r\n") + 1;
-  int32_t code = 0;
-  const char* first = text->data() + begin;
-  const char* last = text->data() + end;
-  const auto [ptr, ec] = std::from_chars(first, last, code);
+// The integer on line `index` (from 0) of `text`, if that line holds exactly one.
+std::optional<int32_t> int_on_line(std::string_view text, size_t index) {
+  for (; index > 0; --index) {
+    const size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) return std::nullopt;
+    text.remove_prefix(nl + 1);
+  }
+  text = text.substr(0, text.find('\n'));
+  const size_t begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string_view::npos) return std::nullopt;
+  const size_t end = text.find_last_not_of(" \t\r") + 1;
+  int32_t value = 0;
+  const char* first = text.data() + begin;
+  const char* last = text.data() + end;
+  const auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || ptr != last) return std::nullopt;
-  return code;
+  return value;
+}
+
+// The integer a member's shell wrote (its exit status or its pid), if the file exists and
+// holds exactly one on its first line (written over the placeholder's start).
+std::optional<int32_t> read_int_file(const std::string& path) {
+  const std::optional<std::string> text = read_small_file(path);
+  if (!text) return std::nullopt;
+  return int_on_line(*text, 0);
 }
 
 // 500 -> "0.5", 250 -> "0.25", 1 -> "0.001".
@@ -371,6 +385,9 @@ std::vector<MemberHandle> LocalBackend::launch(const LaunchSpec& spec) {
     }
     started.push_back(MemberHandle{m.rank, child->pid(), st->start_ticks});
   }
+  const std::lock_guard<std::mutex> lock(mu_);
+  for (const MemberHandle& h : started)
+    starting_[MemberKey{spec.job, spec.attempt, h.rank}] = false;
   return started;
 }
 
@@ -476,16 +493,39 @@ std::vector<MemberStatus> LocalBackend::poll(uint64_t job, uint32_t attempt,
                                              const std::vector<MemberHandle>& members) {
   std::vector<MemberStatus> out;
   out.reserve(members.size());
-  for (const MemberHandle& h : members) out.push_back(poll_member(job, attempt, h));
+  for (const MemberHandle& h : members) {
+    out.push_back(poll_member(job, attempt, h));
+    const std::lock_guard<std::mutex> lock(mu_);
+    const auto it = starting_.find(MemberKey{job, attempt, h.rank});
+    if (it == starting_.end()) continue;
+    if (out.back().phase != MemberPhase::kRunning) {
+      starting_.erase(it);
+    } else if (it->second && command_started(job, attempt, h.rank)) {
+      starting_.erase(it);
+      // As signal() would: not a pid that now names another process.
+      const std::optional<ProcStat> st = read_proc_stat(h.pid);
+      if (!st || st->start_ticks == h.start_ticks) ::kill(-static_cast<pid_t>(h.pid), SIGTERM);
+    }
+  }
   return out;
+}
+
+bool LocalBackend::command_started(uint64_t job, uint32_t attempt, int32_t rank) const {
+  const std::optional<std::string> text = read_small_file(pid_path(job, attempt, rank));
+  // No file, or one the launch could not even fill with the placeholder (a full disk): the
+  // shell cannot write there either, so nothing is worth waiting for.
+  if (!text || text->empty()) return true;
+  return int_on_line(*text, 1).has_value();
 }
 
 void LocalBackend::signal(uint64_t job, uint32_t attempt, const std::vector<MemberHandle>& members,
                           int sig) {
   std::string first_error;
   for (const MemberHandle& h : members) {
-    if (sig == SIGKILL && opt_.cgroups.available()) {
-      opt_.cgroups.kill_all(cgroup_name(job, attempt, h.rank));
+    if (sig == SIGKILL) {
+      if (opt_.cgroups.available()) opt_.cgroups.kill_all(cgroup_name(job, attempt, h.rank));
+      const std::lock_guard<std::mutex> lock(mu_);
+      starting_.erase(MemberKey{job, attempt, h.rank});  // nothing is held for it any more
     }
     // kill(0, ...) and kill(-1, ...) would reach our own group or every process.
     if (h.pid <= 1 || h.pid > std::numeric_limits<pid_t>::max()) continue;
@@ -493,6 +533,16 @@ void LocalBackend::signal(uint64_t job, uint32_t attempt, const std::vector<Memb
     // another process, the member's group is empty and the pid is no longer ours to signal.
     const std::optional<ProcStat> st = read_proc_stat(h.pid);
     if (st && st->start_ticks != h.start_ticks) continue;
+    if (sig == SIGTERM) {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (const auto it = starting_.find(MemberKey{job, attempt, h.rank}); it != starting_.end()) {
+        if (!command_started(job, attempt, h.rank)) {
+          it->second = true;  // poll sends it once the command has started
+          continue;
+        }
+        starting_.erase(it);
+      }
+    }
     if (kill(-static_cast<pid_t>(h.pid), sig) == 0) continue;
     const int e = errno;
     if (e != ESRCH && first_error.empty()) {

@@ -6,7 +6,8 @@
 // Layout of a job attempt under the backend's root directory:
 //   ROOT/jobs/<job>/<attempt>/            the members' working directory
 //   ROOT/jobs/<job>/<attempt>/rank-<r>.log     stdout and stderr of member r
-//   ROOT/jobs/<job>/<attempt>/rank-<r>.pid     its shell's pid (written when it starts)
+//   ROOT/jobs/<job>/<attempt>/rank-<r>.pid     its shell's pid (written when it starts), then
+//                                              its command's (written as that starts)
 //   ROOT/jobs/<job>/<attempt>/rank-<r>.exit    its exit status (written when it ends)
 //
 // Every member is the leader of its own process group, so a signal reaches everything it
@@ -17,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/backend.h"
@@ -70,6 +72,8 @@ class LocalBackend final : public Backend {
   // behind, so it is signalled too; only a pid now used by another process (started at
   // another time) is skipped, and a group that no longer exists is ignored. SIGKILL also
   // reaches every process in the members' cgroups, those that left the group (setsid) too.
+  // A SIGTERM for a member this instance launched whose command has not started yet is held
+  // and sent by the first poll that finds it started: sent earlier, only its shell would get it.
   void signal(uint64_t job, uint32_t attempt, const std::vector<MemberHandle>& members,
               int sig) override;
 
@@ -105,6 +109,8 @@ class LocalBackend final : public Backend {
   std::string cgroup_name(uint64_t job, uint32_t attempt, int32_t rank) const;
   // Kills what member `h` left behind; true once nothing is left.
   bool kill_leftovers(uint64_t job, uint32_t attempt, const MemberHandle& h) const;
+  // Whether member `rank`'s command has started, so that a SIGTERM to its group reaches it.
+  bool command_started(uint64_t job, uint32_t attempt, int32_t rank) const;
 
   std::string root_;
   LocalBackendOptions opt_;
@@ -112,6 +118,11 @@ class LocalBackend final : public Backend {
   // member cannot see one reap it and the other find neither a child nor a status.
   std::mutex mu_;
   std::map<int64_t, Reaped> reaped_;  // by pid
+  // Members this instance launched whose command it has not yet seen start, and whether a
+  // SIGTERM waits for it to (guarded by mu_). Members it did not launch (adopted after a
+  // restart) may run an older server's shell, which never says, and are signalled at once.
+  using MemberKey = std::tuple<uint64_t, uint32_t, int32_t>;  // job, attempt, rank
+  std::map<MemberKey, bool> starting_;
 };
 
 }  // namespace tessera

@@ -152,8 +152,12 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
         "INSERT OR IGNORE INTO job_runs (job_id, attempt, tenant, queue, started_at, ended_at, "
         "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
-    insert_event_.emplace(
-        db_->prepare("INSERT INTO job_events (job_id, at, type, message) VALUES (?1, ?2, ?3, ?4)"));
+    // Not when the job's last event says the same: a server that restarts (and so forgets what
+    // it recorded) or comes back to where it was would otherwise repeat it.
+    insert_event_.emplace(db_->prepare(
+        "INSERT INTO job_events (job_id, at, type, message) SELECT ?1, ?2, ?3, ?4 "
+        "WHERE NOT EXISTS (SELECT 1 FROM (SELECT type, message FROM job_events WHERE job_id = ?1 "
+        "ORDER BY id DESC LIMIT 1) WHERE type = ?3 AND message = ?4)"));
   } catch (...) {
     ::close(lock_fd_);  // the destructor does not run for a half-built Store
     throw;

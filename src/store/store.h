@@ -93,7 +93,7 @@ struct AuditEntry {
 
 // One entry of a job's history. `type` is one word (Submitted, Pending, Started, Preempted,
 // Requeued, Held, Released, Updated, Succeeded, Failed, Cancelled, TimedOut, PowerLimit); `message`
-// the details in words.
+// the details in words. An event the same as the job's last (type and message) is not written.
 struct JobEvent {
   int64_t id = 0;      // assigned by the store, increasing: the history's order
   int64_t job_id = 0;  // 0 in insert_job's events: the job being inserted

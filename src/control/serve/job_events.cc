@@ -54,8 +54,11 @@ void Service::mark_recorded_locked(std::span<const JobRow* const> rows) {
 void Service::record_reason_changes_locked(double t, const std::vector<Job*>* only) {
   std::vector<JobEvent> events;
   std::vector<std::pair<Job*, std::string>> changed;
+  // Once each: `only` may name a job twice (its standing changed and the cycle gave it a
+  // reason), and its recorded reason changes only after the write.
+  std::set<int64_t> seen;
   auto look_at = [&](Job* j) {
-    if (j->row.state != JobState::kPending) return;
+    if (j->row.state != JobState::kPending || !seen.insert(j->row.id).second) return;
     if (j->reason_events > kMaxReasonEvents) return;
     auto [code, text] = why_pending_locked(*j, false);
     // Held has its own event (Held / Released); an undecided job has nothing to say yet.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 #include "control/serve/job.h"
 #include "control/serve/transaction.h"
@@ -65,31 +67,26 @@ void Service::unqueue_locked(int64_t id) {
   if (auto it = jobs_.find(id); it != jobs_.end()) it->second->queued_spec = nullptr;
 }
 
-// One pass over the waiting jobs in arrival order: each that a cycle may start is in the queue as
+// A pass over the waiting jobs in arrival order: each that a cycle may start is in the queue as
 // it is now (a job whose spec, service or queueing time differs is put in anew), each that may
 // not is out, with why for the limits (process_held_, array_held_). Tree updates are only for
 // jobs whose standing changed; a job new to the queue wants its reason.
 void Service::sync_queue_locked() {
   PendingQueue& queue = driver_.queue();
-  // Processes of a tenant's running jobs against its limit; an array's running tasks and those
-  // let in (lowest index first, as pending_ holds them) against its throttle.
+  // Processes of a tenant's running jobs against its limit.
   const std::vector<int64_t> procs = running_members_locked();
   const std::vector<int64_t> caps = process_caps_locked();
-  std::unordered_map<int64_t, int32_t> array_running;
-  if (!array_tasks_.empty()) {
-    for (const auto& [id, jp] : active_) {
-      if (jp->row.array_id != 0 && jp->row.spec.array_throttle > 0) {
-        ++array_running[jp->row.array_id];
-      }
-    }
-  }
   process_held_.clear();
   array_held_.clear();
   restanding_.clear();
-  size_t eligible = 0;
-  ++queue_passes_;
+  struct Look {
+    Job* job;
+    Standing standing;
+    const JobSpec* spec;  // what the queue holds of it; nullptr: held out
+  };
+  std::vector<Look> looks;
+  looks.reserve(pending_.size());
   for (Job* j : pending_) {
-    const auto id = static_cast<JobId>(j->row.id);
     Standing standing = standing_locked(*j);
     const JobSpec* spec = standing == Standing::kEligible ? &cycle_spec_locked(*j) : nullptr;
     if (spec != nullptr) {
@@ -100,16 +97,46 @@ void Service::sync_queue_locked() {
         standing = Standing::kTenantLimit;
       }
     }
-    if (spec != nullptr && j->row.array_id != 0 && j->row.spec.array_throttle > 0) {
-      int32_t& n = array_running[j->row.array_id];
-      if (n < j->row.spec.array_throttle) {
-        ++n;
-      } else {
-        array_held_.insert(j->row.id);
-        spec = nullptr;
-        standing = Standing::kArrayLimit;
+    looks.push_back(Look{j, standing, spec});
+  }
+  // An array's tasks holding GPUs (running or starting; a preempted one gave its GPUs up)
+  // against its throttle, then its waiting tasks let in lowest index first, wherever they are
+  // in pending_ (a preempted task rejoins it at its end).
+  if (!array_tasks_.empty()) {
+    std::unordered_map<int64_t, int32_t> array_running;
+    for (const auto& [id, jp] : active_) {
+      if (jp->row.array_id != 0 && jp->row.spec.array_throttle > 0 && !jp->alloc.empty()) {
+        ++array_running[jp->row.array_id];
       }
     }
+    std::vector<Look*> tasks;
+    for (Look& l : looks) {
+      if (l.spec != nullptr && l.job->row.array_id != 0 && l.job->row.spec.array_throttle > 0) {
+        tasks.push_back(&l);
+      }
+    }
+    std::sort(tasks.begin(), tasks.end(), [](const Look* a, const Look* b) {
+      return std::tie(a->job->row.array_id, a->job->row.array_index) <
+             std::tie(b->job->row.array_id, b->job->row.array_index);
+    });
+    for (Look* l : tasks) {
+      int32_t& n = array_running[l->job->row.array_id];
+      if (n < l->job->row.spec.array_throttle) {
+        ++n;
+        continue;
+      }
+      array_held_.insert(l->job->row.id);
+      l->spec = nullptr;
+      l->standing = Standing::kArrayLimit;
+    }
+  }
+  size_t eligible = 0;
+  ++queue_passes_;
+  for (const Look& look : looks) {
+    Job* j = look.job;
+    const auto id = static_cast<JobId>(j->row.id);
+    const Standing standing = look.standing;
+    const JobSpec* spec = look.spec;
     if (standing != j->standing) {
       j->standing = standing;
       restanding_.push_back(j);

@@ -171,7 +171,9 @@ void Service::poll_processes() {
           if (m.phase == MemberPhase::kExited && !code) code = m.exit_code;
         }
         if (j.failure_code) code = j.failure_code;
-        if (!j.requeued_by.empty() || resized) {
+        // Requeued or resized, it runs again: that run did not finish the job.
+        const bool again = requeued || resized;
+        if (again) {
           // Requeued by its user, or stopped by a goodput round to run at another size (it
           // keeps the round's decision; a requeued job waits for the next round's).
           j.row.state = JobState::kPending;
@@ -197,8 +199,10 @@ void Service::poll_processes() {
               static_cast<uint64_t>(j.row.id), static_cast<uint32_t>(j.row.attempts));
           if (!output.empty()) j.row.message += "; " + output;
         }
-        j.row.finished_at = ended;
-        ++counters_.completions;
+        if (!again) {
+          j.row.finished_at = ended;
+          ++counters_.completions;
+        }
         break;
       }
       case JobState::kCancelled:
@@ -346,6 +350,7 @@ void Service::launch_locked(Job& j, std::vector<const JobRow*>& dirty) {
 void Service::begin_run_locked(Job& j, double t) {
   j.row.state = JobState::kRunning;
   j.row.started_at = t;
+  j.row.finished_at = -1;  // a row an older server requeued may still carry its run's end
   ++j.row.attempts;
   j.row.message.clear();
   j.row.allocation = encode_allocation(j.alloc);
