@@ -93,9 +93,6 @@ def test_update_changes_a_running_jobs_time_limit(tenant):
     assert c.events(job.id)[-1].type == "Updated"
 
 
-@pytest.mark.xfail(reason="server bug: a requeued run sets finished_at (and counts a completion) "
-                          "and the next run keeps it: src/control/serve/supervisor.cc, "
-                          "poll_processes (kRunning case) and begin_run_locked", strict=False)
 def test_a_requeued_job_running_again_has_not_finished(tenant):
     c = tenant.client
     job = start_sleeper(c, "again", resources={"gpus": 0})
