@@ -37,9 +37,9 @@ TEST(Accounting, CountsTheTimeInsideTheWindowPreemptionsBothWaysAndWaits) {
                                  run(3, "team-a", 4 * h, 8 * h, "running", 4000)};
   runs[1].attempt = 1;
   runs[2].attempt = 2;
-  const std::vector<JobRecord> jobs = {{1, "team-a", "/team-a", "succeeded", -h, 7 * h},
-                                       {2, "team-b", "/team-b", "failed", 1 * h, 5 * h},
-                                       {3, "team-a", "/team-a", "running", 3 * h, -1}};
+  const std::vector<JobRecord> jobs = {{1, "team-a", "/team-a", "succeeded", -h, 7 * h, "alice"},
+                                       {2, "team-b", "/team-b", "failed", 1 * h, 5 * h, ""},
+                                       {3, "team-a", "/team-a", "running", 3 * h, -1, "bob"}};
   // The window 1h..6.5h: job 1's first run counts 1h, its second 0.5h; job 3 counts 2.5h.
   const auto rows = usage_report(runs, jobs, 1 * h, 6.5 * h);
   ASSERT_EQ(rows.size(), 2u);
@@ -60,6 +60,33 @@ TEST(Accounting, CountsTheTimeInsideTheWindowPreemptionsBothWaysAndWaits) {
   EXPECT_DOUBLE_EQ(b.mean_wait_hours(), 1.0);
   // A window with nothing in it has no rows.
   EXPECT_TRUE(usage_report(runs, jobs, 20 * h, 21 * h).empty());
+}
+
+// By user: the same runs split by who submitted each job, the preemptor's row by its user too.
+TEST(Accounting, ByUserSplitsATenantsRowByWhoSubmittedEachJob) {
+  const double h = 3600;
+  std::vector<RunRecord> runs = {run(1, "team-a", 0, 2 * h, "preempted", 2000, 3),
+                                 run(2, "team-a", 0, 4 * h, "succeeded", 1000),
+                                 run(3, "team-a", 2 * h, 4 * h, "succeeded", 1000)};
+  runs[0].user = "alice";
+  runs[1].user = "bob";
+  const std::vector<JobRecord> jobs = {{1, "team-a", "/team-a", "pending", 0, -1, "alice"},
+                                       {2, "team-a", "/team-a", "succeeded", 0, 4 * h, "bob"},
+                                       {3, "team-a", "/team-a", "succeeded", 0, 4 * h, ""}};
+  const auto rows = usage_report(runs, jobs, 0, 5 * h, nullptr, /*by_user=*/true);
+  ASSERT_EQ(rows.size(), 3u);  // by (tenant, queue, user): "" (the tenant's token) first
+  EXPECT_EQ(rows[0].user, "");
+  EXPECT_DOUBLE_EQ(rows[0].total_gpu_hours(), 2);
+  EXPECT_EQ(rows[0].preemptor, 1);  // job 3 preempted alice's
+  EXPECT_EQ(rows[1].user, "alice");
+  EXPECT_DOUBLE_EQ(rows[1].total_gpu_hours(), 4);
+  EXPECT_EQ(rows[1].preempted, 1);
+  EXPECT_EQ(rows[2].user, "bob");
+  EXPECT_EQ(rows[2].jobs.at("succeeded"), 1);
+  const auto whole = usage_report(runs, jobs, 0, 5 * h);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_DOUBLE_EQ(whole[0].total_gpu_hours(), 10);
+  EXPECT_EQ(whole[0].user, "");
 }
 
 TEST(Accounting, PricesCostTheirTypesAndNameTheOnesWithout) {

@@ -498,7 +498,8 @@ TEST(Cli, UsageOfAResultShowsItsEnergyWhereItHasIt) {
   EXPECT_FALSE(nlohmann::json::parse(none.output)["usage"][0].contains("energy_kwh"));
   const auto csv = run("usage --csv --result " + plain.string());
   ASSERT_EQ(csv.status, 0) << csv.output;
-  EXPECT_NE(csv.output.find("a,a,V100,10.0000,1.0000,0,0,0,0,0,0.0000,0,0,,,\n"), std::string::npos)
+  EXPECT_NE(csv.output.find("a,a,V100,10.0000,1.0000,0,0,0,0,0,0.0000,0,0,,,,\n"),
+            std::string::npos)
       << csv.output;
   const auto unknown = run("usage --result " + plain.string());
   std::istringstream lines(unknown.output);

@@ -210,9 +210,9 @@ TEST(ClientTables, UsageShowsEnergyAndCarbonAndADashWhereUnknown) {
   EXPECT_NE(b.find("2.00"), std::string::npos) << table;  // GPU-hours only
   EXPECT_NE(total.find("12.50"), std::string::npos) << table;
   const std::string csv = usage_csv(rows, nullptr, unpriced);
-  EXPECT_NE(csv.find("cost,energy_kwh,carbon_kg\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",,12.5000,3.2500\n"), std::string::npos) << csv;
-  EXPECT_TRUE(csv.ends_with("0,0,,,\n")) << csv;  // team-b: no cost, energy unknown
+  EXPECT_NE(csv.find("cost,energy_kwh,carbon_kg,user\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",,12.5000,3.2500,\n"), std::string::npos) << csv;
+  EXPECT_TRUE(csv.ends_with("0,0,,,,\n")) << csv;  // team-b: no cost, energy unknown, no user
 }
 
 // Every count of finished jobs shows, however many states they ended in, and each header

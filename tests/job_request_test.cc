@@ -188,6 +188,25 @@ TEST(JobRequestTest, UnknownKeys) {
   EXPECT_TRUE(YamlFails(yaml_with("sla: {max_queue: 1}"), "sla.max_queue"));
 }
 
+// A misspelt key is named with what was probably meant; a YAML syntax error shows its line
+// with a caret under where the parser stopped.
+TEST(JobRequestTest, AMisspeltKeyGetsADidYouMeanAndASyntaxErrorACaret) {
+  EXPECT_TRUE(YamlFails(yaml_with("resource: {gpus: 1}"), "resource",
+                        "unknown key (did you mean 'resources'?) (known: name"));
+  EXPECT_TRUE(
+      YamlFails(yaml_with("resources: {gpsu: 1}"), "resources.gpsu", "(did you mean 'gpus'?)"));
+  EXPECT_TRUE(YamlFails(yaml_with("zzzz: 1"), "zzzz", "unknown key (known: name"));
+  try {
+    parse_job_request("name: a\nresources: gpus: 1\ncommand: [x]\n");
+    ADD_FAILURE() << "no error";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "invalid YAML at line 2: illegal map value\n"
+              "  2 | resources: gpus: 1\n"
+              "    |                ^");
+  }
+}
+
 TEST(JobRequestTest, Gang) {
   EXPECT_TRUE(YamlFails(yaml_with("gang: {min: 3, max: 2}"), "gang"));
   EXPECT_TRUE(YamlFails(yaml_with("gang: 0"), "gang", "in [1, 100000]"));

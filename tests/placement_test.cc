@@ -514,6 +514,21 @@ TEST(Placement, SpanIsInfeasibleWhenNoSubtreeIsLargeEnough) {
   EXPECT_FALSE(infeasible_reason(c, gang("u", 9)).has_value());
 }
 
+// A member no node can hold says what the largest node has, not only what it asked for.
+TEST(Placement, AMemberLargerThanEveryNodeSaysWhatTheLargestHas) {
+  const Cluster c = make_uniform_cluster(1, 1, 2, 4, "V100", 16000, 64 * 1024, 2);
+  JobSpec cpu = gang("c", 1);
+  cpu.demand.cpu_milli = 64000;
+  EXPECT_EQ(infeasible_reason(c, cpu).value_or(""),
+            "each member asks for 64 CPUs, but the largest node with a GPU of an allowed type has "
+            "16");
+  JobSpec mem = gang("m", 1);
+  mem.demand.mem_mib = 96 * 1024;
+  EXPECT_EQ(infeasible_reason(c, mem).value_or(""),
+            "each member asks for 96 GiB of memory, but the largest node with a GPU of an allowed "
+            "type has 64");
+}
+
 TEST(Placement, JsonlSpanKey) {
   const std::string text =
       R"({"name": "a", "submit": 0, "members": 4, "work": 10, "span": "rack"})"

@@ -287,8 +287,8 @@ TEST(QueueTreeTest, ValidationErrorsNameFileLineAndField) {
        "queues:\n  - weight: 2\n",
        {"queues.yaml:2: field queues[0].name: missing"}},
       {"unknown GPU type",
-       "queues:\n  - name: a\n    guarantee:\n      gpu_types: {B200: 1}\n",
-       {"queues.yaml:4: field queues[0].guarantee.gpu_types.B200: unknown GPU type 'B200'",
+       "queues:\n  - name: a\n    guarantee:\n      gpu_types: {X900: 1}\n",
+       {"queues.yaml:4: field queues[0].guarantee.gpu_types.X900: unknown GPU type 'X900'",
         "A100-80G"}},
       {"bad class",
        "queues:\n  - name: a\n    priority_classes:\n      - research\n      - gold\n",
@@ -483,6 +483,39 @@ TEST(QueueTreeTest, AppliesQueueDefaults) {
   EXPECT_TRUE(Contains(e,
                        "w.csv:7: job wrong: priority class production is not allowed in "
                        "queue research/nlp (allowed: best-effort, research)"));
+}
+
+// Shared front ends gate classes: a replay takes any class a queue does not exclude, serve and
+// kube only those listed on the queue's path, else its default and lower ones.
+TEST(QueueTreeTest, SharedClassesAreTheListedOnesElseTheDefaultAndLower) {
+  const QueueTree t = parse(R"(queues:
+  - name: plain
+  - name: prod
+    default_priority_class: production
+  - name: ops
+    priority_classes: [inference-critical, best-effort]
+    queues:
+      - name: oncall
+      - name: night
+        default_priority_class: best-effort
+)");
+  const auto shared = [&](const std::string& path) {
+    for (QueueId q = 0; q < t.size(); ++q) {
+      if (t.queue(q).path == path) return class_list(shared_classes(t.queue(q)));
+    }
+    return std::string("no queue ") + path;
+  };
+  EXPECT_EQ(shared("plain"), "best-effort, research");
+  EXPECT_EQ(shared("prod"), "best-effort, research, production");
+  EXPECT_EQ(shared("ops/oncall"), "best-effort, inference-critical");  // inherited list
+  EXPECT_EQ(shared("ops/night"), "best-effort, inference-critical");   // a list, not a default
+  EXPECT_EQ(shared(""), "best-effort, research");
+  EXPECT_EQ(QueueTree::flat({"a"}).queue(1).allowed_classes, kAllClasses);  // a replay's rule
+  EXPECT_EQ(class_refusal(t.queue(1), PriorityClass::kResearch), "");
+  EXPECT_EQ(class_refusal(t.queue(1), PriorityClass::kProduction),
+            "queue plain does not allow priority class production (it allows best-effort, "
+            "research; a queue that lists no priority_classes allows its default class and lower "
+            "ones)");
 }
 
 TEST(QueueTreeTest, ApplyQueueDefaultsNeedsBoundTree) {

@@ -3,6 +3,8 @@
 // their user set, as they end; what it chose survives a restart and a retried submission.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "service_fixture.h"
 
 namespace tessera {
@@ -10,9 +12,18 @@ namespace {
 
 class ServiceClassify : public ServiceTest {
  protected:
-  std::unique_ptr<Service> make_classifying(const std::string& classifier) {
+  // Tenant lab's queue grants every class (else: a queue naming none, where the classifier
+  // may choose only the default class and lower ones).
+  std::unique_ptr<Service> make_classifying(const std::string& classifier,
+                                            bool all_classes = true) {
     ServiceOptions o = options(8);
     o.classifier = classifier;
+    if (all_classes) {
+      o.queues_path = dir_.file("queues.yaml");
+      std::ofstream(o.queues_path) << "queues:\n  - name: lab\n    priority_classes: "
+                                      "[inference-critical, production, research, best-effort]\n"
+                                      "    default_priority_class: research\n";
+    }
     o.max_checkpoint_grace_seconds = 3600;
     auto b = std::make_unique<FakeBackend>();
     backend_ = b.get();
@@ -54,6 +65,18 @@ TEST_F(ServiceClassify, UnlabelledJobsGetTheirKindsClassAndGraceAndALabelWins) {
   const JobView again = s->job(Caller{true, ""}, gang.row.id);
   EXPECT_EQ(again.row.classified, "training");
   EXPECT_EQ(again.priority_class, "research");
+}
+
+// The classifier chooses within what the queue grants: a job shaped like a service is not
+// a way to outrank other tenants.
+TEST_F(ServiceClassify, ItChoosesOnlyClassesTheQueueGrants) {
+  auto s = make_classifying("threshold", /*all_classes=*/false);
+  const JobView whole = submit_yaml(*s, "name: api\nresources: {gpus: 1}\ncommand: [x]\n");
+  EXPECT_EQ(whole.row.classified, "");
+  EXPECT_EQ(whole.priority_class, "research");
+  const JobView share = submit_yaml(*s, "name: sweep\nresources: {gpus: 0.5}\ncommand: [x]\n");
+  EXPECT_EQ(share.row.classified, "batch");
+  EXPECT_EQ(share.priority_class, "best-effort");
 }
 
 TEST_F(ServiceClassify, ItLearnsFromJobsWhoseClassTheirUserSetAsTheyEnd) {

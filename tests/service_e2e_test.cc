@@ -328,10 +328,10 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   EXPECT_EQ(again.status, 2);
   EXPECT_TRUE(has(again.output, "is not held")) << again.output;
   const auto update = testing::run_tessera_env(
-      env, "update " + std::to_string(waiter) + " --time-limit 2h --priority-class production");
+      env, "update " + std::to_string(waiter) + " --time-limit 2h --priority-class best-effort");
   EXPECT_EQ(update.status, 0) << update.output;
   EXPECT_TRUE(has(update.output, "Time limit:     2h00m")) << update.output;
-  EXPECT_TRUE(has(update.output, "Class:          production")) << update.output;
+  EXPECT_TRUE(has(update.output, "Class:          best-effort")) << update.output;
   // The page's history: each step above, once, in order.
   const std::string history = testing::run_tessera_env(env, "job " + std::to_string(waiter)).output;
   const size_t events = history.find("Events:");
@@ -339,7 +339,7 @@ TEST(ServiceE2E, TheJobNodeAndTenantScreensSayWhatRunsWhereAndWhyOthersWait) {
   size_t seen = events;
   for (const char* step :
        {"Submitted", "by admin to queue team-a", "Pending", "FairShare", "Held", "held by admin",
-        "Released", "Updated", "priority class production, time limit 7200 s by admin"}) {
+        "Released", "Updated", "priority class best-effort, time limit 7200 s by admin"}) {
     const size_t next = history.find(step, seen);
     EXPECT_NE(next, std::string::npos) << step << " in\n" << history;
     if (next != std::string::npos) seen = next;
@@ -389,6 +389,11 @@ TEST(ServiceE2E, LogsFollowInterleavesEveryRankUntilTheJobEnds) {
   const auto one =
       testing::run_tessera_env(env, "logs " + std::to_string(id) + " --follow --rank 1");
   EXPECT_EQ(one.output, "line1\nline2\nline3\n");
+  // Without --follow too, every rank's lines by default, and one rank's alone when named.
+  const auto all = testing::run_tessera_env(env, "logs " + std::to_string(id));
+  EXPECT_EQ(all.output, "[0] line1\n[0] line2\n[0] line3\n[1] line1\n[1] line2\n[1] line3\n");
+  EXPECT_EQ(testing::run_tessera_env(env, "logs " + std::to_string(id) + " --rank 0").output,
+            "line1\nline2\nline3\n");
 }
 
 TEST(ServiceE2E, ARotatedTokenReplacesTheOldOneAndARevokedOneStopsWorking) {
@@ -506,12 +511,26 @@ command: ["sh", "-c", "echo index=$TESSERA_ARRAY_INDEX of $TESSERA_ARRAY_JOB_ID"
               std::string::npos)
         << logs.output;
   }
-  const auto table = testing::run_tessera_env(env, "jobs --array " + std::to_string(array));
+  const std::string a = std::to_string(array);
+  const auto table = testing::run_tessera_env(env, "jobs --array " + a);
   EXPECT_NE(table.output.find("sweep[3]"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find(a + "_3 "), std::string::npos) << table.output;  // Slurm's id
   const auto page = testing::run_tessera_env(env, "job " + std::to_string(array + 1));
-  EXPECT_NE(page.output.find("task 1 of array " + std::to_string(array) + " (at most 2 at once)"),
+  EXPECT_NE(page.output.find("task 1 of array " + a + " (" + a + "_1) (at most 2 at once)"),
             std::string::npos)
       << page.output;
+  // Every command takes a task as ARRAYID_INDEX.
+  const auto by_index = testing::run_tessera_env(env, "logs " + a + "_2");
+  EXPECT_NE(by_index.output.find("index=2 of " + a), std::string::npos) << by_index.output;
+  EXPECT_NE(testing::run_tessera_env(env, "job " + a + "_3").output.find("task 3 of array"),
+            std::string::npos);
+  const auto missing = testing::run_tessera_env(env, "job " + a + "_9");
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.output.find("array " + a + " has no task 9 (4 tasks)"), std::string::npos)
+      << missing.output;
+  const auto bad = testing::run_tessera_env(env, "cancel 3-0");
+  EXPECT_NE(bad.output.find("an array's task (ARRAYID_INDEX: 3_0)"), std::string::npos)
+      << bad.output;
 }
 
 // --policy goodput over HTTP with a real process: the job reads its GPUs and batch from its
@@ -662,7 +681,8 @@ TEST(ServiceE2E, TheDashboardsHistoryWhoamiAndPageAreServed) {
   EXPECT_EQ(info["server"], "serve");
   EXPECT_EQ(info["token_required"], true);
   EXPECT_EQ(nlohmann::json::parse(team_a.get("/v1/whoami").body),
-            (nlohmann::json{{"admin", false}, {"tenant", "team-a"}}));
+            (nlohmann::json{
+                {"admin", false}, {"tenant", "team-a"}, {"user", nullptr}, {"role", "tenant"}}));
   EXPECT_EQ(nlohmann::json::parse(admin.get("/v1/whoami").body)["admin"], true);
   const HttpResult page = admin.get("/ui/");
   EXPECT_EQ(page.status, 200);

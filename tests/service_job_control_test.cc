@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -351,6 +352,70 @@ TEST_F(ServiceTest, UpdateChangesAClassOrATimeLimitWithinWhatTheQueueAllows) {
   EXPECT_EQ(kind_of(admin, running, JobUpdate{std::nullopt, 5 * 3600}), ServiceError::kInvalid);
   // What the update stored is what a restart reads.
   EXPECT_EQ(s->job(Caller{true, ""}, waiting).priority_class, "best-effort");
+}
+
+// A tenant outranks (and so preempts) others only where the operator said it may: a queue
+// naming no priority_classes allows its default class and lower ones.
+TEST_F(ServiceTest, ATenantMayNotRaiseItsClassAboveWhatItsQueueGrants) {
+  const auto refusal = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const ServiceError& e) {
+      return e.kind() == ServiceError::kForbidden ? e.field() + ": " + e.what() : "other error";
+    }
+    return "";
+  };
+  auto s = make(4);  // no queue file: every tenant's queue names nothing
+  const int64_t nlp = submit_and_tick(*s, "nlp", "big", 4);
+  ASSERT_EQ(state(*s, nlp), JobState::kRunning);
+  EXPECT_EQ(
+      refusal([&] {
+        s->submit(as("cv"), job("name: x\npriority_class: inference-critical\ncommand: [x]\n"), "",
+                  nullptr);
+      }),
+      "priority_class: queue cv does not allow priority class inference-critical (it allows "
+      "best-effort, research; a queue that lists no priority_classes allows its default class "
+      "and lower ones)");
+  const int64_t waiting =
+      s->submit(as("cv"), job("name: w\nresources: {gpus: 2}\ncommand: [x]\n"), "", nullptr).row.id;
+  EXPECT_NE(refusal([&] {
+              s->update(as("cv"), waiting, JobUpdate{"production", std::nullopt});
+            }),
+            "");
+  now_ += 1;
+  s->tick();
+  EXPECT_EQ(s->job(Caller{true, ""}, waiting).priority_class, "research");
+  s.reset();
+
+  // What the tree grants: a default of production allows production, not above it; a list
+  // allows what it lists, in the queues below too.
+  auto t = make_with_queues(4, R"(queues:
+  - name: nlp
+  - name: cv
+  - name: serving
+    default_priority_class: production
+  - name: ops
+    priority_classes: [inference-critical, best-effort]
+    queues:
+      - name: oncall
+)");
+  const auto submit = [&](const char* tenant, const char* cls) {
+    return refusal([&] {
+      t->submit(as(tenant),
+                job(std::string("name: x\npriority_class: ") + cls + "\ncommand: [x]\n"), "",
+                nullptr);
+    });
+  };
+  EXPECT_EQ(submit("serving", "production"), "");
+  EXPECT_EQ(submit("serving", "research"), "");
+  EXPECT_NE(submit("serving", "inference-critical")
+                .find("(it allows best-effort, research, "
+                      "production;"),
+            std::string::npos);
+  EXPECT_EQ(submit("oncall", "inference-critical"), "");
+  EXPECT_EQ(submit("oncall", "research"),
+            "priority_class: queue ops/oncall does not allow priority class research (it allows "
+            "best-effort, inference-critical)");
 }
 
 TEST_F(ServiceTest, DependenciesHoldJobsBackAndAFailedOneCancelsItsDependents) {

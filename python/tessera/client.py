@@ -17,6 +17,7 @@ import os
 import time
 import uuid
 from datetime import datetime
+from urllib.parse import quote
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 from ._records import plain
@@ -26,6 +27,12 @@ from .models import Caller, Job, JobEvent, Node, Queue, StateChange, Usage
 from .spec import TERMINAL_STATES, Duration, JobSpec, JobState
 from .transport import DEFAULT_ADDR, Response, Transport, parse_address
 from .watch import DEFAULT_INTERVAL, remaining, watch_events
+
+
+def _quote(segment: str) -> str:
+    """One path segment, percent-encoded (a name never reaches another route)."""
+    return quote(segment, safe="")
+
 
 # A job spec as submit() takes it: typed, a plain mapping, or YAML/JSON text as written for
 # `tessera submit`.
@@ -320,6 +327,31 @@ class Client:
     def tenants(self) -> List[Dict[str, Any]]:
         """Every tenant: name, whether it has a token, its queue, pending and running jobs."""
         return list(self._json("GET", "/v1/tenants", retry=True)["tenants"])
+
+    # -- people inside tenants ------------------------------------------------------------
+
+    def add_user(self, tenant: str, name: str, role: str = "member") -> str:
+        """Adds a user to ``tenant`` (``member`` acts on their own jobs, ``admin`` on all the
+        tenant's and manages its users) and returns their token, shown only this once."""
+        body = json.dumps({"name": name, "role": role}).encode("utf-8")
+        data = self._json("POST", f"/v1/tenants/{_quote(tenant)}/users", body=body,
+                          content_type="application/json")
+        return str(data["token"])
+
+    def users(self, tenant: Optional[str] = None) -> List[Dict[str, Any]]:
+        """A tenant's users (every tenant's for the admin when ``tenant`` is None)."""
+        path = "/v1/users" if tenant is None else f"/v1/tenants/{_quote(tenant)}/users"
+        return list(self._json("GET", path, retry=True)["users"])
+
+    def remove_user(self, tenant: str, name: str) -> None:
+        """Removes a user: their token stops working at once; their jobs stay."""
+        self._json("DELETE", f"/v1/tenants/{_quote(tenant)}/users/{_quote(name)}")
+
+    def rotate_user_token(self, tenant: str, name: str) -> str:
+        """A new token for a user (by the user or a manager); the old one stops working."""
+        data = self._json("POST", f"/v1/tenants/{_quote(tenant)}/users/{_quote(name)}/token",
+                          body=b"", content_type="application/json")
+        return str(data["token"])
 
 
 def _unix(t: Optional[TimeLike]) -> Optional[int]:

@@ -36,6 +36,7 @@ class Job(Record):
     id: int = 0
     name: str = ""
     tenant: str = ""
+    user: Optional[str] = None  # the tenant's user who submitted it; None: the tenant, the admin
     state: str = ""
     spec: Optional[JobSpec] = None
     submitted_at: float = 0.0
@@ -171,8 +172,11 @@ class Node(Record):
 
 @dataclass
 class Caller(Record):
-    """Who a token stands for (``GET /v1/whoami``): the admin, or one tenant."""
+    """Who a token stands for (``GET /v1/whoami``): the admin, one tenant, or a user inside a
+    tenant (``role``: ``server admin``, ``tenant``, ``admin`` or ``member``)."""
 
     admin: bool = False
     tenant: Optional[str] = None
+    user: Optional[str] = None
+    role: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)

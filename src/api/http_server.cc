@@ -18,6 +18,8 @@
 #include "api/read_routes.h"
 #include "control/token.h"
 #include "model/accounting_json.h"
+#include "model/input_error.h"
+#include "model/spelling.h"
 
 namespace tessera {
 namespace {
@@ -84,8 +86,7 @@ void ApiServer::routes() {
             auto caller = svc.authenticate(token);
             if (!caller && job_token) caller = svc.authenticate_report(token, path_id(req));
             if (!caller) {
-              throw ServiceError(ServiceError::kUnauthorized, "",
-                                 "missing or unknown bearer token (Authorization: Bearer TOKEN)");
+              throw ServiceError(ServiceError::kUnauthorized, "", unauthorized_reason(req));
             }
             h(req, res, *caller);
           });
@@ -129,8 +130,8 @@ void ApiServer::routes() {
           if (!scraper && !(caller && caller->admin)) {
             send_error(res, caller ? 403 : 401,
                        caller ? "/metrics takes the admin token or the metrics token"
-                              : "missing or unknown bearer token (the admin token or the metrics "
-                                "token, --metrics-token)");
+                              : unauthorized_reason(
+                                    req, "the admin token or the metrics token, --metrics-token"));
             return;
           }
           res.set_content(render_prometheus(svc.metrics()) + render_http_front(front.stats()),
@@ -153,10 +154,7 @@ void ApiServer::routes() {
   };
   reads.reader = [&svc](const httplib::Request& req, bool) {
     const auto caller = svc.authenticate(bearer(req));
-    if (!caller) {
-      throw ServiceError(ServiceError::kUnauthorized, "",
-                         "missing or unknown bearer token (Authorization: Bearer TOKEN)");
-    }
+    if (!caller) throw ServiceError(ServiceError::kUnauthorized, "", unauthorized_reason(req));
     return Service::reader_of(*caller);
   };
   reads.ui_dir = opt_.ui_dir;
@@ -356,6 +354,75 @@ void ApiServer::routes() {
           res.set_content(json_text(nlohmann::json{{"name", name}, {"deleted", true}}), kJson);
         }));
 
+  // People inside a tenant: the admin or the tenant's managers add (a token, shown once),
+  // list and remove users; a user's token is rotated by them or a manager.
+  const auto user_json = [](const UserRow& u) {
+    return nlohmann::json{{"tenant", u.tenant},
+                          {"name", u.name},
+                          {"role", to_string(u.role)},
+                          {"created_at", u.created_at}};
+  };
+  route("POST", R"(/v1/tenants/([^/]+)/users)",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string tenant = req.matches[1];
+          const nlohmann::json j = json_body(req);
+          if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+            throw FieldError("name", "expected {\"name\": \"USER\", \"role\": \"member\"}");
+          }
+          for (const auto& kv : j.items()) {
+            if (kv.key() != "name" && kv.key() != "role") {
+              throw FieldError(kv.key(), "unknown key" + did_you_mean(kv.key(), {"name", "role"}) +
+                                             " (known: name, role)");
+            }
+          }
+          UserRole role = UserRole::kMember;
+          if (j.contains("role") &&
+              (!j["role"].is_string() || !parse_user_role(j["role"].get<std::string>(), role))) {
+            throw FieldError("role", "expected member or admin");
+          }
+          const std::string name = j["name"].get<std::string>();
+          const std::string token =
+              svc.add_user(RequestContext{c, req.method, req.path}, tenant, name, role);
+          res.status = 201;
+          res.set_content(
+              json_text(nlohmann::json{
+                  {"tenant", tenant}, {"name", name}, {"role", to_string(role)}, {"token", token}}),
+              kJson);
+        }));
+  route("GET", R"(/v1/tenants/([^/]+)/users)",
+        guarded([&svc, user_json](const httplib::Request& req, httplib::Response& res,
+                                  const Caller& c) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (const UserRow& u : svc.users(c, req.matches[1])) arr.push_back(user_json(u));
+          res.set_content(json_text(nlohmann::json{{"users", arr}}), kJson);
+        }));
+  route(
+      "GET", "/v1/users",
+      guarded([&svc, user_json](const httplib::Request&, httplib::Response& res, const Caller& c) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const UserRow& u : svc.users(c, "")) arr.push_back(user_json(u));
+        res.set_content(json_text(nlohmann::json{{"users", arr}}), kJson);
+      }));
+  route("DELETE", R"(/v1/tenants/([^/]+)/users/([^/]+))",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string tenant = req.matches[1];
+          const std::string name = req.matches[2];
+          svc.remove_user(RequestContext{c, req.method, req.path}, tenant, name);
+          res.set_content(
+              json_text(nlohmann::json{{"tenant", tenant}, {"name", name}, {"removed", true}}),
+              kJson);
+        }));
+  route("POST", R"(/v1/tenants/([^/]+)/users/([^/]+)/token)",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string tenant = req.matches[1];
+          const std::string name = req.matches[2];
+          const std::string token =
+              svc.rotate_user_token(RequestContext{c, req.method, req.path}, tenant, name);
+          res.set_content(
+              json_text(nlohmann::json{{"tenant", tenant}, {"name", name}, {"token", token}}),
+              kJson);
+        }));
+
   route(
       "GET", "/v1/tenants",
       guarded([&svc, admin_only](const httplib::Request&, httplib::Response& res, const Caller& c) {
@@ -396,9 +463,16 @@ void ApiServer::routes() {
           const auto now = static_cast<int64_t>(svc.clock_now());
           const int64_t until = int_param(req, "until", now, 0, INT64_MAX);
           const int64_t since = int_param(req, "since", until - 30 * 86400, 0, INT64_MAX);
+          const std::string by = query_param(req, "by").value_or("queue");
+          if (by != "queue" && by != "user") {
+            throw ServiceError(ServiceError::kInvalid, "by",
+                               "expected queue (a row per tenant and queue) or user (a row per "
+                               "user of each tenant), got " +
+                                   quote_prefix(by));
+          }
           nlohmann::json rows = nlohmann::json::array();
           for (const UsageRow& r :
-               svc.usage(c, static_cast<double>(since), static_cast<double>(until))) {
+               svc.usage(c, static_cast<double>(since), static_cast<double>(until), by == "user")) {
             rows.push_back(usage_row_json<nlohmann::json>(r));
           }
           res.set_content(
@@ -409,10 +483,19 @@ void ApiServer::routes() {
   // Who a token stands for: the dashboard shows the admin's pages only to the admin.
   route("GET", "/v1/whoami",
         guarded([](const httplib::Request&, httplib::Response& res, const Caller& c) {
-          res.set_content(json_text(nlohmann::json{{"admin", c.admin},
-                                                   {"tenant", c.admin ? nlohmann::json(nullptr)
-                                                                      : nlohmann::json(c.tenant)}}),
-                          kJson);
+          const auto or_null = [](const std::string& s) {
+            return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+          };
+          res.set_content(
+              json_text(nlohmann::json{
+                  {"admin", c.admin},
+                  {"tenant", c.admin ? nlohmann::json(nullptr) : nlohmann::json(c.tenant)},
+                  {"user", or_null(c.user)},
+                  {"role", c.admin          ? nlohmann::json("server admin")
+                           : c.user.empty() ? nlohmann::json("tenant")
+                           : c.tenant_admin ? nlohmann::json("admin")
+                                            : nlohmann::json("member")}}),
+              kJson);
         }));
 
   // Requests the front end refused (too large, chunked, malformed) are audited as well.

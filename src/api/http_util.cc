@@ -127,6 +127,17 @@ std::string bearer(const httplib::Request& req) {
   return h.substr(kPrefix.size());
 }
 
+std::string unauthorized_reason(const httplib::Request& req, const std::string& what) {
+  if (!req.has_header("Authorization")) {
+    return "no bearer token sent: send Authorization: Bearer TOKEN (" + what +
+           "; the CLI sends $TESSERA_TOKEN)";
+  }
+  if (bearer(req).empty()) {
+    return "the Authorization header is not of the form 'Bearer TOKEN' (" + what + ")";
+  }
+  return "unknown bearer token: not " + what + " of this server (mistyped, rotated or revoked?)";
+}
+
 int64_t int_param(const httplib::Request& req, const char* name, int64_t def, int64_t lo,
                   int64_t hi) {
   const std::optional<std::string> given = query_param(req, name);

@@ -35,6 +35,10 @@ int status_of(ServiceError::Kind k);
 void answer_errors(httplib::Response& res, const std::function<void()>& handle);
 // The token of "Authorization: Bearer TOKEN", or "".
 std::string bearer(const httplib::Request& req);
+// Why a request's token was not taken, for its 401: none sent, not in the Bearer form, or one
+// this server does not know (`what` names the tokens it takes). Says nothing of any token.
+std::string unauthorized_reason(const httplib::Request& req,
+                                const std::string& what = "a tenant's or the admin token");
 // A query parameter, decoded, or nullopt when absent (the last one if repeated). Read from
 // the raw request target, so a value may hold '=' (httplib's own parser keeps only the
 // part after the last '=').

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string_view>
 
+#include "model/input_error.h"
+#include "model/spelling.h"
 #include "store/job_request.h"
 
 namespace tessera {
@@ -17,7 +19,11 @@ const nlohmann::json& object_of(const nlohmann::json& v, const std::string& fiel
   for (const auto& kv : v.items()) {
     bool ok = false;
     for (std::string_view k : known) ok = ok || k == kv.key();
-    if (!ok) throw FieldError(field.empty() ? kv.key() : field + "." + kv.key(), "unknown key");
+    if (!ok) {
+      throw FieldError(
+          field.empty() ? kv.key() : field + "." + kv.key(),
+          "unknown key" + did_you_mean(kv.key(), known) + " (known: " + join_names(known) + ")");
+    }
   }
   return v;
 }
@@ -61,6 +67,7 @@ nlohmann::json to_json(const JobView& v) {
       {"id", r.id},
       {"name", r.spec.name},
       {"tenant", r.tenant},
+      {"user", r.user.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.user)},
       {"state", to_string(r.state)},
       {"spec", to_json(r.spec)},
       {"submitted_at", r.submitted_at},

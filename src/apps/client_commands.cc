@@ -131,6 +131,44 @@ nlohmann::json fetch_jobs(ApiClient& c, const ClientArgs& a) {
   return all;
 }
 
+// A job as a user names it: its id ("12"), or an array's task as Slurm writes it
+// ("ARRAYID_INDEX", "3_0"), looked up among the array's tasks.
+int64_t resolve_job_ref(ApiClient& c, const std::string& ref) {
+  const size_t us = ref.find('_');
+  if (us == std::string::npos) return std::stoll(ref);
+  ClientArgs tasks;
+  tasks.array = std::stoll(ref.substr(0, us));
+  const int64_t index = std::stoll(ref.substr(us + 1));
+  const nlohmann::json all = fetch_jobs(c, tasks);
+  for (const auto& j : all) {
+    if (j.value("array_index", int64_t{-1}) == index) return j["id"].get<int64_t>();
+  }
+  throw std::runtime_error(
+      all.empty() ? "job " + ref + ": no array " + std::to_string(tasks.array) + " (" +
+                        std::to_string(tasks.array) + " is not the first task of an array)"
+                  : "job " + ref + ": array " + std::to_string(tasks.array) + " has no task " +
+                        std::to_string(index) + " (" + std::to_string(all.size()) + " tasks)");
+}
+
+// "12", or "3_0" for an array's task.
+CLI::Validator job_ref_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const size_t us = text.find('_');
+        const auto digits = [](std::string_view s) {
+          return !s.empty() && s.size() <= 18 &&
+                 std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        };
+        const bool ok = us == std::string::npos ? digits(text)
+                                                : digits(std::string_view(text).substr(0, us)) &&
+                                                      digits(std::string_view(text).substr(us + 1));
+        return ok ? ""
+                  : "expected a job id (12) or an array's task (ARRAYID_INDEX: 3_0), got '" + text +
+                        "'";
+      },
+      "ID|ARRAYID_INDEX");
+}
+
 int jobs(ApiClient& c, const ClientArgs& a) {
   if (!a.sort.empty()) {
     nlohmann::json probe = nlohmann::json::array();
@@ -282,9 +320,9 @@ int usage(const std::function<std::unique_ptr<ApiClient>()>& client, const Clien
       throw CLI::ValidationError("--since", "must be more hours ago than --until");
     }
     const double now = now_seconds();
-    const std::string q =
-        fmt::format("/v1/usage?since={}&until={}", static_cast<int64_t>(now - since_hours * 3600),
-                    static_cast<int64_t>(now - a.until_hours * 3600));
+    const std::string q = fmt::format("/v1/usage?since={}&until={}&by={}",
+                                      static_cast<int64_t>(now - since_hours * 3600),
+                                      static_cast<int64_t>(now - a.until_hours * 3600), a.usage_by);
     j = nlohmann::json::parse(ok_body(client()->get(q), "usage"));
   }
   std::vector<std::string> unpriced;
@@ -310,7 +348,8 @@ int usage(const std::function<std::unique_ptr<ApiClient>()>& client, const Clien
     } else {
       std::cout << "From " << local_time(j["since"]) << " to " << local_time(j["until"]) << "\n";
     }
-    std::cout << usage_table(j["usage"], prices ? &*prices : nullptr, unpriced);
+    std::cout << usage_table(j["usage"], prices ? &*prices : nullptr, unpriced,
+                             a.usage_by == "user");
   }
   if (!unpriced.empty()) {
     std::string list;
@@ -396,9 +435,38 @@ int follow_logs(ApiClient& c, const ClientArgs& a) {
 
 int logs(ApiClient& c, const ClientArgs& a) {
   if (a.follow) return follow_logs(c, a);
-  std::cout << ok_body(c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id,
-                                         std::max(a.rank, 0), a.tail_bytes)),
-                       "logs");
+  const auto rank_log = [&](int rank) {
+    return ok_body(
+        c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id, rank, a.tail_bytes)),
+        "logs");
+  };
+  if (a.rank >= 0) {
+    std::cout << rank_log(a.rank);
+    return 0;
+  }
+  // Every rank (a gang's members each write their own log), each line prefixed [RANK], rank
+  // by rank: a failure on rank 3 is not hidden behind rank 0's healthy output.
+  const auto job =
+      nlohmann::json::parse(ok_body(c.get("/v1/jobs/" + std::to_string(a.id)), "logs"));
+  const int world = job["spec"].value("gang", nlohmann::json::object()).value("max", 1);
+  if (world <= 1) {
+    std::cout << rank_log(0);
+    return 0;
+  }
+  for (int r = 0; r < world; ++r) {
+    const HttpResult res =
+        c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id, r, a.tail_bytes));
+    if (res.status == 404) continue;  // a member that never started
+    const std::string text = ok_body(res, "logs");
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t nl = text.find('\n', start);
+      if (nl == std::string::npos) nl = text.size() - 1;
+      std::cout << "[" << r << "] " << text.substr(start, nl + 1 - start);
+      if (text[nl] != '\n') std::cout << "\n";
+      start = nl + 1;
+    }
+  }
   return 0;
 }
 
@@ -448,7 +516,41 @@ int tenant_create(ApiClient& c, const ClientArgs& a) {
   return 0;
 }
 
+std::string users_path(const ClientArgs& a) {
+  return "/v1/tenants/" + query_escape(a.tenant) + "/users";
+}
+
+int user_add(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(
+      ok_body(c.post(users_path(a), nlohmann::json{{"name", a.name}, {"role", a.role}}.dump(),
+                     "application/json"),
+              "user add"));
+  std::cout << (a.json ? j.dump() : j["token"].get<std::string>()) << "\n";
+  return 0;
+}
+
+int user_list(ApiClient& c, const ClientArgs& a) {
+  return print_list(c, a, a.tenant.empty() ? "/v1/users" : users_path(a), "users", "user list",
+                    user_table);
+}
+
+int user_remove(ApiClient& c, const ClientArgs& a) {
+  ok_body(c.del(users_path(a) + "/" + query_escape(a.name)), "user remove");
+  std::cout << "user " << a.name << "@" << a.tenant << ": removed (their jobs stay)\n";
+  return 0;
+}
+
+int user_rotate(ApiClient& c, const ClientArgs& a) {
+  const auto j = nlohmann::json::parse(
+      ok_body(c.post(users_path(a) + "/" + query_escape(a.name) + "/token", "", "application/json"),
+              "user rotate"));
+  std::cout << (a.json ? j.dump() : j["token"].get<std::string>()) << "\n";
+  return 0;
+}
+
 }  // namespace
+
+constexpr const char* kJobRefHelp = "job id, or an array's task as ARRAYID_INDEX (3_0)";
 
 ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   ClientCommands c;
@@ -478,27 +580,27 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "job",
       "Show one job: state, why it waits, placement, spec, and its history (submitted, each "
       "change of reason, started where, preempted by whom, how it ended)");
-  c.job->add_option("id", a.id, "job id")->required();
+  c.job->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
   c.job->add_flag("--json", a.json, "print JSON");
   c.cancel = app.add_subcommand("cancel", "Cancel a job");
-  c.cancel->add_option("id", a.id, "job id")->required();
+  c.cancel->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
   c.cancel->add_flag("--force", a.force,
                      "kill it now (SIGKILL) instead of waiting for its checkpoint grace; also "
                      "for a job already cancelled that is still stopping");
   c.cancel->add_flag("--array", a.cancel_array,
                      "every task of the job array ID belongs to that has not ended");
   c.hold = app.add_subcommand("hold", "Hold a waiting job: it is not started until released");
-  c.hold->add_option("id", a.id, "job id")->required();
+  c.hold->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
   c.release = app.add_subcommand("release", "Release a held job: it may start again");
-  c.release->add_option("id", a.id, "job id")->required();
+  c.release->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
   c.requeue = app.add_subcommand(
       "requeue", "Stop a running job (SIGTERM, its grace, SIGKILL) and queue it again");
-  c.requeue->add_option("id", a.id, "job id")->required();
+  c.requeue->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
   c.update = app.add_subcommand(
       "update",
       "Change a job's priority class (while it waits) or time limit (within its queue's "
       "maximum; only the admin may raise it)");
-  c.update->add_option("id", a.id, "job id")->required();
+  c.update->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
   c.update->add_option("--priority-class", a.priority_class, "new priority class")
       ->check(CLI::IsMember({"inference-critical", "production", "research", "best-effort"}));
   c.update->add_option("--time-limit", a.time_limit, "new time limit: seconds, or 30m, 4h, 2d");
@@ -537,6 +639,11 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.usage->add_flag("--json", a.json, "print JSON (with a cost per row when --prices is given)");
   c.usage->add_flag("--csv", a.csv, "print CSV, one line per tenant, queue and GPU type")
       ->excludes("--json");
+  c.usage
+      ->add_option("--by", a.usage_by,
+                   "queue: a row per tenant and queue (default); user: a row per user of each "
+                   "tenant, as sreport by user")
+      ->check(CLI::IsMember({"queue", "user"}));
   c.queues = app.add_subcommand(
       "queues",
       "Show the queue tree: shares, holdings, long-term usage, who borrows or is over "
@@ -544,9 +651,12 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.queues->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
   c.nodes->add_flag("--json", a.json, "print JSON");
-  c.logs = app.add_subcommand("logs", "Print a job's log (its latest attempt)");
-  c.logs->add_option("id", a.id, "job id")->required();
-  c.logs->add_option("--rank", a.rank, "gang member (-1: rank 0, or every rank with --follow)");
+  c.logs = app.add_subcommand(
+      "logs",
+      "Print a job's log (its latest attempt): every rank's, each line prefixed [RANK], unless "
+      "--rank names one");
+  c.logs->add_option("id", a.job_ref, kJobRefHelp)->required()->check(job_ref_check());
+  c.logs->add_option("--rank", a.rank, "gang member (-1: every rank)");
   c.logs->add_flag("--follow,-f", a.follow,
                    "keep printing as the log grows, until the job ends; every rank, each line "
                    "prefixed with [RANK], unless --rank names one");
@@ -588,20 +698,49 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.node_resume = c.node->add_subcommand("resume", "The node takes work again");
   c.node_resume->add_option("name", a.name, "node name")->required();
   c.node->require_subcommand(1);
+  c.user = app.add_subcommand(
+      "user",
+      "Manage the people inside a tenant, each with their own token (the admin, the tenant's "
+      "token or a tenant admin)");
+  c.user_add = c.user->add_subcommand(
+      "add",
+      "Add a user to a tenant; prints their token once. A member acts on their own jobs, "
+      "an admin on all the tenant's and manages its users");
+  c.user_add->add_option("tenant", a.tenant, "tenant")->required();
+  c.user_add->add_option("name", a.name, "user name")->required();
+  c.user_add->add_option("--role", a.role, "member (default) or admin")
+      ->check(CLI::IsMember({"member", "admin"}));
+  c.user_add->add_flag("--json", a.json, "print JSON");
+  c.user_list = c.user->add_subcommand("list", "List a tenant's users (every tenant's: admin)");
+  c.user_list->add_option("tenant", a.tenant, "tenant");
+  c.user_list->add_flag("--json", a.json, "print JSON");
+  c.user_remove = c.user->add_subcommand(
+      "remove", "Remove a user: their token stops working at once; their jobs stay");
+  c.user_remove->add_option("tenant", a.tenant, "tenant")->required();
+  c.user_remove->add_option("name", a.name, "user name")->required();
+  c.user_rotate = c.user->add_subcommand(
+      "rotate", "Give a user a new token (printed once); the old one stops working at once");
+  c.user_rotate->add_option("tenant", a.tenant, "tenant")->required();
+  c.user_rotate->add_option("name", a.name, "user name")->required();
+  c.user_rotate->add_flag("--json", a.json, "print JSON");
+  c.user->require_subcommand(1);
   for (CLI::App* s :
-       {c.submit,       c.jobs,          c.job,         c.cancel,        c.hold,    c.release,
-        c.requeue,      c.update,        c.audit,       c.usage,         c.queues,  c.nodes,
-        c.logs,         c.tenant_create, c.tenant_list, c.tenant_delete, c.archive, c.token_rotate,
-        c.token_revoke, c.node_drain,    c.node_resume}) {
+       {c.submit,        c.jobs,     c.job,          c.cancel,        c.hold,
+        c.release,       c.requeue,  c.update,       c.audit,         c.usage,
+        c.queues,        c.nodes,    c.logs,         c.tenant_create, c.tenant_list,
+        c.tenant_delete, c.archive,  c.token_rotate, c.token_revoke,  c.node_drain,
+        c.node_resume,   c.user_add, c.user_list,    c.user_remove,   c.user_rotate}) {
     add_common(s, a);
   }
   return c;
 }
 
-int run_client_command(const ClientCommands& c, const ClientArgs& a) {
+int run_client_command(const ClientCommands& c, const ClientArgs& given) {
   auto client = [&] {
-    return std::make_unique<ApiClient>(client_options_from_env(a.addr, a.token));
+    return std::make_unique<ApiClient>(client_options_from_env(given.addr, given.token));
   };
+  ClientArgs a = given;
+  if (!a.job_ref.empty()) a.id = resolve_job_ref(*client(), a.job_ref);
   if (*c.submit) return submit(*client(), a);
   if (*c.jobs) return jobs(*client(), a);
   if (*c.job) return job(*client(), a);
@@ -623,6 +762,10 @@ int run_client_command(const ClientCommands& c, const ClientArgs& a) {
   if (*c.token_revoke) return token_revoke(*client(), a);
   if (*c.node_drain) return node_action(*client(), a, "drain");
   if (*c.node_resume) return node_action(*client(), a, "resume");
+  if (*c.user_add) return user_add(*client(), a);
+  if (*c.user_list) return user_list(*client(), a);
+  if (*c.user_remove) return user_remove(*client(), a);
+  if (*c.user_rotate) return user_rotate(*client(), a);
   return -1;
 }
 

@@ -118,20 +118,22 @@ std::string job_table(const nlohmann::json& jobs, double now) {
                                 "NODES", "TRY", "AGE", "ELAPSED", "LIMIT");
   for (const auto& j : jobs) {
     const size_t nodes = nodes_of(j);
-    // An array's task shows its index, as name[3] (Slurm's 12_3).
+    // An array's task shows its index, as name[3], and its id as Slurm writes it (12_3, which
+    // every command takes).
     std::string name = j["name"].get<std::string>();
+    std::string id = std::to_string(j["id"].get<int64_t>());
     if (j.contains("array_index")) {
-      const std::string index = "[" + std::to_string(j["array_index"].get<int64_t>()) + "]";
-      name = fit(name, 24 - index.size()) + index;
+      const std::string index = std::to_string(j["array_index"].get<int64_t>());
+      name = fit(name, 24 - index.size() - 2) + "[" + index + "]";
+      id = std::to_string(j["array_id"].get<int64_t>()) + "_" + index;
     }
-    out += fmt::format(kRow, j["id"].get<int64_t>(), fit(name, 24),
-                       fit(text_or(j, "queue", j["tenant"].get<std::string>()), 20),
-                       fit(text_or(j, "priority_class", "-"), 18),
-                       fit(j["state"].get<std::string>(), 10), fit(text_or(j, "reason", "-"), 12),
-                       fmt::format("{:g}", gpus_of(j)), nodes > 0 ? std::to_string(nodes) : "-",
-                       j.value("attempts", 0), short_duration(age_of(j, now)),
-                       short_duration(elapsed_of(j, now)),
-                       short_duration(number_or(j["spec"], "time_limit", -1)));
+    out += fmt::format(
+        kRow, id, fit(name, 24), fit(text_or(j, "queue", j["tenant"].get<std::string>()), 20),
+        fit(text_or(j, "priority_class", "-"), 18), fit(j["state"].get<std::string>(), 10),
+        fit(text_or(j, "reason", "-"), 12), fmt::format("{:g}", gpus_of(j)),
+        nodes > 0 ? std::to_string(nodes) : "-", j.value("attempts", 0),
+        short_duration(age_of(j, now)), short_duration(elapsed_of(j, now)),
+        short_duration(number_or(j["spec"], "time_limit", -1)));
   }
   return out;
 }
@@ -147,11 +149,15 @@ std::string job_page(const nlohmann::json& j, double now) {
     std::vector<int32_t> indices;
     int32_t throttle = 0;
     parse_array_spec(j["spec"].value("array", "0"), "array", indices, throttle);
-    line("Array", fmt::format("task {} of array {}{}", j["array_index"].get<int64_t>(),
-                              j["array_id"].get<int64_t>(),
+    line("Array", fmt::format("task {} of array {} ({}_{}){}", j["array_index"].get<int64_t>(),
+                              j["array_id"].get<int64_t>(), j["array_id"].get<int64_t>(),
+                              j["array_index"].get<int64_t>(),
                               throttle > 0 ? fmt::format(" (at most {} at once)", throttle) : ""));
   }
   line("Tenant", j["tenant"].get<std::string>());
+  if (j.contains("user") && j["user"].is_string()) {
+    line("User", j["user"].get<std::string>() + "@" + j["tenant"].get<std::string>());
+  }
   line("Queue", text_or(j, "queue", "-"));
   line("Class", text_or(j, "priority_class", "-"));
   line("State", j["state"].get<std::string>());
@@ -281,6 +287,18 @@ std::string tenant_table(const nlohmann::json& tenants) {
   return out;
 }
 
+std::string user_table(const nlohmann::json& users) {
+  constexpr const char* kRow = "{:<32} {:<24} {:<7} {}\n";
+  std::string out = fmt::format(kRow, "USER", "TENANT", "ROLE", "CREATED");
+  for (const auto& u : users) {
+    out += fmt::format(kRow,
+                       fit(u["name"].get<std::string>() + "@" + u["tenant"].get<std::string>(), 32),
+                       fit(u["tenant"].get<std::string>(), 24), text_or(u, "role", "-"),
+                       local_time(u["created_at"]));
+  }
+  return out;
+}
+
 namespace {
 
 // "V100 12.50, A100-80G 3.00"; "-" when it held none.
@@ -306,7 +324,7 @@ std::string jobs_cell(const UsageRow& r) {
 }  // namespace
 
 std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
-                        std::vector<std::string>& unpriced) {
+                        std::vector<std::string>& unpriced, bool by_user) {
   // Cells first, then each column as wide as its widest cell (at least its usual width), so
   // that no count is cut and every header stands over its column however large the figures.
   struct Column {
@@ -314,10 +332,17 @@ std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
     size_t width;
     bool left;
   };
-  std::vector<Column> columns = {
-      {"TENANT", 16, true},   {"QUEUE", 20, true},   {"GPU-HOURS", 28, true}, {"CPU-H", 8, false},
-      {"FINISHED", 26, true}, {"STARTED", 7, false}, {"MEAN-WAIT", 9, false}, {"PREEMP", 6, false},
-      {"CAUSED", 6, false},   {"KWH", 9, false},     {"CO2-KG", 8, false}};
+  std::vector<Column> columns = {{by_user ? "USER" : "TENANT", 16, true},
+                                 {"QUEUE", 20, true},
+                                 {"GPU-HOURS", 28, true},
+                                 {"CPU-H", 8, false},
+                                 {"FINISHED", 26, true},
+                                 {"STARTED", 7, false},
+                                 {"MEAN-WAIT", 9, false},
+                                 {"PREEMP", 6, false},
+                                 {"CAUSED", 6, false},
+                                 {"KWH", 9, false},
+                                 {"CO2-KG", 8, false}};
   if (prices != nullptr) columns.push_back({"COST", 10, false});
   std::vector<std::vector<std::string>> lines;
   lines.emplace_back();
@@ -338,7 +363,9 @@ std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
       co2_total += r.carbon_kg;
       co2_known = true;
     }
-    lines.push_back({r.tenant, r.queue.empty() ? "-" : r.queue, gpu_hours_cell(r),
+    // By user, each row is a user of a tenant; the tenant's own token's jobs are the tenant's.
+    const std::string who = r.user.empty() ? r.tenant : r.user + "@" + r.tenant;
+    lines.push_back({who, r.queue.empty() ? "-" : r.queue, gpu_hours_cell(r),
                      fmt::format("{:.2f}", r.cpu_hours), jobs_cell(r), std::to_string(r.started),
                      r.started > 0 ? short_duration(r.mean_wait_hours() * 3600) : "-",
                      std::to_string(r.preempted), std::to_string(r.preemptor), known(r.energy_kwh),
@@ -375,7 +402,8 @@ std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
                       std::vector<std::string>& unpriced) {
   std::string out =
       "tenant,queue,gpu_type,gpu_hours,cpu_hours,jobs_succeeded,jobs_failed,jobs_timeout,"
-      "jobs_cancelled,started,mean_wait_hours,preempted,preemptor,cost,energy_kwh,carbon_kg\n";
+      "jobs_cancelled,started,mean_wait_hours,preempted,preemptor,cost,energy_kwh,carbon_kg,"
+      "user\n";
   auto quoted = [](const std::string& v) {
     if (v.find_first_of(",\"\n") == std::string::npos) return v;
     std::string q = "\"";
@@ -406,13 +434,13 @@ std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
       auto known = [&](double v) {
         return first && v >= 0 ? fmt::format("{:.4f}", v) : std::string();
       };
-      out += fmt::format("{},{},{},{:.4f},{:.4f},{},{},{},{},{},{:.4f},{},{},{},{},{}\n",
-                         quoted(r.tenant), quoted(r.queue), quoted(types[k].first), types[k].second,
-                         first ? r.cpu_hours : 0.0, first ? count("succeeded") : 0,
-                         first ? count("failed") : 0, first ? count("timeout") : 0,
-                         first ? count("cancelled") : 0, first ? r.started : 0,
-                         first ? r.mean_wait_hours() : 0.0, first ? r.preempted : 0,
-                         first ? r.preemptor : 0, cost, known(r.energy_kwh), known(r.carbon_kg));
+      out += fmt::format(
+          "{},{},{},{:.4f},{:.4f},{},{},{},{},{},{:.4f},{},{},{},{},{},{}\n", quoted(r.tenant),
+          quoted(r.queue), quoted(types[k].first), types[k].second, first ? r.cpu_hours : 0.0,
+          first ? count("succeeded") : 0, first ? count("failed") : 0, first ? count("timeout") : 0,
+          first ? count("cancelled") : 0, first ? r.started : 0, first ? r.mean_wait_hours() : 0.0,
+          first ? r.preempted : 0, first ? r.preemptor : 0, cost, known(r.energy_kwh),
+          known(r.carbon_kg), quoted(r.user));
     }
   }
   return out;

@@ -37,13 +37,16 @@ std::string queue_table(const nlohmann::json& queues);
 // `tessera audit`: newest first.
 std::string audit_table(const nlohmann::json& entries);
 // `tessera usage`: the rows of GET /v1/usage, with a cost column when prices are given (types
-// used without a price are added to `unpriced`), and a total line.
+// used without a price are added to `unpriced`), and a total line. `by_user`: rows of
+// GET /v1/usage?by=user, the first column USER (user@tenant; the tenant for its own token).
 std::string usage_table(const nlohmann::json& rows, const PriceTable* prices,
-                        std::vector<std::string>& unpriced);
+                        std::vector<std::string>& unpriced, bool by_user = false);
 // The same as CSV, one line per (tenant, queue, GPU type), for spreadsheets.
 std::string usage_csv(const nlohmann::json& rows, const PriceTable* prices,
                       std::vector<std::string>& unpriced);
 // `tessera tenant list`.
 std::string tenant_table(const nlohmann::json& tenants);
+// USER (name@tenant), TENANT, ROLE, CREATED.
+std::string user_table(const nlohmann::json& users);
 
 }  // namespace tessera

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/spelling.h"
+
 namespace tessera {
 
 inline constexpr int kErrorExit = 2;  // every error: usage, input, or a failed request
@@ -20,10 +22,6 @@ void prepare_app(CLI::App& app);
 // Parses argv. nullopt: go on and run the selected command. Otherwise the exit status: 0 after
 // --help or --version (printed to stdout), kErrorExit after a usage error (printed to stderr).
 std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv);
-
-// The candidate a user most likely meant by `word` (a small edit distance, or a unique prefix);
-// "" when none is close. Used for commands, flags and enumerated values.
-std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // Option checks with plain messages ("--tick: must be more than 0, got 0"); CLI11's own
 // PositiveNumber prints the range up to DBL_MAX.

@@ -164,6 +164,10 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--max-pending-per-tenant", a.limits.max_pending_jobs,
                 "waiting jobs one tenant may have; a submission beyond is refused (429)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  s->add_option("--max-pending-per-user", a.limits.max_pending_per_user,
+                "waiting jobs each user inside a tenant may have (0: no limit of its own; "
+                "the tenant's applies); a submission beyond is refused (429)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   s->add_option("--max-gang-size", a.limits.max_gang_members,
                 "members one job may have; a bigger gang is refused (400)")
       ->check(CLI::Range(1, 1000000));

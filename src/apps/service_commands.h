@@ -71,10 +71,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& args);
 int run_serve(const ServeArgs& args);
 
 struct ClientArgs {
-  std::string addr;   // empty: TESSERA_ADDR, else 127.0.0.1:8080
-  std::string token;  // empty: TESSERA_TOKEN
-  std::string file;   // submit
-  int64_t id = 0;     // job, cancel, logs
+  std::string addr;     // empty: TESSERA_ADDR, else 127.0.0.1:8080
+  std::string token;    // empty: TESSERA_TOKEN
+  std::string file;     // submit
+  int64_t id = 0;       // job, cancel, logs: resolved from job_ref
+  std::string job_ref;  // as given: "12", or an array's task "3_0"
   std::string state, tenant;
   size_t limit = 0;     // jobs: 0 = all
   std::string sort;     // jobs: a key of job_sort_keys(); "" = newest first
@@ -96,6 +97,8 @@ struct ClientArgs {
   bool cancel_array = false;               // cancel: every task of the job's array
   double older_than_hours = -1;            // archive
   bool csv = false;                        // usage: print CSV
+  std::string role = "member";             // user add: member | admin
+  std::string usage_by = "queue";          // usage: queue | user
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;
@@ -122,6 +125,11 @@ struct ClientCommands {
   CLI::App* node = nullptr;
   CLI::App* node_drain = nullptr;
   CLI::App* node_resume = nullptr;
+  CLI::App* user = nullptr;
+  CLI::App* user_add = nullptr;
+  CLI::App* user_list = nullptr;
+  CLI::App* user_remove = nullptr;
+  CLI::App* user_rotate = nullptr;
 };
 ClientCommands add_client_commands(CLI::App& app, ClientArgs& args);
 // Runs whichever client command was given; -1 when none was.

@@ -21,11 +21,32 @@
 
 namespace tessera {
 
-// Who is asking: the admin, or one tenant.
+// Who is asking: the admin, a tenant (its own token), or a user inside a tenant (theirs).
+// A tenant's token and a tenant admin manage the tenant: all its jobs and its users; a
+// member acts on the jobs they submitted and sees the tenant's.
 struct Caller {
+  Caller() = default;
+  Caller(bool is_admin, std::string of_tenant, std::string as_user = "",
+         bool is_tenant_admin = false)
+      : admin(is_admin),
+        tenant(std::move(of_tenant)),
+        user(std::move(as_user)),
+        tenant_admin(is_tenant_admin) {}
   bool admin = false;
   std::string tenant;
-  std::string actor() const { return admin ? "admin" : tenant; }
+  std::string user;           // "" = the admin or the tenant's own token
+  bool tenant_admin = false;  // a user of role admin
+  // "admin", "team-a", or "alice@team-a": the audit log's actor, the events' "by".
+  std::string actor() const {
+    return admin ? "admin" : user.empty() ? tenant : user + "@" + tenant;
+  }
+  bool manages(const std::string& t) const {
+    return admin || (tenant == t && (user.empty() || tenant_admin));
+  }
+  // May cancel, hold, release, requeue, update a job of tenant `t` submitted by `by`.
+  bool acts_on(const std::string& t, const std::string& by) const {
+    return manages(t) || (tenant == t && user == by);
+  }
 };
 
 // What an API call is, for the audit log.

@@ -68,6 +68,29 @@ std::optional<std::string> infeasible_reason(const Cluster& cluster, const JobSp
       }
     }
   }
+  // A member larger than every node in CPU or memory: said with what the largest node has.
+  {
+    int64_t cpu = 0;
+    int64_t mem = 0;
+    for (NodeId n = 0; n < num_nodes; ++n) {
+      const Node& node = cluster.node(n);
+      if (d.gpus > 0 && !type_allowed(job.allowed_types, node.gpu_type)) continue;
+      if (!node_eligible(only, n)) continue;
+      cpu = std::max(cpu, node.cpu_milli);
+      mem = std::max(mem, node.mem_mib);
+    }
+    const char* of = d.gpus > 0 ? " with a GPU of an allowed type" : "";
+    if (d.cpu_milli > cpu) {
+      return fmt::format("each member asks for {:g} CPUs, but the largest node{} has {:g}",
+                         static_cast<double>(d.cpu_milli) / 1000, of,
+                         static_cast<double>(cpu) / 1000);
+    }
+    if (d.mem_mib > mem) {
+      return fmt::format("each member asks for {:g} GiB of memory, but the largest node{} has {:g}",
+                         static_cast<double>(d.mem_mib) / 1024, of,
+                         static_cast<double>(mem) / 1024);
+    }
+  }
   // Finally the exact test: place it on an empty cluster, member by member, onto the nodes
   // with the most room (CPU and memory included), all inside one subtree of the job's
   // max_span level (one NVLink domain, node, rack or spine; the cluster when unconstrained), on

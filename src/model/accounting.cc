@@ -17,14 +17,17 @@ double UsageRow::total_gpu_hours() const {
 
 std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
                                    const std::vector<JobRecord>& jobs, double since, double until,
-                                   const CarbonIntensity* carbon) {
-  std::map<std::pair<std::string, std::string>, UsageRow> rows;
-  auto row = [&](const std::string& tenant, const std::string& queue) -> UsageRow& {
-    const auto [it, fresh] = rows.try_emplace({tenant, queue});
+                                   const CarbonIntensity* carbon, bool by_user) {
+  std::map<std::tuple<std::string, std::string, std::string>, UsageRow> rows;
+  auto row = [&](const std::string& tenant, const std::string& queue,
+                 const std::string& user) -> UsageRow& {
+    const std::string& who = by_user ? user : std::string();
+    const auto [it, fresh] = rows.try_emplace({tenant, queue, who});
     UsageRow& r = it->second;
     if (fresh) {
       r.tenant = tenant;
       r.queue = queue;
+      r.user = who;
       r.energy_kwh = 0;  // known (the runs' estimates), though perhaps 0
       r.carbon_kg = carbon != nullptr ? 0 : -1;
     }
@@ -39,7 +42,7 @@ std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
         std::max(0.0, std::min(run.ended, until) - std::max(run.started, since)) / 3600.0;
     const bool preempted = run.outcome == "preempted" && inside(run.ended);
     if (hours <= 0 && !preempted) continue;
-    UsageRow& r = row(run.tenant, run.queue);
+    UsageRow& r = row(run.tenant, run.queue, run.user);
     if (hours > 0 && run.gpu_watts > 0) {
       r.energy_kwh += run.gpu_watts * hours / 1000.0;
       if (carbon != nullptr) {
@@ -62,13 +65,14 @@ std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
     const auto it = by_id.find(run.preempted_by);
     const std::string queue = it != by_id.end() ? it->second->queue : "";
     const std::string tenant = it != by_id.end() ? it->second->tenant : run.preempted_by_tenant;
-    ++row(tenant, queue).preemptor;
+    const std::string user = it != by_id.end() ? it->second->user : "";
+    ++row(tenant, queue, user).preemptor;
   }
   for (const JobRecord& j : jobs) {
-    if (j.finished >= 0 && inside(j.finished)) ++row(j.tenant, j.queue).jobs[j.state];
+    if (j.finished >= 0 && inside(j.finished)) ++row(j.tenant, j.queue, j.user).jobs[j.state];
     const auto fs = first_start.find(j.id);
     if (fs != first_start.end() && inside(fs->second)) {
-      UsageRow& r = row(j.tenant, j.queue);
+      UsageRow& r = row(j.tenant, j.queue, j.user);
       ++r.started;
       r.wait_hours_sum += std::max(0.0, fs->second - j.submitted) / 3600.0;
     }

@@ -19,6 +19,7 @@ struct RunRecord {
   int64_t job = 0;
   int32_t attempt = 0;
   std::string tenant;
+  std::string user;   // who of the tenant submitted the job; "" = the tenant's token, the admin
   std::string queue;  // the queue tree path of the tenant's leaf when it ran
   double started = 0;
   double ended = 0;
@@ -43,11 +44,15 @@ struct JobRecord {
   std::string state;  // its state now
   double submitted = 0;
   double finished = -1;  // -1: not finished
+  std::string user;      // who of the tenant submitted it; "" = the tenant's token, the admin
 };
 
 struct UsageRow {
   std::string tenant;
   std::string queue;
+  // By user (usage_report's by_user): who of the tenant submitted the jobs; "" for the
+  // tenant's own token and the admin. Not by user: "".
+  std::string user;
   std::map<std::string, double> gpu_hours;  // by GPU type, within the window
   double cpu_hours = 0;
   std::map<std::string, int64_t> jobs;  // finished within the window, by final state
@@ -64,13 +69,14 @@ struct UsageRow {
   double total_gpu_hours() const;
 };
 
-// Per (tenant, queue), sorted by tenant then queue: usage within [since, until) (a run counts
+// Per (tenant, queue), sorted by tenant then queue (with `by_user`, per (tenant, queue, user),
+// as Slurm's sreport by user): usage within [since, until) (a run counts
 // the part of it inside the window). Tenants with nothing in the window are left out. Energy is
 // each run's gpu_watts over its part of the window; with `carbon` (an absolute-time series,
 // Unix seconds) each row's carbon_kg is that energy under the series' hourly intensity.
 std::vector<UsageRow> usage_report(const std::vector<RunRecord>& runs,
                                    const std::vector<JobRecord>& jobs, double since, double until,
-                                   const CarbonIntensity* carbon = nullptr);
+                                   const CarbonIntensity* carbon = nullptr, bool by_user = false);
 
 // Prices per GPU-hour by GPU type, per CPU-hour and per kWh of energy: a YAML map, e.g.
 //   V100: 2.48

@@ -6,6 +6,7 @@ UsageRow usage_row_from_json(const nlohmann::json& row) {
   UsageRow r;
   r.tenant = row.value("tenant", "");
   r.queue = row.value("queue", "");
+  if (row.contains("user") && row["user"].is_string()) r.user = row["user"].get<std::string>();
   const nlohmann::json gpu_hours = row.value("gpu_hours", nlohmann::json::object());
   for (const auto& g : gpu_hours.items()) r.gpu_hours[g.key()] = g.value().get<double>();
   r.cpu_hours = row.value("cpu_hours", 0.0);

@@ -15,6 +15,7 @@ Json usage_row_json(const UsageRow& r) {
   Json j;
   j["tenant"] = r.tenant;
   j["queue"] = r.queue;
+  if (!r.user.empty()) j["user"] = r.user;  // rows by user only
   j["gpu_hours"] = r.gpu_hours;
   j["cpu_hours"] = r.cpu_hours;
   j["jobs"] = r.jobs;

@@ -352,7 +352,7 @@ Cluster parse_cluster_yaml(std::string_view text, const std::string& origin) {
     docs = load_yaml_documents(text);
   } catch (const YAML::Exception& e) {
     const size_t line = e.mark.is_null() ? 0 : static_cast<size_t>(e.mark.line) + 1;
-    throw InputError(input_error_message(origin, line, "", "YAML: " + e.msg));
+    throw InputError(input_error_message(origin, line, "", yaml_syntax_message(text, e)));
   }
   size_t non_null = 0;
   for (const YAML::Node& d : docs) non_null += d.IsNull() ? 0 : 1;

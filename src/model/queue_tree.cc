@@ -78,6 +78,8 @@ std::string dim_key(size_t d) {
   return kKeys[d];
 }
 
+}  // namespace
+
 std::string class_list(ClassMask mask) {
   std::string out;
   for (PriorityClass p : kClasses) {
@@ -87,6 +89,8 @@ std::string class_list(ClassMask mask) {
   }
   return out.empty() ? "none" : out;
 }
+
+namespace {
 
 std::string class_names() {
   return class_list(kAllClasses);
@@ -220,6 +224,7 @@ void inherit_classes_and_defaults(std::vector<QueueSpec>& qs, QueueId q) {
   if (q != kRootQueue) {
     const QueueSpec& p = qs[s.parent];
     s.allowed_classes &= p.allowed_classes;
+    s.classes_given = s.classes_given || p.classes_given;
     if (s.allowed_classes == 0) {
       queue_fail(
           qs, q, "priority_classes",
@@ -480,6 +485,7 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
   if (n["borrow_limit"]) p.borrow = quota(n["borrow_limit"], field + ".borrow_limit");
   if (n["priority_classes"]) {
     s.allowed_classes = classes(n["priority_classes"], field + ".priority_classes");
+    s.classes_given = true;
   }
   if (const YAML::Node def = n["default_priority_class"]) {
     s.default_class = priority_class(def, field + ".default_priority_class");
@@ -535,7 +541,12 @@ ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field
   if (const YAML::Node lim = n["tenant_limits"]) {
     const std::string f = field + ".tenant_limits";
     check_keys(origin_, lim, f,
-               {"max_pending_jobs", "max_gang_size", "max_processes", "submissions_per_second"});
+               {"max_pending_jobs", "max_pending_jobs_per_user", "max_gang_size", "max_processes",
+                "submissions_per_second"});
+    if (lim["max_pending_jobs_per_user"]) {
+      s.max_pending_jobs_per_user = yaml_int(origin_, lim["max_pending_jobs_per_user"],
+                                             f + ".max_pending_jobs_per_user", 1, 100000000);
+    }
     if (lim["max_pending_jobs"]) {
       s.max_pending_jobs =
           yaml_int(origin_, lim["max_pending_jobs"], f + ".max_pending_jobs", 1, 100000000);
@@ -806,7 +817,8 @@ QueueTree parse_queue_tree_yaml(std::string_view text, const std::string& origin
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    throw yaml_error(origin, e);
+    const size_t line = e.mark.is_null() ? 0 : static_cast<size_t>(e.mark.line) + 1;
+    throw InputError(input_error_message(origin, line, "", yaml_syntax_message(text, e)));
   }
   if (!root || root.IsNull()) throw InputError(input_error_message(origin, 0, "", "empty file"));
   try {
@@ -827,6 +839,24 @@ bool apply_queue_defaults(const QueueSpec& leaf, JobSpec& job) {
     job.sla_max_queueing = leaf.default_sla_seconds;
   }
   return (leaf.allowed_classes & class_bit(job.priority)) != 0;
+}
+
+ClassMask shared_classes(const QueueSpec& leaf) {
+  if (leaf.classes_given) return leaf.allowed_classes;
+  const PriorityClass top = leaf.has_default_class ? leaf.default_class : PriorityClass::kResearch;
+  return static_cast<ClassMask>((class_bit(top) << 1) - 1);  // top and every lower class
+}
+
+std::string class_refusal(const QueueSpec& leaf, PriorityClass p) {
+  const ClassMask allowed = shared_classes(leaf);
+  if ((allowed & class_bit(p)) != 0) return "";
+  const std::string queue =
+      leaf.path.empty() ? std::string("the root queue") : "queue " + leaf.path;
+  return queue + " does not allow priority class " + std::string(to_string(p)) + " (it allows " +
+         class_list(allowed) +
+         (leaf.classes_given ? std::string(")")
+                             : std::string("; a queue that lists no priority_classes allows its "
+                                           "default class and lower ones)"));
 }
 
 void apply_queue_defaults(const QueueTree& tree, Workload& w) {

@@ -18,11 +18,13 @@
 //       weight: 2                  # > 0, default 1
 //       guarantee: {gpus: 16, cpu: 64, memory: 256Gi, gpu_types: {A100-80G: 8}}
 //       borrow_limit: {gpus: 16}   # most it may hold beyond its guarantee; absent = no limit
-//       priority_classes: [research, best-effort]   # absent = all classes
-//       default_priority_class: research            # for jobs whose trace names none
+//       priority_classes: [research, best-effort]   # absent: in a replay all classes; in
+//                                  # serve and kube the default class and lower ones
+//       default_priority_class: research            # for jobs that name none
 //       default_sla: 10m           # max queueing delay for its jobs that name none
 //       time_limit: {default: 4h, max: 24h}   # run-time limits of its jobs (tessera serve)
 //       memory: {default: 16Gi, max: 128Gi}   # memory per member of its jobs (tessera serve)
+//       tenant_limits: {max_pending_jobs: 1000, max_pending_jobs_per_user: 200, ...}
 //       queues: [...]              # children (a queue with children holds no jobs)
 //
 // Invariants after loading (finish() checks them, naming the queue and field):
@@ -104,6 +106,9 @@ struct QueueSpec {
   Amounts limit = kUnlimitedAmounts;  // guarantee + borrowing limit
   std::vector<TypeQuota> by_type;     // sorted by type; types not listed: no refinement
   ClassMask allowed_classes = kAllClasses;
+  // Whether it or a queue above it lists priority_classes (shared front ends gate on this:
+  // shared_classes()).
+  bool classes_given = false;
   bool has_default_class = false;
   PriorityClass default_class = PriorityClass::kResearch;
   double default_sla_seconds = kUnknown;  // max queueing delay; kUnknown = none
@@ -132,6 +137,7 @@ struct QueueSpec {
   // What each tenant under this queue may ask of `tessera serve` (`tenant_limits:`); -1: not
   // set here (the nearest queue above that sets it, else the server's flag, applies).
   int64_t max_pending_jobs = -1;
+  int64_t max_pending_jobs_per_user = -1;  // each user of such a tenant (as Slurm's per user)
   int64_t max_gang_size = -1;
   int64_t max_processes = -1;
   double submissions_per_second = -1;
@@ -226,5 +232,17 @@ QueueTree parse_queue_tree_yaml(std::string_view text, const std::string& origin
 void apply_queue_defaults(const QueueTree& tree, Workload& w);
 // The same for one job of leaf queue `leaf`: false when its class is not allowed there.
 bool apply_queue_defaults(const QueueSpec& leaf, JobSpec& job);
+
+// The classes a tenant of `leaf` may ask for where tenants share a cluster (tessera serve,
+// tessera kube): those a queue on its path lists, else its default class and lower ones
+// (research and best-effort where it names no default). So no tenant outranks, and so
+// preempts, another unless the operator says it may, as Slurm gates QOS per association.
+// A replay (simulate) takes the trace's classes as given: allowed_classes.
+ClassMask shared_classes(const QueueSpec& leaf);
+// "" when a job of class `p` may run in `leaf` (shared_classes), else why not, naming the
+// class, the queue and the classes it allows.
+std::string class_refusal(const QueueSpec& leaf, PriorityClass p);
+// "best-effort, research" (lowest first); "none" for an empty mask.
+std::string class_list(ClassMask mask);
 
 }  // namespace tessera

@@ -160,7 +160,7 @@ Sites parse_sites_yaml(std::string_view text, const std::string& origin,
     return out;
   } catch (const YAML::Exception& e) {
     const size_t line = e.mark.is_null() ? 0 : static_cast<size_t>(e.mark.line) + 1;
-    throw InputError(input_error_message(origin, line, "", "YAML: " + e.msg));
+    throw InputError(input_error_message(origin, line, "", yaml_syntax_message(text, e)));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "model/csv.h"
 #include "model/input_error.h"
+#include "model/spelling.h"
 
 namespace tessera {
 
@@ -99,6 +100,41 @@ std::string yaml_string(const std::string& origin, const YAML::Node& n, const st
   return s;
 }
 
+std::string yaml_excerpt(std::string_view text, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0 || mark.column < 0) return "";
+  size_t start = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    start = text.find('\n', start);
+    if (start == std::string_view::npos) return "";
+    ++start;
+  }
+  size_t end = text.find('\n', start);
+  if (end == std::string_view::npos) end = text.size();
+  std::string_view row = text.substr(start, end - start);
+  if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+  auto column = static_cast<size_t>(mark.column);
+  // A long line is shown around the column.
+  constexpr size_t kWidth = 120;
+  size_t from = 0;
+  if (column > kWidth - 20) from = column - (kWidth - 20);
+  std::string shown(row.substr(std::min(from, row.size()), kWidth));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t') c = '?';
+  }
+  std::string caret(column - from, ' ');
+  // Tabs keep their width above the caret.
+  for (size_t i = 0; i < caret.size() && i < shown.size(); ++i) {
+    if (shown[i] == '\t') caret[i] = '\t';
+  }
+  const std::string number = std::to_string(mark.line + 1);
+  return "\n  " + number + " | " + shown + "\n  " + std::string(number.size(), ' ') + " | " +
+         caret + "^";
+}
+
+std::string yaml_syntax_message(std::string_view text, const YAML::Exception& e) {
+  return "YAML: " + e.msg + yaml_excerpt(text, e.mark);
+}
+
 // Unknown keys are errors: a misspelt key would otherwise silently take its default.
 void check_keys(const std::string& origin, const YAML::Node& map, const std::string& where,
                 std::initializer_list<std::string_view> known) {
@@ -109,7 +145,8 @@ void check_keys(const std::string& origin, const YAML::Node& map, const std::str
     for (std::string_view k : known) ok = ok || k == key;
     if (!ok) {
       const std::string field = where.empty() ? key : where + "." + key;
-      yaml_fail(origin, kv.first, field, "unknown key (known: " + join_names(known) + ")");
+      yaml_fail(origin, kv.first, field,
+                "unknown key" + did_you_mean(key, known) + " (known: " + join_names(known) + ")");
     }
   }
 }

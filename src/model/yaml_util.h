@@ -22,6 +22,14 @@ std::vector<YAML::Node> load_yaml_documents(std::string_view text);
 
 size_t line_of(const YAML::Node& n);
 
+// Where a YAML syntax error is, shown: "\n  3 | resources: gpus: 1\n    |                ^"
+// (the line of `text` at `mark`, a caret under its column); "" when the mark is unknown. The
+// line is cut to 120 characters around the column, control characters shown as '?'.
+std::string yaml_excerpt(std::string_view text, const YAML::Mark& mark);
+
+// "YAML: illegal map value" with the excerpt of `text` where it was found.
+std::string yaml_syntax_message(std::string_view text, const YAML::Exception& e);
+
 [[noreturn]] void yaml_fail(const std::string& origin, const YAML::Node& n,
                             const std::string& field, const std::string& msg);
 

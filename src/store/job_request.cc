@@ -17,6 +17,7 @@
 #include "model/input_error.h"
 #include "model/job.h"
 #include "model/json_depth.h"
+#include "model/spelling.h"
 #include "model/yaml_util.h"
 #include "store/strict_json.h"
 
@@ -158,7 +159,8 @@ class Reader {
       for (std::string_view k : known) ok = ok || k == kv.key();
       if (!ok) {
         const std::string key = kv.key().size() <= 64 ? kv.key() : quote_prefix(kv.key());
-        fail(path(where, key), "unknown key (known: " + join_names(known) + ")");
+        fail(path(where, key),
+             "unknown key" + did_you_mean(kv.key(), known) + " (known: " + join_names(known) + ")");
       }
     }
   }
@@ -584,7 +586,8 @@ JobRequest parse_job_request(std::string_view text) {
   } catch (const YAML::Exception& e) {
     // The mark is 0-based; e.msg leaves out the "yaml-cpp: error at line ..." prefix.
     const std::string line = e.mark.is_null() ? "?" : std::to_string(e.mark.line + 1);
-    throw FieldError("", "invalid YAML at line " + line + ": " + e.msg);
+    throw FieldError("",
+                     "invalid YAML at line " + line + ": " + e.msg + yaml_excerpt(text, e.mark));
   }
   return Reader(true).read(j);
 }

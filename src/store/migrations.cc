@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 13> kMigrations = {
+constexpr std::array<std::string_view, 14> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -140,6 +140,21 @@ ALTER TABLE job_runs ADD COLUMN gpu_watts REAL NOT NULL DEFAULT 0;
     // default, the TDP), so that a restart keeps it.
     R"sql(
 ALTER TABLE jobs ADD COLUMN power_limit_w REAL NOT NULL DEFAULT 0;
+)sql",
+    // 14: people inside tenants: each user has its own token (stored as its hash) and a role
+    // (member: acts on its own jobs; admin: on all its tenant's, and manages its users); a
+    // job and its runs record who submitted it ("" = the tenant's own token or the admin).
+    R"sql(
+CREATE TABLE users (
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  role TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  PRIMARY KEY (tenant, name)
+);
+ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_runs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

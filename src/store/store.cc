@@ -138,9 +138,9 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
     insert_job_.emplace(db_->prepare(
         "INSERT INTO jobs (state, started_at, finished_at, attempts, preemptions, exit_code, "
         "message, allocation, processes, held, spec, tenant, name, submitted_at, "
-        "idempotency_key, array_id, array_index, classified, power_limit_w) "
+        "idempotency_key, array_id, array_index, classified, power_limit_w, submitted_by) "
         "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-        "?19, ?20)"));
+        "?19, ?20, ?21)"));
     update_job_.emplace(db_->prepare(
         "UPDATE jobs SET state = ?2, started_at = ?3, finished_at = ?4, attempts = ?5, "
         "preemptions = ?6, exit_code = ?7, message = ?8, allocation = ?9, processes = ?10, "
@@ -150,8 +150,8 @@ Store::Store(const std::string& path, Options opt) : path_(path) {
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
     insert_run_.emplace(db_->prepare(
         "INSERT OR IGNORE INTO job_runs (job_id, attempt, tenant, queue, started_at, ended_at, "
-        "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+        "outcome, gpu_milli, cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts, "
+        "submitted_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
     // Not when the job's last event says the same: a server that restarts (and so forgets what
     // it recorded) or comes back to where it was would otherwise repeat it.
     insert_event_.emplace(db_->prepare(
@@ -215,7 +215,7 @@ int64_t Store::insert_jobs(std::span<JobRow> rows, const AuditEntry* audit,
     // The first task of a new array is its own array: its id is known only once inserted.
     const bool new_array = row.array_id == kNewArray;
     s.bind(17, new_array ? first : row.array_id).bind(18, int64_t{row.array_index});
-    s.bind(19, row.classified);
+    s.bind(19, row.classified).bind(21, row.user);
     s.run();
     row.id = db_->last_insert_rowid();
     if (first == 0) first = row.id;
@@ -274,7 +274,7 @@ void Store::write_run(const RunRecord& r) {
     s.bind_null(11);
   }
   s.bind(12, r.preempted_by_tenant);
-  s.bind(13, r.gpu_watts);
+  s.bind(13, r.gpu_watts).bind(14, r.user);
   s.run();
 }
 
@@ -282,8 +282,8 @@ std::vector<RunRecord> Store::runs(double since, double until) {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare(
       "SELECT job_id, attempt, tenant, queue, started_at, ended_at, outcome, gpu_milli, "
-      "cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts FROM job_runs "
-      "WHERE ended_at >= ?1 AND started_at < ?2 ORDER BY ended_at, job_id, attempt");
+      "cpu_milli, mem_mib, preempted_by, preempted_by_tenant, gpu_watts, submitted_by "
+      "FROM job_runs WHERE ended_at >= ?1 AND started_at < ?2 ORDER BY ended_at, job_id, attempt");
   s.bind(1, since).bind(2, until);
   std::vector<RunRecord> out;
   while (s.step()) {
@@ -307,6 +307,7 @@ std::vector<RunRecord> Store::runs(double since, double until) {
     r.preempted_by = s.is_null(10) ? -1 : s.int64(10);
     r.preempted_by_tenant = s.text(11);
     r.gpu_watts = s.real(12);
+    r.user = s.text(13);
     out.push_back(std::move(r));
   }
   return out;
@@ -352,7 +353,7 @@ namespace {
 constexpr const char* kRowColumns =
     "id, tenant, spec, state, submitted_at, started_at, finished_at, attempts, preemptions, "
     "exit_code, message, allocation, processes, idempotency_key, held, array_id, array_index, "
-    "classified, power_limit_w";
+    "classified, power_limit_w, submitted_by";
 
 }  // namespace
 
@@ -385,6 +386,7 @@ JobRow Store::read_row(const Statement& s) const {
   r.array_index = static_cast<int32_t>(s.int64(16));
   r.classified = s.text(17);
   r.power_limit_w = s.real(18);
+  r.user = s.text(19);
   return r;
 }
 
@@ -453,14 +455,15 @@ std::vector<JobRow> Store::evicted_jobs(const EvictedQuery& q) {
 std::vector<JobRecord> Store::evicted_records(double since) {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare(
-      "SELECT id, tenant, state, submitted_at, finished_at FROM jobs "
+      "SELECT id, tenant, state, submitted_at, finished_at, submitted_by FROM jobs "
       "WHERE evicted = 1 AND finished_at >= ?1 UNION ALL "
-      "SELECT id, tenant, state, submitted_at, finished_at FROM archived_jobs "
-      "WHERE finished_at >= ?1");
+      "SELECT a.id, a.tenant, a.state, a.submitted_at, a.finished_at, "
+      "COALESCE((SELECT r.submitted_by FROM job_runs r WHERE r.job_id = a.id LIMIT 1), '') "
+      "FROM archived_jobs a WHERE a.finished_at >= ?1");
   s.bind(1, since);
   std::vector<JobRecord> out;
   while (s.step()) {
-    out.push_back(JobRecord{s.int64(0), s.text(1), "", s.text(2), s.real(3), s.real(4)});
+    out.push_back(JobRecord{s.int64(0), s.text(1), "", s.text(2), s.real(3), s.real(4), s.text(5)});
   }
   return out;
 }
@@ -619,6 +622,9 @@ void Store::delete_tenant(const std::string& name, double at, const AuditEntry* 
   Statement token = db_->prepare("DELETE FROM tenants WHERE name = ?1");
   token.bind(1, name);
   token.run();
+  Statement users = db_->prepare("DELETE FROM users WHERE tenant = ?1");
+  users.bind(1, name);
+  users.run();
   Statement mark = db_->prepare(
       "INSERT INTO deleted_tenants (name, deleted_at) VALUES (?1, ?2) "
       "ON CONFLICT(name) DO UPDATE SET deleted_at = excluded.deleted_at");

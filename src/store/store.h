@@ -55,6 +55,7 @@ inline bool is_terminal(JobState s) {
 struct JobRow {
   int64_t id = 0;  // assigned by insert_job
   std::string tenant;
+  std::string user;  // the user of `tenant` who submitted it; "" = the tenant's token, the admin
   JobRequest spec;
   JobState state = JobState::kPending;
   double submitted_at = 0;  // unix seconds
@@ -123,6 +124,20 @@ struct ArchiveResult {
 struct TenantRow {
   std::string name;
   std::string token_sha256;  // hex; the token itself is never stored
+  double created_at = 0;
+};
+
+// A person inside a tenant, with a token of their own. A member acts on the jobs they
+// submitted; a tenant admin on all the tenant's jobs, and adds and removes its users.
+enum class UserRole { kMember, kAdmin };
+std::string_view to_string(UserRole r);
+bool parse_user_role(std::string_view s, UserRole& out);
+
+struct UserRow {
+  std::string tenant;
+  std::string name;
+  std::string token_sha256;  // hex
+  UserRole role = UserRole::kMember;
   double created_at = 0;
 };
 
@@ -210,6 +225,15 @@ class Store {
   bool set_tenant_token(const std::string& name, const std::string& token_sha256,
                         const AuditEntry* audit);
   bool remove_tenant_token(const std::string& name, const AuditEntry* audit);
+
+  // Users (store_users.cc). add_user: false (nothing written) if the tenant has a user of that
+  // name. users(""): every tenant's, by tenant then name. remove_user / set_user_token: false
+  // when there is no such user. delete_tenant removes the tenant's users too.
+  bool add_user(const UserRow& u, const AuditEntry* audit);
+  std::vector<UserRow> users(const std::string& tenant);
+  bool remove_user(const std::string& tenant, const std::string& name, const AuditEntry* audit);
+  bool set_user_token(const std::string& tenant, const std::string& name,
+                      const std::string& token_sha256, const AuditEntry* audit);
 
   // The dashboard's history: appends one sample (JSON text) at time t and drops those older
   // than `drop_before`, in one transaction; and reads back the samples from `since` on, oldest

@@ -1,8 +1,10 @@
 // The dashboard (/ui/) in a real browser against a real `tessera serve`: sign-in (admin, tenant,
-// a bad token), the jobs table and a job's page (history, live log), the GPU grid coloured by
-// tenant, the queue tree, the overview's charts (drawn, with data) and the audit log, with no
-// console error on any page. With --screenshots DIR it saves DIR/dashboard-<page>.png (1400×900):
-// signin (a refused token) and audit from the checks' server; overview, queues, jobs, job and
+// a bad token), the jobs table and a job's page (history, live log; a preempted job waiting
+// again; another tenant's job or none, one message), the GPU grid coloured by tenant, the queue
+// tree, the overview's charts (drawn, with data, as steps; the jobs finished a minute adding up
+// to the card's count) and the audit log, with no console error on any page. With
+// --screenshots DIR it saves DIR/dashboard-<page>.png (1400×900): signin (a refused token) and
+// audit from the checks' server; overview, queues, jobs, job and
 // nodes from a second server (16 GPUs, a queue tree, four tenants) where a scene of a busy
 // cluster runs for SCENE_SECONDS meanwhile, so that the charts have history (README images). The
 // scene runs only with --screenshots: without it the test is what CI runs, and nothing else.
@@ -52,6 +54,61 @@ async function shot(page, name) {
 
 const cssColor = (page, selector) => page.$eval(selector, (el) => getComputedStyle(el).backgroundColor);
 
+// Polls `cond` (async) every 100 ms until it holds, for at most `ms`.
+async function waitFor(cond, what, ms = 15000) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await sleep(100);
+  }
+}
+
+// Cancels a server's jobs, then stops it: jobs outlive their server (a restarted one adopts
+// them), and none may be left behind.
+async function stopServer(srv) {
+  try {
+    const { jobs } = await api(srv, ADMIN, 'GET', '/v1/jobs?state=pending,running&limit=1000');
+    for (const j of jobs) await api(srv, ADMIN, 'POST', `/v1/jobs/${j.id}/cancel?force=true`).catch(() => {});
+    for (let i = 0; i < 50; i++) {
+      if (!(await api(srv, ADMIN, 'GET', '/v1/jobs?state=running&limit=1')).jobs.length) break;
+      await sleep(100);
+    }
+  } catch { /* the server is gone already */ }
+  await srv.stop();
+}
+
+// Every series on the page's charts is drawn as steps: between two samples that differ, the
+// line is at one of their values, never in between (a spline's would be).
+async function checkStepped(page) {
+  const r = await page.evaluate(() => {
+    const bad = [];
+    let changes = 0;
+    for (const canvas of document.querySelectorAll('#page canvas')) {
+      const chart = Chart.getChart(canvas);
+      chart.data.datasets.forEach((d, i) => {
+        const line = chart.getDatasetMeta(i).dataset;
+        const name = `${canvas.getAttribute('aria-label')}: ${d.label}`;
+        if (!line.options.stepped) bad.push(`${name} is not stepped`);
+        const pts = line.points || [];
+        for (let k = 1; k < pts.length; k++) {
+          const [a, b] = [pts[k - 1], pts[k]];
+          if (a.skip || b.skip || Math.abs(a.y - b.y) < 4) continue;
+          changes++;
+          let mid = line.interpolate({ x: (a.x + b.x) / 2 }, 'x');
+          if (Array.isArray(mid)) mid = mid[0];
+          if (!mid || Math.min(Math.abs(mid.y - a.y), Math.abs(mid.y - b.y)) > 1) {
+            bad.push(`${name} between ${a.y} and ${b.y} is drawn at ${mid ? mid.y : 'no point'}`);
+            break;
+          }
+        }
+      });
+    }
+    return { bad, changes };
+  });
+  check(r.bad.length === 0, r.bad.join('; '));
+  check(r.changes > 0, 'some series changes (else nothing was checked)');
+}
+
 await run([
   ['tenants and a job that finishes', async () => {
     state.a = (await api(server, ADMIN, 'POST', '/v1/tenants', { name: 'team-a' })).token;
@@ -60,7 +117,7 @@ await run([
     // Finishes at once: the overview's "jobs finished" has something to draw.
     await api(server, ADMIN, 'POST', '/v1/jobs', { name: 'warmup', tenant: 'team-b', gang: { min: 1, max: 1 }, resources: { gpus: 1 }, command: ['sh', '-c', 'echo done'] });
     // A gang of two that runs, and a job held back, which waits.
-    await api(server, ADMIN, 'POST', '/v1/jobs', { name: 'eval', tenant: 'team-c', gang: { min: 2, max: 2 }, resources: { gpus: 2 }, command: ['sh', '-c', 'sleep 60'] });
+    state.eval = (await api(server, ADMIN, 'POST', '/v1/jobs', { name: 'eval', tenant: 'team-c', gang: { min: 2, max: 2 }, resources: { gpus: 2 }, command: ['sh', '-c', 'sleep 60'] })).id;
     const held = await api(server, ADMIN, 'POST', '/v1/jobs', { name: 'pretrain', tenant: 'team-c', gang: { min: 1, max: 1 }, resources: { gpus: 8 }, command: ['sh', '-c', 'sleep 60'] });
     await api(server, ADMIN, 'POST', `/v1/jobs/${held.id}/hold`);
   }],
@@ -150,6 +207,56 @@ await run([
     check((await page.textContent('table.placement')).includes('vm'), 'placement names the node');
   }],
 
+  ['a job preempted and waiting again is not "running for" anything', async () => {
+    // Its own server of 2 GPUs: a best-effort job holds them, a research one preempts it, and it
+    // waits again, with its last attempt's start still set.
+    const srv = await startServer(['--virtual-gpus', '2', '--checkpoint-grace', '1', ...uiDir]);
+    let page = null;
+    try {
+      await api(srv, ADMIN, 'POST', '/v1/tenants', { name: 'team-x' });
+      const job = (n, cls) => ({ name: n, tenant: 'team-x', gang: { min: 1, max: 1 }, resources: { gpus: 2 }, priority_class: cls, command: ['sh', '-c', 'sleep 60'] });
+      const low = (await api(srv, ADMIN, 'POST', '/v1/jobs', job('low', 'best-effort'))).id;
+      await waitFor(async () => (await api(srv, ADMIN, 'GET', `/v1/jobs/${low}`)).state === 'running', 'the low job runs');
+      await api(srv, ADMIN, 'POST', '/v1/jobs', job('high', 'research'));
+      await waitFor(async () => {
+        const j = await api(srv, ADMIN, 'GET', `/v1/jobs/${low}`);
+        return j.state === 'pending' && j.preemptions > 0 && j.started_at;
+      }, 'the low job is preempted and waits again');
+      page = await open(ADMIN, srv);
+      await go(page, `#/jobs/${low}`);
+      await page.waitForSelector('table.events tr[data-type="Preempted"]');
+      await page.waitForSelector('.badge.state-pending');
+      const terms = await page.$$eval('dl.kv dt', (dts) => dts.map((d) => d.textContent));
+      check(!terms.includes('Running for') && !terms.includes('Ran'), `no run time while it waits: ${terms}`);
+      check(terms.includes('Last started') && terms.includes('Waiting because'), `its last start and why it waits: ${terms}`);
+    } finally {
+      // Closed first: a page still polling a stopped server logs refused connections.
+      if (page) await page.close();
+      await stopServer(srv);
+    }
+  }],
+
+  ["another tenant's job, or none, is one message: no panels, no stale marker, no polling", async () => {
+    const page = await open(state.b);
+    await page.waitForSelector('#shell:not([hidden])');
+    const asked = [];
+    page.on('request', (r) => { if (/\/v1\/jobs\/\d+/.test(new URL(r.url()).pathname)) asked.push(new URL(r.url()).pathname); });
+    for (const [id, want] of [[state.eval, `Job ${state.eval} belongs to another tenant`], [987654, 'No job 987654']]) {
+      asked.length = 0;
+      await go(page, `#/jobs/${id}`);
+      await page.waitForFunction((w) => (document.getElementById('job-unseen') || {}).textContent === w, want);
+      // Several poll intervals (1.5 s): nothing more is asked, and nothing turns stale.
+      await sleep(4000);
+      check(await page.locator('#page .card').count() === 0, 'no empty panels');
+      check(await page.isHidden('#banner'), `no error banner: ${await page.textContent('#banner')}`);
+      check(!(await page.getAttribute('#live', 'class')).includes('stale'), 'not stale');
+      check(asked.length === 1 && asked[0] === `/v1/jobs/${id}`, `the job asked for once: ${asked}`);
+      check(await page.textContent('#page') === `← JobsJob #${id}${want}`, `only the message: ${await page.textContent('#page')}`);
+    }
+    // The browser reports each refused request itself (one each, checked above).
+    page.errors = page.errors.filter((e) => !/status of 40[34]/.test(e));
+  }],
+
   ["the node grid shows the server's GPUs, coloured by tenant", async () => {
     const page = state.admin;
     const nodes = (await api(server, ADMIN, 'GET', '/v1/nodes')).nodes;
@@ -184,6 +291,7 @@ await run([
     await page.waitForFunction((n) => document.querySelectorAll('table.queues tbody tr[data-path]').length === n, queues.length);
     check(await page.locator('table.queues tr[data-path="team-a"].borrowing').count() === 1, 'team-a borrows (holds beyond its guarantee of 0)');
     await chartsDrawn(page, 1);
+    await checkStepped(page);
   }],
 
   ['the audit log, filtered to refusals', async () => {
@@ -239,6 +347,39 @@ await run([
     await chartsDrawn(page, 4);
     await page.click('button.seg[data-range="1h"]');
     await chartsDrawn(page, 4);
+    await checkStepped(page);
+  }],
+
+  ["the jobs finished per minute add up to the card's count", async () => {
+    const page = state.admin;
+    // Three jobs that end together, in one sample: a sample's count scaled up to a minute would
+    // draw them as 180 a minute.
+    const ids = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await api(server, ADMIN, 'POST', '/v1/jobs', { name: `quick-${i}`, tenant: 'team-b', gang: { min: 1, max: 1 }, resources: { gpus: 0.5 }, command: ['true'] })).id);
+    }
+    await waitFor(async () => {
+      const states = await Promise.all(ids.map(async (id) => (await api(server, ADMIN, 'GET', `/v1/jobs/${id}`)).state));
+      return states.every((st) => st === 'succeeded');
+    }, 'the quick jobs succeed');
+    const finished = await api(server, ADMIN, 'GET', '/v1/jobs?state=succeeded,failed,timeout&limit=1000');
+    const read = () => page.evaluate(() => {
+      const stat = [...document.querySelectorAll('#page .stat')].find((e) => e.querySelector('.stat-label').textContent.startsWith('Jobs finished'));
+      const canvas = document.querySelector('#page canvas[aria-label="Jobs finished per minute"]');
+      // The point that closes the last minute's step counts nothing.
+      const ys = Chart.getChart(canvas).data.datasets[0].data.filter((p) => !p.close).map((p) => p.y);
+      return { card: Number(stat.querySelector('.stat-value').textContent.replace(/,/g, '')), sum: ys.reduce((a, y) => a + y, 0), peak: Math.max(...ys), points: ys.length };
+    });
+    // Once a sample has counted them all.
+    await page.waitForFunction((n) => {
+      const stat = [...document.querySelectorAll('#page .stat')].find((e) => e.querySelector('.stat-label').textContent.startsWith('Jobs finished'));
+      return stat && Number(stat.querySelector('.stat-value').textContent.replace(/,/g, '')) >= n;
+    }, finished.jobs.length, { timeout: 15000 });
+    const got = await read();
+    console.log(`     card ${got.card}, chart: ${got.points} minutes adding up to ${got.sum}, at most ${got.peak} a minute`);
+    check(got.card >= 4, `the warm-up and the quick jobs are counted: ${got.card}`);
+    check(Math.abs(got.sum - got.card) < 1e-9, `the chart's minutes add up to the card: ${got.sum} vs ${got.card}`);
+    check(got.peak <= got.card, `no minute above the total: ${got.peak} > ${got.card}`);
   }],
 
   ...(scene ? [['screenshots of a busy cluster', () => sceneShots(scene)]] : []),
@@ -251,16 +392,7 @@ await run([
 ], async () => {
   await browser.close();
   if (scene) await stopScene(scene);
-  // Jobs outlive the server (a restarted one adopts them): cancel them, so none is left behind.
-  try {
-    const { jobs } = await api(server, ADMIN, 'GET', '/v1/jobs?state=pending,running&limit=1000');
-    for (const j of jobs) await api(server, ADMIN, 'POST', `/v1/jobs/${j.id}/cancel?force=true`).catch(() => {});
-    for (let i = 0; i < 50; i++) {
-      if (!(await api(server, ADMIN, 'GET', '/v1/jobs?state=running&limit=1')).jobs.length) break;
-      await sleep(100);
-    }
-  } catch { /* the server is gone already */ }
-  await server.stop();
+  await stopServer(server);
 });
 
 // ---- The screenshots' scene (only with --screenshots) ----------------------------------------
@@ -392,7 +524,9 @@ async function sceneShots(sc) {
   await page.waitForSelector('#shell:not([hidden])');
 
   await go(page, '#/overview');
-  await chartsDrawn(page, 4, { minPoints: 30 });
+  // The jobs finished are a point a minute: the scene's history is the GPUs' 30 samples or more.
+  await chartsDrawn(page, 4, { minPoints: 2 });
+  await page.waitForFunction(() => Chart.getChart(document.querySelector('#page canvas')).data.datasets[0].data.length >= 30);
   await shot(page, 'overview');
 
   const queues = (await api(srv, ADMIN, 'GET', '/v1/queues')).queues;

@@ -11,7 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-json suspended_job(const std::string& name, int parallelism, int gpus, bool kueue = false) {
+json suspended_job(const std::string& name, int parallelism, int gpus, bool kueue = false,
+                   const std::string& cls = "production") {
   json job = json::parse(R"({
     "metadata": {"namespace": "ml", "labels": {}, "creationTimestamp": "2026-11-29T00:00:00Z"},
     "spec": {"completionMode": "Indexed", "suspend": true,
@@ -22,6 +23,7 @@ json suspended_job(const std::string& name, int parallelism, int gpus, bool kueu
   job["metadata"]["name"] = name;
   job["metadata"]["uid"] = "uid-" + name;
   if (kueue) job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "user-queue";
+  job["spec"]["template"]["metadata"]["labels"]["tessera.io/class"] = cls;
   job["spec"]["parallelism"] = parallelism;
   job["spec"]["completions"] = parallelism;
   job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = gpus;
@@ -45,6 +47,10 @@ class JobAdmission : public ::testing::Test {
 };
 
 TEST_F(JobAdmission, ASuspendedJobIsOfferedWholeFromItsTemplateAndKueuesIsLeftAlone) {
+  m_.set_queue_tree(parse_queue_tree_yaml("queues:\n  - name: ml\n    priority_classes: "
+                                          "[production, research]\n",
+                                          "queues.yaml"),
+                    "queues.yaml");
   const PodGroupInfo job = parse_job(suspended_job("train", 3, 2));
   ASSERT_NE(job.pod_template, nullptr);
   m_.upsert_group(job);
@@ -71,8 +77,36 @@ TEST_F(JobAdmission, ASuspendedJobIsOfferedWholeFromItsTemplateAndKueuesIsLeftAl
   EXPECT_EQ(m_.gang("ml/train"), nullptr);
 }
 
+// A class its queue does not grant is refused, naming the class and what the queue allows:
+// else any namespace could label its pods to preempt everyone else's.
+TEST_F(JobAdmission, AClassItsQueueDoesNotGrantIsRefused) {
+  m_.upsert_group(parse_job(suspended_job("train", 3, 2)));  // production, in a flat tree
+  CycleInput in = m_.prepare(1);
+  EXPECT_TRUE(in.pending.empty());
+  const Gang* g = m_.gang("ml/train");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->waiting_code, "Invalid");
+  EXPECT_NE(g->waiting.find("queue ml does not allow priority class production (it allows "
+                            "best-effort, research"),
+            std::string::npos)
+      << g->waiting;
+
+  // A queue whose default is production allows it (and lower classes), but not more.
+  m_.set_queue_tree(
+      parse_queue_tree_yaml("queues:\n  - name: ml\n    default_priority_class: production\n",
+                            "queues.yaml"),
+      "queues.yaml");
+  in = m_.prepare(2);
+  ASSERT_EQ(in.pending.size(), 1u);
+  EXPECT_EQ(m_.gang("ml/train")->waiting, "");
+  m_.upsert_group(parse_job(suspended_job("serve", 1, 1, false, "inference-critical")));
+  in = m_.prepare(3);
+  EXPECT_EQ(in.pending.size(), 1u);
+  EXPECT_EQ(m_.gang("ml/serve")->waiting_code, "Invalid");
+}
+
 TEST_F(JobAdmission, TheRoomGivenIsHeldUntilItsPodsExistOrTheHoldPasses) {
-  m_.upsert_group(parse_job(suspended_job("train", 3, 2)));
+  m_.upsert_group(parse_job(suspended_job("train", 3, 2, false, "research")));
   m_.prepare(1);
   Gang* g = m_.gang("ml/train");
   ASSERT_NE(g, nullptr);
@@ -87,7 +121,7 @@ TEST_F(JobAdmission, TheRoomGivenIsHeldUntilItsPodsExistOrTheHoldPasses) {
   EXPECT_EQ(free_gpus(), 2);
 
   // Unsuspended, its pods not yet made: still held, and not offered again.
-  json resumed = suspended_job("train", 3, 2);
+  json resumed = suspended_job("train", 3, 2, false, "research");
   resumed["spec"]["suspend"] = false;
   m_.upsert_group(parse_job(resumed));
   CycleInput in = m_.prepare(2);
@@ -103,7 +137,7 @@ TEST_F(JobAdmission, TheRoomGivenIsHeldUntilItsPodsExistOrTheHoldPasses) {
   EXPECT_EQ(m_.gang("ml/train"), nullptr);  // no pods in the model yet: nothing left of it
 
   // A Job whose pods never come holds its room only for the hold.
-  m_.upsert_group(parse_job(suspended_job("stuck", 2, 4)));
+  m_.upsert_group(parse_job(suspended_job("stuck", 2, 4, false, "research")));
   m_.prepare(4);
   Gang* s = m_.gang("ml/stuck");
   ASSERT_NE(s, nullptr);

@@ -41,8 +41,15 @@ TEST_F(KubeRealServer, DeployManifestsAreAcceptedAndTheCrdRefusesAnInvalidPodGro
     EXPECT_NE(examples.find(what), std::string::npos) << what << "\n" << examples;
   }
   // Scheduled, each example's pods are placed: the Job's (made by its controller) and the bare
-  // pods as two whole gangs, the Deployment's replicas on half GPUs.
-  start_scheduler();
+  // pods as two whole gangs, the Deployment's replicas on half GPUs. Their queues grant the
+  // classes the examples name (as the deployed tree does), with no quota: both of team-a's
+  // gangs fit at once.
+  start_scheduler(R"(queues:
+  - name: team-a
+    priority_classes: [production, research, best-effort]
+  - name: team-inference
+    priority_classes: [inference-critical, production, best-effort]
+)");
   const auto bound_in = [&](const std::string& ns) {
     size_t n = 0;
     const json listed = api("GET", "/api/v1/namespaces/" + ns + "/pods").json_body();

@@ -22,7 +22,9 @@ export function timeChart(canvas, { stacked = false, yTitle = '', type = 'line',
       parsing: true,
       normalized: true,
       interaction: { mode: 'index', intersect: false },
-      elements: { point: { radius: fewPoints, hitRadius: 6, hoverRadius: 3 }, line: { borderWidth: 1.5, cubicInterpolationMode: 'monotone' } },
+      // Straight segments unless a series says otherwise: a spline between two samples draws
+      // values no sample had (see series()).
+      elements: { point: { radius: fewPoints, hitRadius: 6, hoverRadius: 3 }, line: { borderWidth: 1.5, tension: 0 } },
       scales: {
         x: {
           type: 'linear',
@@ -86,7 +88,15 @@ function niceStep(span, most) {
 }
 
 // A line series; `area` fills it (stacked areas fill to the series below).
-export function series(label, color, points, { area = false, dashed = false, stackFill = null } = {}) {
+// Drawn as steps, since what the dashboard charts changes in steps (jobs, GPUs held, shares, the
+// count of an interval) and a curve between two samples would show values that never were.
+// A point's value holds from it until the next point (a gauge as sampled, a count of the minute
+// that starts at it); with `interval`, it is the value of the interval that ends at the point
+// (a count or a rate over a sample's interval). Chart.js names these the other way round: its
+// 'before' draws the step at the next point, its 'after' at the previous one. `smooth` only for
+// a measure that does vary continuously (none so far).
+export function series(label, color, points, { area = false, dashed = false, stackFill = null,
+  interval = false, smooth = false } = {}) {
   return {
     label,
     data: points,
@@ -94,6 +104,8 @@ export function series(label, color, points, { area = false, dashed = false, sta
     backgroundColor: area ? alpha(color, 0.55) : color,
     fill: stackFill !== null ? stackFill : area ? 'origin' : false,
     borderDash: dashed ? [5, 4] : undefined,
+    stepped: smooth ? false : interval ? 'after' : 'before',
+    cubicInterpolationMode: smooth ? 'monotone' : 'default',
     spanGaps: false,
   };
 }

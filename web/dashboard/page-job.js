@@ -17,6 +17,7 @@ export function mount(root, route, ctx) {
   const readOnly = !!ctx.who.read_only;
   let job = null;
   let gone = false; // read-only: the pod group is no longer there (its pods finished or went)
+  let unseen = 0; // 403 or 404: the job is another tenant's, or there is none
   let rank = 0;
   let log = null; // {rank, attempt, next, decoder}
 
@@ -85,6 +86,16 @@ export function mount(root, route, ctx) {
     })));
   }
 
+  // A job this token may not see (403) or that does not exist (404): one message instead of the
+  // page's panels, and no more requests, since the answer does not change while the page is open.
+  function showUnseen(status) {
+    unseen = status;
+    fill(root,
+      h('div', { class: 'job-head' }, h('a', { href: '#/jobs', class: 'back', text: '← Jobs' }), heading),
+      h('div', { class: 'empty job-unseen', id: 'job-unseen', role: 'status',
+        text: status === 403 ? `Job ${id} belongs to another tenant` : `No job ${id}` }));
+  }
+
   function row(label, value, cls) {
     if (value === null || value === undefined || value === '') return null;
     return [h('dt', { text: label }), h('dd', { class: cls || null }, value)];
@@ -123,7 +134,14 @@ export function mount(root, route, ctx) {
     const s = j.spec || {};
     const res = s.resources || {};
     const gang = s.gang || { min: 1, max: 1 };
-    const end = j.finished_at || t;
+    // started_at is the last attempt's start: a job preempted or requeued keeps it while it
+    // waits again, so whether it runs now is its state's to say; the wait before it is the
+    // first attempt's only.
+    const first = !(j.attempts > 1);
+    const last = !first || j.state === 'pending' || j.state === 'preempted';
+    let ran = null;
+    if (j.started_at && j.state === 'running') ran = ['Running for', duration(t - j.started_at)];
+    else if (j.started_at && j.finished_at) ran = ['Ran', duration(j.finished_at - j.started_at)];
     fill(summary,
       readOnly ? row('Pod group', j.name, 'mono') : null,
       row('Tenant', h('span', null, h('span', { class: 'swatch', style: { background: tenantColor(j.tenant) } }), j.tenant)),
@@ -134,9 +152,10 @@ export function mount(root, route, ctx) {
       row('Per member', Object.entries(res).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' · ')),
       row('GPUs', jobGpus(j).text),
       row('Submitted', `${dateTime(j.submitted_at)} (${duration(t - j.submitted_at)} ago)`),
-      row('Started', j.started_at ? `${dateTime(j.started_at)} (waited ${duration(j.started_at - j.submitted_at)})` : null),
+      row(last ? 'Last started' : 'Started', !j.started_at ? null
+        : `${dateTime(j.started_at)}${first ? ` (waited ${duration(j.started_at - j.submitted_at)})` : ''}`),
       row('Finished', j.finished_at ? dateTime(j.finished_at) : null),
-      row(j.finished_at ? 'Ran' : 'Running for', j.started_at ? duration(end - j.started_at) : null),
+      ran ? row(ran[0], ran[1]) : null,
       readOnly ? null : row('Attempts', String(j.attempts)),
       row('Preemptions', j.preemptions ? String(j.preemptions) : null),
       row('Exit code', j.exit_code === null ? null : String(j.exit_code), j.exit_code ? 'bad' : null),
@@ -239,11 +258,12 @@ export function mount(root, route, ctx) {
   }
 
   async function refreshReadOnly() {
-    if (gone) return;
+    if (gone || unseen) return;
     let j;
     try {
       j = await api.get(`/v1/jobs/${id}`);
     } catch (e) {
+      if (e.status === 403) return showUnseen(403);
       if (e.status !== 404) throw e;
       // The pod group's pods finished or were deleted: the scheduler forgets it. Say so once
       // and ask no more.
@@ -267,7 +287,17 @@ export function mount(root, route, ctx) {
 
   async function refresh() {
     if (readOnly) return refreshReadOnly();
-    const [j, ev] = await Promise.all([api.get(`/v1/jobs/${id}`), api.get(`/v1/jobs/${id}/events`)]);
+    if (unseen) return;
+    let j;
+    let ev;
+    try {
+      // The first time, the job alone: a job this token may not see costs one refused request.
+      const first = job ? null : await api.get(`/v1/jobs/${id}`);
+      [j, ev] = await Promise.all([first || api.get(`/v1/jobs/${id}`), api.get(`/v1/jobs/${id}/events`)]);
+    } catch (e) {
+      if (e.status === 403 || e.status === 404) return showUnseen(e.status);
+      throw e;
+    }
     job = j;
     ctx.setTitle(`Job #${j.id}`);
     heading.textContent = `${j.name || '(unnamed)'} `;
@@ -282,7 +312,7 @@ export function mount(root, route, ctx) {
   }
 
   return {
-    get interval() { return gone ? 60000 : job && FINISHED.includes(job.state) ? 5000 : 1500; },
+    get interval() { return gone || unseen ? 60000 : job && FINISHED.includes(job.state) ? 5000 : 1500; },
     refresh,
   };
 }

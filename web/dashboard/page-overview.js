@@ -98,10 +98,10 @@ export function mount(root, route, ctx) {
       series('running', '#4e79a7', samples.map((s) => ({ x: s.t, y: s.running_jobs }))),
     ], since, until);
     setSeries(charts.decisions, [
-      series('decisions/s', '#59a14f', samples.map((s) => ({ x: s.t, y: s.decisions_per_s })), { area: true }),
+      series('decisions/s', '#59a14f', samples.map((s) => ({ x: s.t, y: s.decisions_per_s })), { area: true, interval: true }),
     ], since, until);
     setSeries(charts.finished, [
-      series('finished', '#b07aa1', samples.map((s) => ({ x: s.t, y: rate(s, s.completions, hist) * 60 })), { area: true }),
+      series('finished', '#b07aa1', finishedPerMinute(samples, hist.step_s || r.step), { area: true }),
     ], since, until);
   }
 
@@ -120,7 +120,8 @@ export function mount(root, route, ctx) {
     const tops = top.length ? top : queues.filter((q) => !q.path.includes('/'));
     const running = tops.reduce((a, q) => a + q.running_jobs, 0);
     const pending = tops.reduce((a, q) => a + q.pending_jobs, 0);
-    // Counters are sums over each bucket.
+    // Counters are sums over each bucket. The jobs finished are the same samples' completions
+    // that the chart draws per minute (finishedPerMinute): its minutes add up to this.
     const finished = samples.reduce((a, s) => a + (s.completions || 0), 0);
     const starts = samples.reduce((a, s) => a + (s.starts || 0), 0);
     fill(stats,
@@ -140,8 +141,27 @@ export function mount(root, route, ctx) {
   };
 }
 
-// Per-second rate of a count over its sample's interval.
-function rate(sample, count, hist) {
-  const iv = sample.interval_s || (hist && hist.interval_s) || 10;
-  return (count || 0) / iv;
+// Jobs finished per minute: each sample's completions (the jobs that finished in the interval
+// that ends at its t) added up per minute of the clock, a point at the minute's start, so that
+// the minutes add up to the card's count. Not a sample's count scaled up to a minute: a sample is
+// 10 s by default, and 4 jobs that end in the same one would read as 24 a minute. Where the
+// history's buckets are wider than a minute (the last day), per bucket of whole minutes, divided
+// by its minutes. The last bucket's end closes the line (a point marked `close`, no count of its
+// own), so that the last minute is drawn as wide as the others, and a young server's only one
+// at all.
+export function finishedPerMinute(samples, step) {
+  const width = Math.max(1, Math.ceil((step || 60) / 60)) * 60;
+  const out = [];
+  for (const s of samples) {
+    const start = (Math.ceil(s.t / width) - 1) * width; // (start, start + width] holds s.t
+    const last = out[out.length - 1];
+    if (last && last.x === start) last.n += s.completions || 0;
+    else out.push({ x: start, n: s.completions || 0 });
+  }
+  const points = out.map((p) => ({ x: p.x, y: (p.n * 60) / width }));
+  if (!points.length) return points;
+  // The first minute from where the history starts, if later: no wider than what was counted.
+  points[0].x = Math.max(points[0].x, samples[0].t - (samples[0].interval_s || 0));
+  points.push({ x: points[points.length - 1].x + width, y: points[points.length - 1].y, close: true });
+  return points;
 }

@@ -429,6 +429,15 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
     }
     if (!g.waiting.empty()) return;
     fill_spec(g, pending, g.pending_spec);
+    // A class its queue does not grant would let one tenant preempt another at will.
+    const QueueId leaf = tree_->leaf_of(g.pending_spec.tenant);
+    if (std::string why =
+            class_refusal(tree_->queue(leaf == kNoId ? kRootQueue : leaf), g.pending_spec.priority);
+        !why.empty()) {
+      g.waiting_code = "Invalid";
+      g.waiting = first.key() + ": " + why;
+      return;
+    }
     g.pending_spec.min_members = std::max(1, min_member - have_bound);
     g.pending_spec.max_members = g.adaptive.batch > 0 ? min_member : have_pending;
     // Not now and not ever on these nodes (until nodes change): said apart from "not now".

@@ -101,6 +101,7 @@ TenantLimits Service::limits_for_locked(TenantId t) const {
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     const QueueSpec& s = tree_->queue(*it);
     if (s.max_pending_jobs >= 0) lim.max_pending_jobs = s.max_pending_jobs;
+    if (s.max_pending_jobs_per_user >= 0) lim.max_pending_per_user = s.max_pending_jobs_per_user;
     if (s.max_gang_size >= 0) lim.max_gang_members = static_cast<int32_t>(s.max_gang_size);
     if (s.max_processes >= 0) lim.max_running_members = s.max_processes;
     if (s.submissions_per_second >= 0) lim.submissions_per_second = s.submissions_per_second;
@@ -137,6 +138,21 @@ void Service::check_limits_locked(const Caller& caller, const JobRequest& req, T
             ", --max-pending-per-tenant or the queue's tenant_limits); submit more as they "
             "start");
   }
+  // A user's own share of the tenant's queue (the tenant's token and the admin are not users).
+  if (!caller.user.empty() && lim.max_pending_per_user > 0) {
+    int64_t mine = 0;
+    for (const Job* j : pending_) mine += j->spec.tenant == t && j->row.user == caller.user ? 1 : 0;
+    if (mine + static_cast<int64_t>(jobs) > lim.max_pending_per_user) {
+      throw ServiceError(
+          ServiceError::kTooMany, "",
+          caller.actor() + " has " + std::to_string(mine) + " jobs waiting" +
+              (jobs > 1 ? " and this array adds " + std::to_string(jobs) : std::string()) +
+              ", past the most this server queues for one user (" +
+              std::to_string(lim.max_pending_per_user) +
+              ", --max-pending-per-user or the queue's tenant_limits."
+              "max_pending_jobs_per_user); submit more as they start");
+    }
+  }
   // The admin is the operator, not a tenant racing others: only tenants' tokens are metered.
   // Each task of an array is a submission: an array costs its size, and one larger than the
   // burst could never be taken, so it is a request to change rather than to retry.
@@ -165,9 +181,12 @@ std::optional<Caller> Service::authenticate(const std::string& token) const {
   const std::string h = sha256_hex(token);
   std::lock_guard lock(mu_);
   if (!admin_hash_.empty() && h == admin_hash_) return Caller{true, ""};
-  auto it = token_tenant_.find(h);
-  if (it == token_tenant_.end()) return std::nullopt;
-  return Caller{false, it->second};
+  if (auto it = token_tenant_.find(h); it != token_tenant_.end()) return Caller{false, it->second};
+  if (auto it = token_user_.find(h); it != token_user_.end()) {
+    const UserRow& u = it->second;
+    return Caller{false, u.tenant, u.name, u.role == UserRole::kAdmin};
+  }
+  return std::nullopt;
 }
 
 void Service::set_admin_token(const std::string& token) {
@@ -301,6 +320,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
   for (size_t k = 0; k < tasks; ++k) {
     JobRow& row = rows[k];
     row.tenant = req.tenant;
+    row.user = ctx.caller.user;
     row.spec = req;
     row.classified = kind;
     row.submitted_at = t;
@@ -355,9 +375,22 @@ Service::Job& Service::visible_job_locked(const Caller& caller, int64_t id) cons
   return *it->second;
 }
 
+Service::Job& Service::owned_job_locked(const Caller& caller, int64_t id) const {
+  Job& j = visible_job_locked(caller, id);
+  if (!caller.acts_on(j.row.tenant, j.row.user)) {
+    const std::string by =
+        j.row.user.empty() ? "the tenant's token or the admin" : j.row.user + "@" + j.row.tenant;
+    throw ServiceError(ServiceError::kForbidden, "",
+                       "job " + std::to_string(id) + " was submitted by " + by +
+                           ": a member acts on their own jobs (a tenant admin on all of its "
+                           "tenant's)");
+  }
+  return j;
+}
+
 JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
   std::lock_guard lock(mu_);
-  Job& j = visible_job_locked(ctx.caller, id);
+  Job& j = owned_job_locked(ctx.caller, id);
   if (!cancellable_locked(j)) {
     throw ServiceError(
         ServiceError::kConflict, "",
@@ -369,7 +402,7 @@ JobView Service::cancel(const RequestContext& ctx, int64_t id, bool force) {
 
 size_t Service::cancel_array(const RequestContext& ctx, int64_t id, bool force) {
   std::lock_guard lock(mu_);
-  const Job& named = visible_job_locked(ctx.caller, id);
+  const Job& named = owned_job_locked(ctx.caller, id);
   const int64_t array = named.row.array_id;
   if (array == 0) {
     throw ServiceError(ServiceError::kInvalid, "array",
@@ -530,7 +563,7 @@ void Service::write_job_locked(const JobRow& next, const AuditEntry& audit,
 
 JobView Service::hold(const RequestContext& ctx, int64_t id) {
   std::lock_guard lock(mu_);
-  Job& j = visible_job_locked(ctx.caller, id);
+  Job& j = owned_job_locked(ctx.caller, id);
   const std::string what = "job " + std::to_string(id);
   if (j.row.state != JobState::kPending || !j.waits_for.empty() || !j.alloc.empty()) {
     throw ServiceError(
@@ -553,7 +586,7 @@ JobView Service::hold(const RequestContext& ctx, int64_t id) {
 
 JobView Service::release(const RequestContext& ctx, int64_t id) {
   std::lock_guard lock(mu_);
-  Job& j = visible_job_locked(ctx.caller, id);
+  Job& j = owned_job_locked(ctx.caller, id);
   const std::string what = "job " + std::to_string(id);
   if (!j.row.held) {
     throw ServiceError(ServiceError::kConflict, "", what + " is not held");
@@ -571,7 +604,7 @@ JobView Service::release(const RequestContext& ctx, int64_t id) {
 
 JobView Service::requeue(const RequestContext& ctx, int64_t id) {
   std::lock_guard lock(mu_);
-  Job& j = visible_job_locked(ctx.caller, id);
+  Job& j = owned_job_locked(ctx.caller, id);
   const std::string what = "job " + std::to_string(id);
   if (j.row.state != JobState::kRunning || j.members.empty()) {
     throw ServiceError(ServiceError::kConflict, "",
@@ -592,7 +625,7 @@ JobView Service::requeue(const RequestContext& ctx, int64_t id) {
 
 JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& u) {
   std::lock_guard lock(mu_);
-  Job& j = visible_job_locked(ctx.caller, id);
+  Job& j = owned_job_locked(ctx.caller, id);
   const std::string what = "job " + std::to_string(id);
   if (is_terminal(j.row.state)) {
     throw ServiceError(ServiceError::kConflict, "",
@@ -691,6 +724,7 @@ void Service::delete_tenant(const RequestContext& ctx, const std::string& name) 
   const AuditEntry audit{0, at, ctx.caller.actor(), ctx.method, ctx.path, 200, "tenant " + name};
   api_write([&] { store_->delete_tenant(name, at, &audit); });
   std::erase_if(token_tenant_, [&](const auto& e) { return e.second == name; });
+  std::erase_if(token_user_, [&](const auto& e) { return e.second.tenant == name; });
   deleted_tenants_.insert(name);
 }
 

@@ -213,6 +213,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
     tenants_.intern(t.name);
     token_tenant_[t.token_sha256] = t.name;
   }
+  for (UserRow& u : store_->users("")) token_user_[u.token_sha256] = std::move(u);
   admin_hash_ = store_->setting("admin_token_sha256").value_or("");
   for (std::string& name : store_->deleted_tenants()) deleted_tenants_.insert(std::move(name));
   if (const auto uids = store_->setting("tenant_uids")) {
@@ -306,6 +307,27 @@ void Service::restore_decayed_locked() {
   apply_usage(*tree_, *saved, driver_.usage().decayed());
 }
 
+namespace {
+
+// Why `name` names no GPU of this cluster: an ambiguous name ("a100") says the choices; either
+// way the types the cluster has are listed.
+std::string unknown_gpu_type(const Cluster& c, const std::string& name) {
+  std::string why = "GPU type " + quote_prefix(name) + " does not exist in this cluster";
+  try {
+    (void)c.gpu_types().known(name);
+  } catch (const std::invalid_argument& e) {
+    if (std::string_view(e.what()).starts_with("ambiguous")) why = e.what();
+  }
+  std::string have;
+  for (GpuTypeId t = 0; t < c.gpu_types().size(); ++t) {
+    if ((c.present_types() & (GpuTypeMask{1} << t)) == 0) continue;
+    have += (have.empty() ? "" : ", ") + c.gpu_types().at(t).name;
+  }
+  return why + " (this cluster has " + (have.empty() ? std::string("no GPUs") : have) + ")";
+}
+
+}  // namespace
+
 JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where,
                                 std::string* unrunnable) {
   // A problem with this cluster's configuration rather than with the request: refused at
@@ -330,7 +352,7 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
       auto t = cluster_.gpu_types().find(name);
       if (!t || (cluster_.present_types() & (GpuTypeMask{1} << *t)) == 0) {
         config_problem(ServiceError::kInfeasible, "resources.gpu_types",
-                       "GPU type " + quote_prefix(name) + " does not exist in this cluster");
+                       unknown_gpu_type(cluster_, name));
         continue;
       }
       s.allowed_types |= GpuTypeMask{1} << *t;
@@ -345,10 +367,9 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
     parse_priority_class(req.priority_class, s.priority);
     s.priority_given = true;
   }
-  if (!apply_queue_defaults(q, s)) {
-    config_problem(
-        ServiceError::kForbidden, "priority_class",
-        "queue " + q.path + " does not allow priority class " + std::string(to_string(s.priority)));
+  apply_queue_defaults(q, s);
+  if (std::string why = class_refusal(q, s.priority); !why.empty()) {
+    config_problem(ServiceError::kForbidden, "priority_class", why);
   }
   if (req.adaptive.batch > 0 && !policy_.goodput) {
     // Its GPUs and batch are for a goodput round to choose; no other policy would size it.

@@ -279,10 +279,22 @@ class Service final : public ReadModel {
   std::vector<NodeView> nodes(const Caller& caller) const;
   // Every tenant, with a token or not, by name.
   std::vector<TenantView> tenants() const;
+  // People inside tenants (users.cc). The admin or a manager of the tenant (its own token, a
+  // tenant admin) adds a user (returns their token, shown once), lists, removes one (their
+  // token stops working; their jobs stay), or rotates a user's token (a user may rotate
+  // their own). Names as tenants' (1-63 letters, digits, '-', '_', '.').
+  std::string add_user(const RequestContext& ctx, const std::string& tenant,
+                       const std::string& name, UserRole role);
+  std::vector<UserRow> users(const Caller& caller, const std::string& tenant) const;
+  void remove_user(const RequestContext& ctx, const std::string& tenant, const std::string& name);
+  std::string rotate_user_token(const RequestContext& ctx, const std::string& tenant,
+                                const std::string& name);
   std::vector<AuditEntry> audit_log(size_t limit, const AuditFilter& f = {}) const;
   // Accounting over [since, until) (unix seconds): per tenant and queue, from every run that
   // ended (the database) and every run still going (counted up to now). A tenant sees its own.
-  std::vector<UsageRow> usage(const Caller& caller, double since, double until) const;
+  // `by_user`: a row per user of each tenant (their submitted jobs' runs), as sreport by user.
+  std::vector<UsageRow> usage(const Caller& caller, double since, double until,
+                              bool by_user = false) const;
   // The admin archives the jobs that finished more than `older_than_seconds` ago (see
   // ServiceOptions::archive_after_seconds); only jobs already out of memory are archived.
   ArchiveResult archive(const RequestContext& ctx, double older_than_seconds);
@@ -421,6 +433,11 @@ class Service final : public ReadModel {
   // owned through unique_ptr, so a const service still hands out the job for mutation by
   // callers that hold the lock.
   Job& visible_job_locked(const Caller& caller, int64_t id) const;
+  // The same, if `caller` may also act on it (Caller::acts_on; kForbidden naming who
+  // submitted it otherwise).
+  Job& owned_job_locked(const Caller& caller, int64_t id) const;
+  // kForbidden unless `caller` manages `tenant`; kNotFound for a deleted or unknown tenant.
+  void check_manages_locked(const Caller& caller, const std::string& tenant) const;
   // The row of a job `caller` may see, in memory or (evicted) in the database.
   JobRow visible_row_locked(const Caller& caller, int64_t id) const;
   // A view of a row no longer in memory: finished, placed nowhere.
@@ -586,6 +603,7 @@ class Service final : public ReadModel {
   ClusterState state_;
   Interner tenants_;
   std::map<std::string, std::string> token_tenant_;  // token sha256 -> tenant
+  std::map<std::string, UserRow> token_user_;        // token sha256 -> user (as stored)
   std::set<std::string> deleted_tenants_;            // as stored (tessera tenant delete)
   std::string admin_hash_;
   QueueTree tree_template_;                // as loaded (unbound)

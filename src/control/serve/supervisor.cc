@@ -366,6 +366,7 @@ RunRecord Service::run_record_locked(const Job& j) const {
   r.job = j.row.id;
   r.attempt = j.row.attempts;
   r.tenant = j.row.tenant;
+  r.user = j.row.user;
   r.queue = leaf_path_locked(j.spec.tenant);
   r.started = j.row.started_at;
   r.outcome = "running";

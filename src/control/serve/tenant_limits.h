@@ -15,6 +15,7 @@ namespace tessera {
 
 struct TenantLimits {
   int64_t max_pending_jobs = 10000;     // waiting jobs per tenant; a submission beyond is 429
+  int64_t max_pending_per_user = 0;     // waiting jobs of each user inside a tenant; 0 = none
   int32_t max_gang_members = 256;       // members of one job; more is refused (400)
   int64_t max_running_members = 512;    // processes of a tenant's running jobs; more wait
   double submissions_per_second = 100;  // per tenant, sustained (429 beyond); 0 = no limit

@@ -341,7 +341,8 @@ std::vector<AuditEntry> Service::audit_log(size_t limit, const AuditFilter& f) c
   return store_->audit_log(limit, f);
 }
 
-std::vector<UsageRow> Service::usage(const Caller& caller, double since, double until) const {
+std::vector<UsageRow> Service::usage(const Caller& caller, double since, double until,
+                                     bool by_user) const {
   if (!(since < until)) {
     throw ServiceError(ServiceError::kInvalid, "until", "must be later than since");
   }
@@ -379,10 +380,10 @@ std::vector<UsageRow> Service::usage(const Caller& caller, double since, double 
       const Job& j = *jp;
       jobs.push_back(JobRecord{id, j.row.tenant, leaf_path_locked(j.spec.tenant),
                                std::string(to_string(j.row.state)), j.row.submitted_at,
-                               j.row.finished_at});
+                               j.row.finished_at, j.row.user});
     }
   }
-  std::vector<UsageRow> rows = usage_report(runs, jobs, since, until, opt_.carbon.get());
+  std::vector<UsageRow> rows = usage_report(runs, jobs, since, until, opt_.carbon.get(), by_user);
   if (!caller.admin)
     std::erase_if(rows, [&](const UsageRow& r) { return r.tenant != caller.tenant; });
   return rows;
