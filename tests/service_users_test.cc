@@ -174,6 +174,12 @@ TEST_F(ServiceUsers, AUserMayQueueOnlyTheirOwnShareOfTheTenantsJobs) {
             "user (2, --max-pending-per-user or the queue's "
             "tenant_limits.max_pending_jobs_per_user); submit more as they start");
   EXPECT_EQ(submit(bob), "");
+  // An array larger than the limit could never be queued: a request to change, not to retry.
+  EXPECT_EQ(error_of([&] {
+              s->submit(ctx(bob), job("name: a\narray: 0-2\ncommand: [x]\n"), "", nullptr);
+            }),
+            "invalid: an array of 3 tasks is more than this server queues for one user (2, "
+            "--max-pending-per-user or the queue's tenant_limits.max_pending_jobs_per_user)");
   EXPECT_EQ(submit(Caller{false, "team-a"}), "");  // the tenant's own token is no user
 }
 

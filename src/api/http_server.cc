@@ -423,6 +423,25 @@ void ApiServer::routes() {
               kJson);
         }));
 
+  // The admin replaces the queue tree (the body: its YAML); ?dry_run=true checks it only.
+  route("POST", "/v1/queues",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const bool dry_run = query_param(req, "dry_run").value_or("false") == "true";
+          // The file the client read it from, for errors that name its lines.
+          // Cut at a character boundary, control characters shown as '?' (quote_prefix),
+          // without its quotes.
+          const std::string quoted =
+              quote_prefix(query_param(req, "origin").value_or("the applied queue tree"), 200);
+          const std::string origin = quoted.substr(1, quoted.size() - 2);
+          const QueueTreeChange change = svc.apply_queue_tree(
+              RequestContext{c, req.method, req.path}, req.body, origin, dry_run);
+          res.set_content(json_text(nlohmann::json{{"applied", !dry_run},
+                                                   {"queues", change.queues},
+                                                   {"added", change.added},
+                                                   {"removed", change.removed}}),
+                          kJson);
+        }));
+
   route(
       "GET", "/v1/tenants",
       guarded([&svc, admin_only](const httplib::Request&, httplib::Response& res, const Caller& c) {

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "apps/command_line.h"
 #include "apps/service_commands.h"
 #include "control/token.h"
+#include "model/csv.h"
 #include "store/store.h"
 
 namespace tessera {
@@ -372,6 +374,28 @@ int queues(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, "/v1/queues", "queues", "queues", queue_table);
 }
 
+int queues_apply(ApiClient& c, const ClientArgs& a) {
+  const std::string text = csv::read_file(a.file);
+  const std::string name = std::filesystem::path(a.file).filename().string();
+  const auto j = nlohmann::json::parse(
+      ok_body(c.post("/v1/queues?origin=" + query_escape(name) + (a.dry_run ? "&dry_run=true" : ""),
+                     text, "application/yaml"),
+              "queues apply"));
+  if (a.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << a.file << (a.dry_run ? ": valid, not applied" : ": applied") << " ("
+            << j["queues"].get<int64_t>() << " queues";
+  for (const char* key : {"added", "removed"}) {
+    std::string list;
+    for (const auto& q : j[key]) list += (list.empty() ? "" : ", ") + q.get<std::string>();
+    if (!list.empty()) std::cout << "; " << key << " " << list;
+  }
+  std::cout << ")\n";
+  return 0;
+}
+
 int nodes(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, "/v1/nodes", "nodes", "nodes", node_table);
 }
@@ -569,7 +593,7 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       ->check(job_states_check());
   c.jobs->add_option("--tenant", a.tenant, "only this tenant's jobs (admin)");
   c.jobs->add_option("--array", a.array, "only the tasks of this job array (its id)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c.jobs->add_option("--limit", a.limit, "at most this many, the newest (0: all)");
   c.jobs->add_option("--sort", a.sort, "order of the rows (default: newest first)")
       ->check(CLI::IsMember(job_sort_keys()));
@@ -649,6 +673,15 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "Show the queue tree: shares, holdings, long-term usage, who borrows or is over "
       "its fair share");
   c.queues->add_flag("--json", a.json, "print JSON");
+  c.queues_apply = c.queues->add_subcommand(
+      "apply",
+      "Replace the running queue tree with FILE (admin): checked whole first; refused if a "
+      "tenant would have no queue, naming its jobs; running jobs keep running");
+  c.queues_apply->add_option("file", a.file, "queue tree (YAML, the --queues format)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  c.queues_apply->add_flag("--dry-run", a.dry_run, "check it against the server; change nothing");
+  c.queues_apply->add_flag("--json", a.json, "print JSON");
   c.nodes = app.add_subcommand("nodes", "Show nodes and GPUs");
   c.nodes->add_flag("--json", a.json, "print JSON");
   c.logs = app.add_subcommand(
@@ -724,12 +757,12 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.user_rotate->add_option("name", a.name, "user name")->required();
   c.user_rotate->add_flag("--json", a.json, "print JSON");
   c.user->require_subcommand(1);
-  for (CLI::App* s :
-       {c.submit,        c.jobs,     c.job,          c.cancel,        c.hold,
-        c.release,       c.requeue,  c.update,       c.audit,         c.usage,
-        c.queues,        c.nodes,    c.logs,         c.tenant_create, c.tenant_list,
-        c.tenant_delete, c.archive,  c.token_rotate, c.token_revoke,  c.node_drain,
-        c.node_resume,   c.user_add, c.user_list,    c.user_remove,   c.user_rotate}) {
+  for (CLI::App* s : {c.submit,        c.jobs,     c.job,          c.cancel,        c.hold,
+                      c.release,       c.requeue,  c.update,       c.audit,         c.usage,
+                      c.queues,        c.nodes,    c.logs,         c.tenant_create, c.tenant_list,
+                      c.tenant_delete, c.archive,  c.token_rotate, c.token_revoke,  c.node_drain,
+                      c.node_resume,   c.user_add, c.user_list,    c.user_remove,   c.user_rotate,
+                      c.queues_apply}) {
     add_common(s, a);
   }
   return c;
@@ -751,6 +784,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& given) {
   if (*c.update) return update(*client(), a);
   if (*c.audit) return audit(*client(), a);
   if (*c.usage) return usage(client, a);
+  if (*c.queues_apply) return queues_apply(*client(), a);
   if (*c.queues) return queues(*client(), a);
   if (*c.nodes) return nodes(*client(), a);
   if (*c.logs) return logs(*client(), a);

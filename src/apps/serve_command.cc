@@ -225,6 +225,10 @@ int run_serve(const ServeArgs& a) {
   // SIGINT / SIGTERM stop the server; blocked here so that every thread started below
   // inherits the mask and one thread waits for them (jobs' processes get a clean mask).
   const sigset_t stop_signals = block_stop_signals();
+  // SIGHUP reads the --queues file again; waited for by the same thread.
+  sigset_t waited = stop_signals;
+  sigaddset(&waited, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &waited, nullptr);
 
   ServiceOptions opt;
   opt.db_path = a.db;
@@ -385,8 +389,23 @@ int run_serve(const ServeArgs& a) {
                                                   [&api](int fd) { api.stop_listener(fd); }});
   service.start();
   std::thread signals([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    for (;;) {
+      int sig = 0;
+      sigwait(&waited, &sig);
+      if (sig != SIGHUP) break;
+      try {
+        const std::optional<QueueTreeChange> change = service.reload_queue_tree();
+        if (!change) {
+          std::cerr << "tessera serve: SIGHUP: no --queues file to read again\n";
+          continue;
+        }
+        std::cerr << "tessera serve: SIGHUP: queue tree " << a.queues << " applied ("
+                  << change->queues << " queues, " << change->added.size() << " leaves added, "
+                  << change->removed.size() << " removed)\n";
+      } catch (const std::exception& e) {
+        std::cerr << "tessera serve: SIGHUP: the queue tree is unchanged: " << e.what() << "\n";
+      }
+    }
     api.stop();
   });
   signals.detach();  // the process exits after run() returns; a blocked sigwait needs no join

@@ -99,6 +99,7 @@ struct ClientArgs {
   bool csv = false;                        // usage: print CSV
   std::string role = "member";             // user add: member | admin
   std::string usage_by = "queue";          // usage: queue | user
+  bool dry_run = false;                    // queues apply
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;
@@ -112,6 +113,7 @@ struct ClientCommands {
   CLI::App* audit = nullptr;
   CLI::App* usage = nullptr;
   CLI::App* queues = nullptr;
+  CLI::App* queues_apply = nullptr;
   CLI::App* nodes = nullptr;
   CLI::App* logs = nullptr;
   CLI::App* tenant = nullptr;

@@ -49,6 +49,14 @@ struct Caller {
   }
 };
 
+// What replacing the queue tree changed: its queues (the root left out), the leaves it adds
+// and removes, by path.
+struct QueueTreeChange {
+  size_t queues = 0;
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+};
+
 // What an API call is, for the audit log.
 struct RequestContext {
   Caller caller;

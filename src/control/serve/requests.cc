@@ -140,6 +140,14 @@ void Service::check_limits_locked(const Caller& caller, const JobRequest& req, T
   }
   // A user's own share of the tenant's queue (the tenant's token and the admin are not users).
   if (!caller.user.empty() && lim.max_pending_per_user > 0) {
+    if (static_cast<int64_t>(jobs) > lim.max_pending_per_user) {
+      throw ServiceError(ServiceError::kInvalid, "array",
+                         "an array of " + std::to_string(jobs) +
+                             " tasks is more than this server queues for one user (" +
+                             std::to_string(lim.max_pending_per_user) +
+                             ", --max-pending-per-user or the queue's "
+                             "tenant_limits.max_pending_jobs_per_user)");
+    }
     int64_t mine = 0;
     for (const Job* j : pending_) mine += j->spec.tenant == t && j->row.user == caller.user ? 1 : 0;
     if (mine + static_cast<int64_t>(jobs) > lim.max_pending_per_user) {

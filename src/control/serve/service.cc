@@ -182,6 +182,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
         "memory");
   }
   power_ = opt_.power_model ? opt_.power_model : std::make_shared<const PowerModel>();
+  tree_origin_ = opt_.queues_path.empty() ? "tenants" : opt_.queues_path;
   if (!opt_.queues_path.empty()) {
     tree_template_ = load_queue_tree(opt_.queues_path);
     tree_template_.validate_against(cluster_);
@@ -190,6 +191,18 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
   setup_power();
 
   store_ = open_store(opt_, /*local_backend=*/!backend);
+  // Without --queues, the tree last applied (tessera queues apply), if any; --queues wins.
+  if (const auto applied = store_->setting(kAppliedTreeSetting);
+      applied && opt_.queues_path.empty()) {
+    tree_origin_ = "the queue tree applied before (tessera queues apply)";
+    try {
+      tree_template_ = parse_queue_tree_yaml(*applied, tree_origin_);
+      tree_template_.validate_against(cluster_);
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + "; start with --queues FILE to replace it");
+    }
+    flat_tree_ = false;
+  }
   backend_ = backend ? std::move(backend)
                      : std::make_unique<LocalBackend>(
                            opt_.work_dir, LocalBackendOptions{store_->database_id(), opt_.pass_env,
@@ -262,7 +275,7 @@ double Service::now() const {
 
 void Service::rebind_locked() {
   auto t = std::make_shared<QueueTree>(flat_tree_ ? QueueTree::flat(tenants_) : tree_template_);
-  t->bind(tenants_, opt_.queues_path.empty() ? "tenants" : opt_.queues_path);
+  t->bind(tenants_, tree_origin_);
   // Queue ids are stable across rebinds (a flat tree appends a leaf per new tenant, a loaded
   // tree keeps its shape), so long-term usage carries over by id.
   driver_.usage().reshape(*t);

@@ -173,6 +173,8 @@ inline constexpr int kDefaultVirtualGpus = 8;
 
 // The longest Idempotency-Key a submission may carry (as the service contract says).
 inline constexpr size_t kMaxIdempotencyKeyChars = 255;
+// The settings key of the queue tree last applied (tessera queues apply), as its YAML text.
+inline constexpr const char* kAppliedTreeSetting = "queue_tree_applied";
 
 // What `tessera update` changes; unset fields stay as they are.
 struct JobUpdate {
@@ -279,6 +281,17 @@ class Service final : public ReadModel {
   std::vector<NodeView> nodes(const Caller& caller) const;
   // Every tenant, with a token or not, by name.
   std::vector<TenantView> tenants() const;
+  // The admin replaces the running queue tree with `text` (the --queues format; `origin`
+  // names it in errors), checked whole first: a bad tree is kInvalid, naming the file, line
+  // and field; one without a leaf for a tenant the server knows is kConflict, naming the
+  // tenant and its waiting and running jobs. Running jobs keep running; waiting ones are
+  // ordered by the new tree from the next cycle; long-term usage follows queues by path.
+  // Stored: a server started without --queues comes back with it. `dry_run`: checked only.
+  // (queue_tree_apply.cc)
+  QueueTreeChange apply_queue_tree(const RequestContext& ctx, const std::string& text,
+                                   const std::string& origin, bool dry_run);
+  // SIGHUP: the --queues file read again and applied (as the admin); nullopt without one.
+  std::optional<QueueTreeChange> reload_queue_tree();
   // People inside tenants (users.cc). The admin or a manager of the tenant (its own token, a
   // tenant admin) adds a user (returns their token, shown once), lists, removes one (their
   // token stops working; their jobs stay), or rotates a user's token (a user may rotate
@@ -607,6 +620,7 @@ class Service final : public ReadModel {
   std::set<std::string> deleted_tenants_;            // as stored (tessera tenant delete)
   std::string admin_hash_;
   QueueTree tree_template_;                // as loaded (unbound)
+  std::string tree_origin_;                // where it came from, for errors
   std::shared_ptr<const QueueTree> tree_;  // bound to tenants_; replaced, never mutated
   bool flat_tree_ = true;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;  // every job; entries are never erased
