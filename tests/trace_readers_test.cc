@@ -390,6 +390,65 @@ TEST(TraceReaderTest, UnknownAndAmbiguousGpuTypesAreRefusedWithTheKnownNames) {
   EXPECT_TRUE(Contains(ambiguous, "ambiguous GPU type 'a100': say A100-40G or A100-80G"));
 }
 
+TEST(TraceReaderTest, WorkOnConvertsWorkToV100Seconds) {
+  // `work` is V100-seconds, so ten hours timed on an H100 ran in 1.6 h there. `work_on` names
+  // the type the work was timed on; it is converted with the type table's relative speeds.
+  const GpuTypeTable types = GpuTypeTable::builtin();
+  ReaderOptions opt;
+  opt.gpu_types = &types;
+  const Workload w = parse(R"({"name": "plain", "submit": 0, "work": 36000})"
+                           "\n"
+                           R"({"name": "h100", "submit": 1, "work": 36000, "work_on": "H100"})"
+                           "\n"
+                           R"({"name": "alias", "submit": 2, "work": 100, "work_on": "h100-80gb"})"
+                           "\n"
+                           R"({"name": "k80", "submit": 3, "work": 1000, "work_on": "K80"})"
+                           "\n"
+                           R"({"name": "v100", "submit": 4, "work": 50, "work_on": "V100"})",
+                           TraceFormat::kJsonl, opt);
+  ASSERT_EQ(w.jobs.size(), 5u);
+  const double h100 = types.at(types.known("H100")).relative_speed;
+  EXPECT_DOUBLE_EQ(w.jobs[0].work_seconds, 36000);
+  EXPECT_DOUBLE_EQ(w.jobs[1].work_seconds, 36000 * h100);
+  EXPECT_DOUBLE_EQ(w.jobs[2].work_seconds, 100 * h100);
+  EXPECT_DOUBLE_EQ(w.jobs[3].work_seconds, 1000 * 0.297);
+  EXPECT_DOUBLE_EQ(w.jobs[4].work_seconds, 50);
+  // Without a table given, the built-in one converts.
+  const Workload b =
+      parse(R"({"name": "a", "submit": 0, "work": 10, "work_on": "B200"})", TraceFormat::kJsonl);
+  EXPECT_DOUBLE_EQ(b.jobs[0].work_seconds, 10 * types.at(types.known("B200")).relative_speed);
+}
+
+TEST(TraceReaderTest, WorkOnErrorsNameTheLineAndFieldAndTheKnownTypes) {
+  const GpuTypeTable types = GpuTypeTable::builtin();
+  ReaderOptions opt;
+  opt.gpu_types = &types;
+  const auto err = [&](const std::string& line) {
+    const std::string first = R"({"name": "ok", "submit": 0, "work": 1})";
+    return parse_error(first + "\n" + line, TraceFormat::kJsonl, opt);
+  };
+  const std::string unknown = err(R"({"name": "a", "submit": 0, "work": 1, "work_on": "H800"})");
+  EXPECT_TRUE(Contains(unknown, "w.csv:2")) << unknown;
+  EXPECT_TRUE(Contains(unknown, "field work_on")) << unknown;
+  EXPECT_TRUE(Contains(unknown, "unknown GPU type 'H800' (known: V100, K80")) << unknown;
+  EXPECT_TRUE(Contains(unknown, "L40S")) << unknown;
+  const std::string ambiguous = err(R"({"name": "a", "submit": 0, "work": 1, "work_on": "A100"})");
+  EXPECT_TRUE(Contains(ambiguous, "field work_on")) << ambiguous;
+  EXPECT_TRUE(Contains(ambiguous, "say A100-40G or A100-80G")) << ambiguous;
+  const std::string no_work = err(R"({"name": "a", "submit": 0, "model": "imagenet",)"
+                                  R"( "work_on": "H100"})");
+  EXPECT_TRUE(Contains(no_work, "w.csv:2")) << no_work;
+  EXPECT_TRUE(Contains(no_work, "field work_on: given without work")) << no_work;
+  const std::string not_string = err(R"({"name": "a", "submit": 0, "work": 1, "work_on": 3})");
+  EXPECT_TRUE(Contains(not_string, "field work_on: expected a string")) << not_string;
+  const std::string service = err(R"({"name": "a", "submit": 0, "work": 1, "work_on": "H100",)"
+                                  R"( "service": {"region": "east", "latency_slo_ms": 100}})");
+  EXPECT_TRUE(Contains(service, "field work_on: not for a service")) << service;
+  // A misspelt key is named with what was probably meant.
+  const std::string typo = err(R"({"name": "a", "submit": 0, "work": 1, "work_onn": "H100"})");
+  EXPECT_TRUE(Contains(typo, "field work_onn: unknown key (did you mean 'work_on'?)")) << typo;
+}
+
 TEST(TraceReaderTest, MaxJobs) {
   ReaderOptions opt;
   opt.max_jobs = 2;

@@ -46,6 +46,7 @@ struct SimulateArgs {
   std::string recovery = "requeue";  // what failed jobs do: requeue|in-place|q-learning
   bool no_comm_model = false;        // --no-comm-model: measured speeds only
   size_t max_jobs = 0;
+  bool skip_impossible = false;  // skip (and report) jobs that can never run, instead of failing
   bool quiet = false;
   std::string queues;                 // queue tree YAML; empty: one equal queue per tenant
   double checkpoint_grace = -1;       // < 0: the queue tree's, else 30 s

@@ -46,8 +46,11 @@ namespace tessera {
 CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   CLI::App* s = app.add_subcommand(
       "simulate", "Replay a workload trace through the scheduler (default: embedded workload)");
-  CLI::Option* workload = s->add_option("--workload", a.workload,
-                                        "workload trace (default: embedded synthetic workload)");
+  CLI::Option* workload =
+      s->add_option("--workload", a.workload,
+                    "workload trace (default: embedded synthetic workload); a JSONL job's work is "
+                    "in V100-seconds (seconds on V100s) unless its work_on names the GPU type it "
+                    "was timed on (docs/traces.md)");
   s->add_option("--format", a.format, "trace format (default: guessed from the file)")
       ->check(CLI::IsMember({"pollux", "philly", "tiresias", "alibaba", "jsonl"}))
       ->needs(workload);
@@ -137,6 +140,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
               "(docs/execution-model.md)");
   s->add_option("--max-jobs", a.max_jobs, "read at most this many jobs from the trace (0: all)")
       ->needs(workload);
+  s->add_flag("--skip-impossible", a.skip_impossible,
+              "skip each job that can never run on this cluster (e.g. more GPUs of its types "
+              "than there are), naming it on stderr and in --json, instead of failing");
   s->add_flag("--quiet", a.quiet, "do not print the summary table");
   s->add_option("--queues", a.queues,
                 "queue tree YAML: weights, guarantees, borrowing limits, priority classes "
@@ -175,6 +181,46 @@ std::string data_dir(const SimulateArgs& a) {
 
 Cluster default_cluster() {
   return make_uniform_cluster(1, 4, 4, 4, "V100");
+}
+
+struct SkippedJob {
+  std::string name, source, reason;
+};
+
+// Takes the jobs that can never run on `cluster` out of `w`, with why, so that a replay of a
+// trace recorded elsewhere can go on without them; tenants left without jobs go too, so that
+// no metric lists what was not simulated. Without `skip`, the first such job is an error.
+std::vector<SkippedJob> remove_impossible_jobs(Workload& w, const Cluster& cluster, bool skip) {
+  std::vector<SkippedJob> skipped;
+  std::vector<bool> impossible(w.jobs.size(), false);
+  for (size_t k = 0; k < w.jobs.size(); ++k) {
+    const JobSpec& job = w.jobs[k];
+    std::optional<std::string> why = infeasible_reason(cluster, job);
+    if (!why) continue;
+    if (!skip) {
+      throw InputError(job.source + ": job " + job.name + " can never run on this cluster: " +
+                       *why + " (--skip-impossible skips such jobs and reports them)");
+    }
+    impossible[k] = true;
+    skipped.push_back({job.name, job.source, std::move(*why)});
+  }
+  if (skipped.empty()) return skipped;
+  std::vector<JobSpec> kept;
+  kept.reserve(w.jobs.size() - skipped.size());
+  for (size_t k = 0; k < w.jobs.size(); ++k) {
+    if (!impossible[k]) kept.push_back(std::move(w.jobs[k]));
+  }
+  std::vector<bool> has_jobs(w.tenants.size(), false);
+  for (const JobSpec& j : kept) has_jobs[j.tenant] = true;
+  Interner tenants;
+  std::vector<TenantId> renamed(w.tenants.size(), 0);
+  for (TenantId t = 0; t < w.tenants.size(); ++t) {
+    if (has_jobs[t]) renamed[t] = tenants.intern(w.tenants.name(t));
+  }
+  for (JobSpec& j : kept) j.tenant = renamed[j.tenant];
+  w.jobs = std::move(kept);
+  w.tenants = std::move(tenants);
+  return skipped;
 }
 
 }  // namespace
@@ -232,6 +278,23 @@ int run_simulate(const SimulateArgs& a) {
   }
   run["cluster"] = a.cluster.empty() ? nlohmann::ordered_json{{"default", "16 nodes x 4 V100"}}
                                      : file_identity(a.cluster);
+  // Before anything counts or labels jobs, so that options, classes and metrics see only the
+  // jobs that run.
+  const size_t jobs_read = w.jobs.size();
+  const std::vector<SkippedJob> skipped = remove_impossible_jobs(w, cluster, a.skip_impossible);
+  for (const SkippedJob& j : skipped) {
+    std::cerr << "tessera: skipped " << j.source << ": job " << j.name
+              << " can never run on this cluster: " << j.reason << "\n";
+  }
+  if (!skipped.empty()) {
+    std::cerr << "tessera: --skip-impossible skipped " << skipped.size() << " of " << jobs_read
+              << " jobs of " << source << "\n";
+  }
+  if (!skipped.empty() && w.jobs.empty()) {
+    throw InputError("no job of " + source +
+                     " can run on this cluster (--skip-impossible skipped all " +
+                     std::to_string(jobs_read) + ")");
+  }
   run["queues"] = a.queues.empty()
                       ? nlohmann::ordered_json{{"default", "one equal queue per tenant"}}
                       : file_identity(a.queues);
@@ -338,13 +401,7 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.queues.empty()) apply_queue_defaults(queues, w);
   std::unique_ptr<ExecutionModel> model = make_measured_execution_model(data_dir(a));
   if (!a.no_comm_model) model = make_comm_execution_model(std::move(model), data_dir(a));
-  for (JobSpec& job : w.jobs) {
-    model->prepare(job, w, cluster);
-    if (auto why = infeasible_reason(cluster, job)) {
-      throw InputError(job.source + ": job " + job.name +
-                       " can never run on this cluster: " + *why);
-    }
-  }
+  for (JobSpec& job : w.jobs) model->prepare(job, w, cluster);
 
   std::ofstream events;
   SimOptions opt;
@@ -367,7 +424,12 @@ int run_simulate(const SimulateArgs& a) {
     const auto it = std::find_if(w.jobs.begin(), w.jobs.end(),
                                  [&](const JobSpec& j) { return j.name == name; });
     if (it == w.jobs.end()) {
-      throw std::invalid_argument("--why: no job named '" + name + "' in " + source);
+      const bool was_skipped = std::any_of(skipped.begin(), skipped.end(),
+                                           [&](const SkippedJob& j) { return j.name == name; });
+      throw std::invalid_argument(
+          "--why: " + (was_skipped
+                           ? "job '" + name + "' was skipped: it can never run on this cluster"
+                           : "no job named '" + name + "' in " + source));
     }
     opt.explain.push_back(static_cast<JobId>(it - w.jobs.begin()));
   }
@@ -504,6 +566,15 @@ int run_simulate(const SimulateArgs& a) {
   run["energy"] = energy_run_json(a.energy, opt.energy, power);
   run["data_dir"] = data_dir(a);
   run["warnings"] = warnings;
+  if (a.skip_impossible) {
+    // Only with the flag, so that results of runs without it stay as they were.
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const SkippedJob& j : skipped) {
+      list.push_back({{"name", j.name}, {"source", j.source}, {"reason", j.reason}});
+    }
+    run["skip_impossible"] = {
+        {"jobs_read", jobs_read}, {"skipped", skipped.size()}, {"jobs", list}};
+  }
   SimResult r;
   {
     ProgressLine progress("simulate");

@@ -147,6 +147,19 @@ const std::vector<GpuPowerSpec>& builtin_power_specs() {
     s.push_back(derived_spec("A100-80G", 400, 100, ds + " (SXM4)"));
     s.push_back(derived_spec("H100", 700, 200, ds + " (SXM5)"));
     s.push_back(derived_spec("H200", 700, 200, ds + " (SXM; lowest limit assumed as H100's)"));
+    // Types added to the GPU table later. No reading of their lowest limit was at hand: L40S
+    // takes the A40's and A10's (the boards nearest it), the others the H100's share of its TDP
+    // (200 / 700 W), since a fixed 200 W would sit below a 1,200 W board's idle draw.
+    const std::string dt = "NVIDIA datasheet TDP";
+    const auto h100_share = [](double tdp) { return std::round(tdp * 200 / 700); };
+    s.push_back(derived_spec("L40S", 350, 100, dt + "; lowest limit assumed as A40's and A10's"));
+    s.push_back(derived_spec("B200", 1000, h100_share(1000),
+                             dt + " (HGX B200); lowest limit assumed at H100's share of TDP"));
+    s.push_back(derived_spec("GB200", 1200, h100_share(1200),
+                             dt + " (GB200 NVL72); lowest limit assumed at H100's share of TDP"));
+    s.push_back(derived_spec("MI300X", 750, h100_share(750),
+                             "AMD datasheet peak board power; lowest limit assumed at H100's share "
+                             "of TDP"));
     const double frac = idle_fraction(s);
     for (GpuPowerSpec& g : s) {
       if (g.curves_measured()) continue;
@@ -252,7 +265,8 @@ const GpuPowerSpec& PowerModel::spec(std::string_view type) const {
   const std::vector<std::pair<std::string, std::string>> contains = {
       {"h200", "H200"}, {"h100", "H100"},       {"a100", "A100-40G"}, {"a40", "A40"},
       {"a10", "A10"},   {"v100", "V100"},       {"p100", "P100"},     {"k80", "K80"},
-      {"t4", "T4"},     {"rtx6000", "RTX6000"},
+      {"t4", "T4"},     {"rtx6000", "RTX6000"}, {"l40s", "L40S"},     {"gb200", "GB200"},
+      {"b200", "B200"}, {"mi300x", "MI300X"},
   };
   for (const auto& [needle, name] : contains) {
     if (want.find(needle) == std::string::npos) continue;

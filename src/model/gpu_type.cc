@@ -33,6 +33,14 @@ const std::vector<Alias>& aliases() {
       {"H100-80GB", {"H100"}},
       {"H200-141G", {"H200"}},
       {"H200-141GB", {"H200"}},
+      {"L40S-48G", {"L40S"}},
+      {"L40S-48GB", {"L40S"}},
+      {"B200-180G", {"B200"}},
+      {"B200-180GB", {"B200"}},
+      {"B200-192G", {"B200"}},
+      {"B200-192GB", {"B200"}},
+      {"MI300X-192G", {"MI300X"}},
+      {"MI300X-192GB", {"MI300X"}},
   };
   return a;
 }
@@ -51,13 +59,18 @@ GpuTypeTable GpuTypeTable::builtin() {
   // name, memory MiB, speed relative to V100. K80/P100: geometric mean of Gavel's measured
   // single-GPU throughputs over the 26 model/batch configurations measured on all three types
   // (K80 0.297, P100 0.943). The rest: dense FP32/TF32 vendor figures relative to V100's 15.7
-  // TFLOPS, a documented approximation (docs/execution-model.md).
+  // TFLOPS, a documented approximation (docs/execution-model.md). L40S, B200, GB200 and MI300X
+  // take their dense TF32 figure's ratio to the H100's (494.7 TFLOPS) times the H100's 6.3, so
+  // that they rank against the types above as the vendor figures say (the literal ratio to
+  // 15.7 would make an L40S nearly twice an H100). They come last: a GpuTypeId is an index
+  // here, and masks, per-type vectors and recorded results rely on the existing ones.
   t.types_ = {
       {"V100", 16384, 1.0},     {"K80", 12288, 0.297},   {"P100", 16384, 0.943},
       {"V100M16", 16384, 1.0},  {"V100M32", 32768, 1.0}, {"V100-32G", 32768, 1.0},
       {"T4", 15360, 0.52},      {"A10", 24576, 1.99},    {"A100-40G", 40960, 2.5},
       {"A100-80G", 81920, 2.5}, {"H100", 81920, 6.3},    {"H200", 143771, 6.3},
-      {"G2", 16384, 1.0},       {"G3", 32768, 1.0},
+      {"G2", 16384, 1.0},       {"G3", 32768, 1.0},      {"L40S", 49152, 2.33},
+      {"B200", 183359, 14.3},   {"GB200", 190464, 15.9}, {"MI300X", 196608, 8.32},
   };
   return t;
 }

@@ -2,9 +2,9 @@
 //
 // The relative-speed table is documented in docs/execution-model.md: K80, P100 and V100
 // come from Gavel's measured throughputs (geometric mean over its models, V100 = 1.0);
-// newer types (T4, A10, A100, H100) and Alibaba's anonymised G2/G3 are scaled from vendor
-// FP32/TF32 dense figures relative to V100. Models with measured per-type throughput use
-// those measurements instead (sim/execution_model).
+// newer types (T4, A10, A100, H100; L40S, B200, GB200, MI300X through the H100's) and
+// Alibaba's anonymised G2/G3 are scaled from vendor FP32/TF32 dense figures relative to V100.
+// Models with measured per-type throughput use those measurements instead (sim/execution_model).
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 
 #include "model/csv.h"
 #include "model/input_error.h"
+#include "model/spelling.h"
 
 namespace tessera {
 
@@ -342,31 +343,15 @@ void read_alibaba(std::string_view text, const std::string& origin, const Reader
 
 using nlohmann::json;
 
-constexpr std::string_view kJsonlKeys[] = {"name",
-                                           "tenant",
-                                           "priority",
-                                           "submit",
-                                           "members",
-                                           "min_members",
-                                           "max_members",
-                                           "gpus",
-                                           "gpu_milli",
-                                           "cpu_milli",
-                                           "mem_mib",
-                                           "gpu_types",
-                                           "work",
-                                           "duration_estimate",
-                                           "model",
-                                           "batch_size",
-                                           "checkpoint_interval",
-                                           "restart_cost",
-                                           "sla",
-                                           "span",
-                                           "params",
-                                           "step_seconds",
-                                           "dataset",
-                                           "service",
-                                           "site"};
+constexpr std::string_view kJsonlKeys[] = {"name",         "tenant",       "priority",
+                                           "submit",       "members",      "min_members",
+                                           "max_members",  "gpus",         "gpu_milli",
+                                           "cpu_milli",    "mem_mib",      "gpu_types",
+                                           "work",         "work_on",      "duration_estimate",
+                                           "model",        "batch_size",   "checkpoint_interval",
+                                           "restart_cost", "sla",          "span",
+                                           "params",       "step_seconds", "dataset",
+                                           "service",      "site"};
 
 class JsonlLine {
  public:
@@ -423,6 +408,27 @@ class JsonlLine {
   const json& obj_;
 };
 
+// `work` is V100-seconds, the execution model's reference type (docs/execution-model.md), so
+// ten hours timed on an H100 would end in ten hours / 6.3 there. `work_on` names the type the
+// work was timed on; this converts it with the type table's relative speeds.
+double work_on_reference_type(const JsonlLine& in, double work, const ReaderOptions& opt) {
+  if (!in.has("work")) in.fail("work_on", "given without work (the work it says is timed on)");
+  if (in.has("service")) {
+    in.fail("work_on", "not for a service: its work is how long it serves, not time on a GPU type");
+  }
+  static const GpuTypeTable builtin = GpuTypeTable::builtin();
+  const GpuTypeTable& types = opt.gpu_types != nullptr ? *opt.gpu_types : builtin;
+  GpuTypeId on = 0;
+  try {
+    on = types.known(in.string("work_on", ""));
+  } catch (const std::invalid_argument& e) {
+    in.fail("work_on", e.what());
+  }
+  const GpuTypeId v100 = types.find("V100").value_or(builtin.known("V100"));
+  const double reference = v100 < types.size() ? types.at(v100).relative_speed : 1.0;
+  return work * types.at(on).relative_speed / reference;
+}
+
 void read_jsonl(std::string_view text, const std::string& origin, const ReaderOptions& opt,
                 Workload& w) {
   LineReader lines(text);
@@ -444,7 +450,11 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
     }
     for (const auto& [key, value] : obj.items()) {
       if (std::find(std::begin(kJsonlKeys), std::end(kJsonlKeys), key) == std::end(kJsonlKeys)) {
-        throw InputError(input_error_message(origin, ln, key, "unknown key"));
+        const std::string guess = closest_match(
+            key, std::vector<std::string>(std::begin(kJsonlKeys), std::end(kJsonlKeys)));
+        throw InputError(input_error_message(
+            origin, ln, key,
+            "unknown key" + (guess.empty() ? std::string() : " (did you mean '" + guess + "'?)")));
       }
     }
     const JsonlLine in(origin, ln, obj);
@@ -510,6 +520,7 @@ void read_jsonl(std::string_view text, const std::string& origin, const ReaderOp
     } else {
       in.fail("work", "missing (required unless model is a Pollux application)");
     }
+    if (in.has("work_on")) j.work_seconds = work_on_reference_type(in, j.work_seconds, opt);
     j.duration_estimate = in.number("duration_estimate", kUnknown, 0, true);
     j.batch_size =
         static_cast<int32_t>(in.integer("batch_size", 0, 0, std::numeric_limits<int32_t>::max()));
