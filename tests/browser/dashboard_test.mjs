@@ -2,7 +2,9 @@
 // a bad token), the jobs table and a job's page (history, live log; a preempted job waiting
 // again; another tenant's job or none, one message), the GPU grid coloured by tenant, the queue
 // tree, the overview's charts (drawn, with data, as steps; the jobs finished a minute adding up
-// to the card's count) and the audit log, with no console error on any page. With
+// to the card's count), the audit log and the usage page (rows by user with the API's exact
+// GPU-hours, a cost from a price, the CSV, a tenant's own rows, an empty range), with no console
+// error on any page. With
 // --screenshots DIR it saves DIR/dashboard-<page>.png (1400×900): signin (a refused token) and
 // audit from the checks' server; overview, queues, jobs, job and
 // nodes from a second server (16 GPUs, a queue tree, four tenants) where a scene of a busy
@@ -380,6 +382,116 @@ await run([
     check(got.card >= 4, `the warm-up and the quick jobs are counted: ${got.card}`);
     check(Math.abs(got.sum - got.card) < 1e-9, `the chart's minutes add up to the card: ${got.sum} vs ${got.card}`);
     check(got.peak <= got.card, `no minute above the total: ${got.peak} > ${got.card}`);
+  }],
+
+  ['the usage page: rows by user, the API\'s GPU-hours, a cost, a tenant\'s own rows, an empty range', async () => {
+    // Its own server, so that every run has ended before the numbers are compared: the usage
+    // of a finished run is the same whenever it is asked, a running one's grows.
+    const srv = await startServer(['--virtual-gpus', '4', ...uiDir]);
+    const opened = [];
+    try {
+      await api(srv, ADMIN, 'POST', '/v1/tenants', { name: 'team-a' });
+      const teamB = (await api(srv, ADMIN, 'POST', '/v1/tenants', { name: 'team-b' })).token;
+      const alice = (await api(srv, ADMIN, 'POST', '/v1/tenants/team-a/users', { name: 'alice' })).token;
+      const bob = (await api(srv, ADMIN, 'POST', '/v1/tenants/team-a/users', { name: 'bob' })).token;
+      const ids = [];
+      for (const [token, gpus, secs] of [[alice, 1, 1], [bob, 2, 2], [alice, 1, 1], [teamB, 1, 1]]) {
+        ids.push((await api(srv, token, 'POST', '/v1/jobs', { name: 'u', gang: { min: 1, max: 1 }, resources: { gpus }, command: ['sleep', String(secs)] })).id);
+      }
+      await waitFor(async () => {
+        const states = await Promise.all(ids.map(async (id) => (await api(srv, ADMIN, 'GET', `/v1/jobs/${id}`)).state));
+        return states.every((st) => st === 'succeeded');
+      }, 'the usage jobs succeed');
+
+      const page = await open(ADMIN, srv);
+      opened.push(page);
+      // The page's own request, asked again as is: the same window, so the same numbers.
+      const asked = [];
+      page.on('request', (r) => { const u = new URL(r.url()); if (u.pathname === '/v1/usage') asked.push(u.pathname + u.search); });
+      await page.waitForSelector('#shell:not([hidden])');
+      check(await page.isVisible('#nav-usage'), 'a Usage link');
+      await go(page, '#/usage?by=user');
+      for (const who of ['alice@team-a', 'bob@team-a', 'team-b']) await page.waitForSelector(`table.usage tbody tr[data-who="${who}"]`);
+      await chartsDrawn(page, 1);
+      const last = asked[asked.length - 1];
+      check(/by=user/.test(last), `the page asked by user: ${last}`);
+      const want = (await api(srv, ADMIN, 'GET', last)).usage;
+      check(want.length === 3, `three rows by user: ${JSON.stringify(want)}`);
+      const cells = () => page.$$eval('table.usage tbody tr', (trs) => trs.map((tr) => ({
+        who: tr.dataset.who, queue: tr.dataset.queue, total: tr.hasAttribute('data-total'),
+        types: Object.fromEntries([...tr.querySelectorAll('td.gpuh')].map((td) => [td.dataset.type, td.dataset.value])),
+        gpu: tr.querySelector('td.gpu-total').dataset.value,
+        cost: tr.querySelector('td.cost') ? tr.querySelector('td.cost').dataset.value : null,
+      })));
+      const whoOf = (r) => (r.user ? `${r.user}@${r.tenant}` : r.tenant);
+      const hours = (r) => Object.values(r.gpu_hours).reduce((a, x) => a + x, 0);
+      let got = await cells();
+      check(got.length === want.length + 1 && got[got.length - 1].total, `a row each and a total: ${JSON.stringify(got)}`);
+      for (const r of want) {
+        const row = got.find((g) => g.who === whoOf(r) && g.queue === r.queue);
+        check(row, `a row for ${whoOf(r)}`);
+        for (const [type, hrs] of Object.entries(r.gpu_hours)) {
+          check(Number(row.types[type]) === hrs, `${whoOf(r)} ${type}: ${row.types[type]} vs the API's ${hrs}`);
+        }
+        check(Number(row.gpu) === hours(r), `${whoOf(r)} total: ${row.gpu} vs ${hours(r)}`);
+        check(hours(r) > 0, `${whoOf(r)} used GPUs`);
+      }
+      check(Number(got[got.length - 1].gpu) === want.reduce((a, r) => a + hours(r), 0), 'the total row adds them up');
+
+      // A price per GPU-hour: cost = hours × price, per row and in all.
+      const price = 2.5;
+      check(got.every((g) => g.cost === null), 'no cost column before a price');
+      await page.fill('input.price[data-type="virtual"]', String(price));
+      await page.waitForSelector('table.usage td.cost');
+      got = await cells();
+      let sum = 0;
+      for (const r of want) {
+        const row = got.find((g) => g.who === whoOf(r) && g.queue === r.queue);
+        const cost = Object.values(r.gpu_hours).reduce((a, x) => a + x * price, 0);
+        sum += cost;
+        check(Number(row.cost) === cost, `${whoOf(r)} costs ${row.cost}, want ${cost}`);
+      }
+      check(Number(got[got.length - 1].cost) === sum, `the total cost ${got[got.length - 1].cost} vs ${sum}`);
+      check(JSON.parse(await page.evaluate(() => localStorage.getItem('tessera.prices'))).virtual === price, 'the price is kept');
+
+      // The CSV: `tessera usage --csv`'s columns, a line per row (one GPU type each).
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#usage-csv')]);
+      const csv = fs.readFileSync(await dl.path(), 'utf8').trim().split('\n');
+      check(csv[0] === 'tenant,queue,gpu_type,gpu_hours,cpu_hours,jobs_succeeded,jobs_failed,jobs_timeout,jobs_cancelled,started,mean_wait_hours,preempted,preemptor,cost,energy_kwh,carbon_kg,user', `CSV header: ${csv[0]}`);
+      check(csv.length === want.length + 1, `a CSV line per row: ${csv.length}`);
+      const aliceRow = want.find((r) => r.user === 'alice');
+      check(csv.some((l) => l.startsWith(`team-a,team-a,virtual,${aliceRow.gpu_hours.virtual.toFixed(4)},`) && l.endsWith(',alice')), `alice's CSV line: ${csv.join(' | ')}`);
+
+      // By tenant and queue: team-a's row holds both users' GPU-hours.
+      await page.click('button.seg[data-by="queue"]');
+      await page.waitForFunction(() => location.hash === '#/usage' && document.querySelector('table.usage tbody tr[data-who="team-a"]'));
+      const byQueue = (await api(srv, ADMIN, 'GET', asked[asked.length - 1])).usage;
+      const a = byQueue.find((r) => r.tenant === 'team-a');
+      check(Number(await page.$eval('table.usage tr[data-who="team-a"] td.gpu-total', (td) => td.dataset.value)) === hours(a), 'team-a by queue');
+
+      // A range with nothing in it says so, with no table.
+      await page.click('button.seg[data-range="custom"]');
+      await page.fill('#usage-from', '2001-01-01');
+      await page.fill('#usage-to', '2001-01-02');
+      await page.waitForFunction(() => /No usage in this range/.test((document.querySelector('.usage-empty:not([hidden])') || {}).textContent || ''));
+      check(await page.isHidden('table.usage'), 'no empty table');
+      check(await page.isHidden('#banner'), 'no error');
+
+      // team-b's token: its own rows only.
+      const pb = await open(teamB, srv);
+      opened.push(pb);
+      await pb.waitForSelector('#shell:not([hidden])');
+      await go(pb, '#/usage?by=user');
+      await pb.waitForSelector('table.usage tbody tr[data-who]');
+      const tenants = await pb.$$eval('table.usage tbody tr[data-who]', (trs) => trs.map((tr) => tr.dataset.tenant));
+      check(tenants.length === 1 && tenants[0] === 'team-b', `only team-b's rows: ${tenants}`);
+      const mine = (await api(srv, teamB, 'GET', '/v1/usage?by=user')).usage;
+      check(Number(await pb.$eval('table.usage tr[data-who="team-b"] td.gpu-total', (td) => td.dataset.value)) === hours(mine[0]), "team-b's own GPU-hours");
+    } finally {
+      // Closed first: a page still polling a stopped server logs refused connections.
+      for (const p of opened) await p.close();
+      await stopServer(srv);
+    }
   }],
 
   ...(scene ? [['screenshots of a busy cluster', () => sceneShots(scene)]] : []),

@@ -1,5 +1,5 @@
 // The dashboard's shell: sign-in, the hash router (#/overview, #/queues, #/jobs?state=...,
-// #/jobs/ID, #/nodes, #/audit) and the poller that refreshes the open page.
+// #/jobs/ID, #/nodes, #/usage, #/audit) and the poller that refreshes the open page.
 // A read-only server (`tessera kube`: whoami says read_only) offers no action and is asked for
 // nothing it does not have; an open one (no token_required in /v1/info) skips the sign-in, one
 // behind Kubernetes tokens takes one (`kubectl create token NAME`) and shows whose it is.
@@ -10,8 +10,9 @@ import * as jobs from './page-jobs.js';
 import * as job from './page-job.js';
 import * as nodes from './page-nodes.js';
 import * as audit from './page-audit.js';
+import * as usage from './page-usage.js';
 
-const PAGES = { overview, queues, jobs, job, nodes, audit };
+const PAGES = { overview, queues, jobs, job, nodes, usage, audit };
 const $ = (id) => document.getElementById(id);
 
 let who = null;      // {admin, tenant, read_only?, server?, user?} of the signed-in token
@@ -52,6 +53,8 @@ function enter(me) {
   $('shell').hidden = false;
   document.body.classList.toggle('read-only', ro);
   $('nav-audit').hidden = !me.admin || ro;
+  // A read-only server (tessera kube) keeps no accounting: no /v1/usage to ask.
+  $('nav-usage').hidden = ro;
   $('signout').hidden = ro && !me.user;
   if (ro) {
     const server = me.server ? `tessera ${me.server}` : 'tessera';
@@ -131,7 +134,7 @@ function stopPage() {
 function route() {
   if (!who) return;
   const r = parseHash();
-  if (r.name === 'audit' && (!who.admin || who.read_only)) {
+  if ((r.name === 'audit' && (!who.admin || who.read_only)) || (r.name === 'usage' && who.read_only)) {
     location.hash = '#/overview';
     return;
   }

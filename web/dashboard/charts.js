@@ -113,3 +113,48 @@ export function series(label, color, points, { area = false, dashed = false, sta
 export function destroyAll(charts) {
   for (const c of charts) if (c) c.destroy();
 }
+
+// A bar chart over named categories (the usage page's rows), stacked when asked: the same fonts,
+// no animation and in-place updates as timeChart, so a poll does not redraw from zero.
+export function barChart(canvas, { stacked = false, yTitle = '', legend = true, yFormat = null } = {}) {
+  Chart.defaults.font = FONT;
+  Chart.defaults.color = '#5b6472';
+  return new Chart(canvas, {
+    type: 'bar',
+    data: { labels: [], datasets: [] },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      interaction: { mode: 'index', intersect: false },
+      scales: {
+        x: { stacked, grid: { display: false }, ticks: { maxRotation: 30, autoSkip: false } },
+        y: {
+          stacked,
+          beginAtZero: true,
+          grid: { color: '#eef0f3' },
+          title: { display: !!yTitle, text: yTitle },
+          ticks: yFormat ? { callback: yFormat } : {},
+        },
+      },
+      plugins: {
+        legend: { display: legend, position: 'bottom', labels: { boxWidth: 10, boxHeight: 10, padding: 10 } },
+        tooltip: yFormat ? { callbacks: { label: (c) => `${c.dataset.label}: ${yFormat(c.parsed.y)}` } } : {},
+      },
+    },
+  });
+}
+
+// Sets a bar chart's categories and datasets (matched by label, as setSeries does, so that a
+// series hidden in the legend stays hidden), then redraws.
+export function setBars(chart, labels, datasets) {
+  const old = new Map(chart.data.datasets.map((d) => [d.label, d]));
+  chart.data.labels = labels;
+  chart.data.datasets = datasets.map((d) => {
+    const o = old.get(d.label);
+    if (!o) return d;
+    Object.assign(o, d);
+    return o;
+  });
+  chart.update('none');
+}
