@@ -226,6 +226,18 @@ struct BadYaml {
   std::vector<std::string> expected;  // substrings of the message
 };
 
+// A tree of YAML anchors names 4^depth queues in a few hundred bytes: refused at a bound,
+// before it costs the memory.
+TEST(QueueTreeTest, AnAliasBombIsRefusedBeforeItGrows) {
+  std::string yaml = "queues:\n  - &l0 {name: b, weight: 1}\n";
+  for (int d = 1; d < 12; ++d) {
+    const std::string prev = "*l" + std::to_string(d - 1);
+    yaml += "  - &l" + std::to_string(d) + " {name: q" + std::to_string(d) +
+            ", weight: 1, queues: [" + prev + ", " + prev + ", " + prev + ", " + prev + "]}\n";
+  }
+  EXPECT_TRUE(Contains(error_of([&] { parse(yaml); }), "more than 10000 queues"));
+}
+
 TEST(QueueTreeTest, ValidationErrorsNameFileLineAndField) {
   const std::vector<BadYaml> cases = {
       {"unknown queue key",

@@ -71,8 +71,15 @@ TEST_F(ServiceUsers, EachUserIsThemselvesAndAMemberActsOnlyOnTheirOwnJobs) {
             "forbidden: only the admin or team-b's own admins manage its users");
   EXPECT_EQ(error_of([&] { s->add_user(ctx(as_bob), "team-a", "alice", UserRole::kMember); }),
             "conflict: user alice@team-a exists");
+  // Another tenant's users are refused alike whether it exists or not (no oracle of names);
+  // the admin is told.
   EXPECT_EQ(error_of([&] { s->add_user(ctx(as_bob), "nowhere", "x", UserRole::kMember); }),
+            "forbidden: only the admin or nowhere's own admins manage its users");
+  EXPECT_EQ(error_of([&] { s->add_user(ctx(admin()), "nowhere", "x", UserRole::kMember); }),
             "not found: no tenant nowhere");
+  EXPECT_EQ(
+      error_of([&] { s->add_user(ctx(as_bob), "team-a", "..", UserRole::kMember); }).substr(0, 7),
+      "invalid");
   EXPECT_EQ(
       error_of([&] { s->add_user(ctx(as_bob), "team-a", "a b", UserRole::kMember); }).substr(0, 7),
       "invalid");
@@ -86,6 +93,17 @@ TEST_F(ServiceUsers, EachUserIsThemselvesAndAMemberActsOnlyOnTheirOwnJobs) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"alice:member", "bob:admin", "carol:member", "dave:member"}));
   EXPECT_EQ(error_of([&] { s->users(as_alice, "team-a"); }).substr(0, 9), "forbidden");
+
+  // An idempotency key is the tenant's, but one user's job is not handed to another's retry.
+  const int64_t keyed =
+      s->submit(ctx(as_alice), job("name: k\ncommand: [x]\n"), "key-1", nullptr).row.id;
+  EXPECT_EQ(s->submit(ctx(as_alice), job("name: k\ncommand: [x]\n"), "key-1", nullptr).row.id,
+            keyed);
+  EXPECT_EQ(
+      error_of([&] { s->submit(ctx(as_carol), job("name: k\ncommand: [x]\n"), "key-1", nullptr); }),
+      "conflict: idempotency key already used for job " + std::to_string(keyed) +
+          " by alice@team-a");
+  s->cancel(ctx(as_alice), keyed);
 
   // A user rotates their own token; a removed user's token stops working at once.
   const std::string alice2 = s->rotate_user_token(ctx(as_alice), "team-a", "alice");
@@ -181,6 +199,21 @@ TEST_F(ServiceUsers, AUserMayQueueOnlyTheirOwnShareOfTheTenantsJobs) {
             "invalid: an array of 3 tasks is more than this server queues for one user (2, "
             "--max-pending-per-user or the queue's tenant_limits.max_pending_jobs_per_user)");
   EXPECT_EQ(submit(Caller{false, "team-a"}), "");  // the tenant's own token is no user
+}
+
+// One tenant's admin cannot make the server keep users without bound.
+TEST_F(ServiceUsers, ATenantHasAtMostAThousandUsers) {
+  auto s = make(1);
+  s->create_tenant(ctx(admin()), "team-a");
+  for (int i = 0; i < 1000; ++i) {
+    s->add_user(ctx(admin()), "team-a", "u" + std::to_string(i), UserRole::kMember);
+  }
+  EXPECT_EQ(error_of([&] { s->add_user(ctx(admin()), "team-a", "one-more", UserRole::kMember); }),
+            "too many: tenant team-a has 1000 users, the most one tenant may have; remove some "
+            "first");
+  s->remove_user(ctx(admin()), "team-a", "u0");
+  EXPECT_EQ(error_of([&] { s->add_user(ctx(admin()), "team-a", "one-more", UserRole::kMember); }),
+            "");
 }
 
 }  // namespace

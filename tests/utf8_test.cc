@@ -1,5 +1,7 @@
 #include "model/utf8.h"
 
+#include "model/input_error.h"
+
 #include <gtest/gtest.h>
 
 namespace tessera {
@@ -21,4 +23,15 @@ TEST(Utf8, AcceptsWellFormedTextOnly) {
 }
 
 }  // namespace
+// What a request echoes into an error is shown, not obeyed: ASCII and C1 controls, line
+// separators and bidirectional overrides each become '?'.
+TEST(QuotePrefix, ControlsSeparatorsAndBidiOverridesAreShownAsQuestionMarks) {
+  EXPECT_EQ(quote_prefix("a\x1b[31mb"), "\"a?[31mb\"");
+  EXPECT_EQ(quote_prefix("x\xc2\x9by"), "\"x?y\"");      // U+009B (C1 CSI)
+  EXPECT_EQ(quote_prefix("x\xe2\x80\xaey"), "\"x?y\"");  // U+202E (RLO)
+  EXPECT_EQ(quote_prefix("x\xe2\x80\xa8y"), "\"x?y\"");  // U+2028
+  EXPECT_EQ(quote_prefix("x\xe2\x81\xa6y"), "\"x?y\"");  // U+2066
+  EXPECT_EQ(quote_prefix("caf\xc3\xa9 \xe2\x82\xac"), "\"caf\xc3\xa9 \xe2\x82\xac\"");  // kept
+}
+
 }  // namespace tessera

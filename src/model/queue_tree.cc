@@ -388,7 +388,13 @@ class QueueYamlReader {
   ClassMask classes(const YAML::Node& n, const std::string& field) const;
 
   const std::string& origin_;
+  // Queues read so far: YAML aliases can make a small file name exponentially many (a tree of
+  // anchors), so reading stops at a bound no real tree reaches.
+  mutable size_t read_ = 0;
 };
+
+// More queues than any organisation has; a file past it is refused before it costs memory.
+constexpr size_t kMaxQueues = 10000;
 
 FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
   FairnessSettings f;
@@ -461,6 +467,12 @@ std::vector<ParsedQueue> QueueYamlReader::queue_list(const YAML::Node& n,
 }
 
 ParsedQueue QueueYamlReader::queue(const YAML::Node& n, const std::string& field) const {
+  if (++read_ > kMaxQueues) {
+    yaml_fail(origin_, n, field,
+              "more than " + std::to_string(kMaxQueues) +
+                  " queues (YAML aliases repeat what they name: a tree of them grows "
+                  "exponentially)");
+  }
   check_keys(origin_, n, field,
              {"name", "weight", "guarantee", "borrow_limit", "priority_classes",
               "default_priority_class", "default_sla", "time_limit", "memory", "namespaces",

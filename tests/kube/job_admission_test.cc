@@ -90,6 +90,9 @@ TEST_F(JobAdmission, AClassItsQueueDoesNotGrantIsRefused) {
                             "best-effort, research"),
             std::string::npos)
       << g->waiting;
+  // Never used either: a spec built for it (as for a gang already bound, or a goodput round's
+  // plan) holds the highest class granted below it.
+  EXPECT_EQ(g->pending_spec.priority, PriorityClass::kResearch);
 
   // A queue whose default is production allows it (and lower classes), but not more.
   m_.set_queue_tree(

@@ -300,7 +300,9 @@ class ClusterModel {
   // The queue of the gang `lead` leads: the pod's label, else its Volcano PodGroup's
   // spec.queue, else the namespace.
   std::string gang_queue(const PodInfo& lead) const;
-  void fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
+  // The engine's spec of `pods` (of gang g); "" or why its class is refused (the spec then
+  // holds a class its queue grants).
+  std::string fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods, JobSpec& spec);
   // An adaptive gang's `adaptive` and `round_spec` (Gang), from its pods.
   void plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
                      const std::vector<const PodInfo*>& bound);

@@ -130,8 +130,8 @@ std::string ClusterModel::gang_queue(const PodInfo& lead) const {
   return group != nullptr && !group->queue.empty() ? group->queue : lead.queue;
 }
 
-void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods,
-                             JobSpec& spec) {
+std::string ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& pods,
+                                    JobSpec& spec) {
   spec = JobSpec{};
   spec.name = g.key;
   const PodInfo& first = *pods.front();
@@ -163,6 +163,27 @@ void ClusterModel::fill_spec(const Gang& g, const std::vector<const PodInfo*>& p
   }
   spec.eligible_nodes = eligible(first.constraints, first.constraints_key);
   spec.source = "pod " + first.key();
+  // A class its queue does not grant would let one tenant preempt another at will: said (a
+  // waiting gang is Invalid), and never used (the spec keeps the highest class granted below
+  // it, else the lowest granted: a gang already bound, or planned by a goodput round).
+  const QueueId leaf = tree_->leaf_of(spec.tenant);
+  const QueueSpec& q = tree_->queue(leaf == kNoId ? kRootQueue : leaf);
+  std::string refused = class_refusal(q, spec.priority);
+  if (!refused.empty()) {
+    const ClassMask granted = shared_classes(q);
+    PriorityClass use = spec.priority;
+    bool found = false;
+    for (int c = static_cast<int>(spec.priority); c >= 0 && !found; --c) {
+      use = static_cast<PriorityClass>(c);
+      found = (granted & class_bit(use)) != 0;
+    }
+    for (int c = 0; c <= static_cast<int>(PriorityClass::kInferenceCritical) && !found; ++c) {
+      use = static_cast<PriorityClass>(c);
+      found = (granted & class_bit(use)) != 0;
+    }
+    spec.priority = use;
+  }
+  return refused;
 }
 
 void ClusterModel::plan_adaptive(Gang& g, const std::vector<const PodInfo*>& pending,
@@ -428,12 +449,7 @@ void ClusterModel::prepare_gang(Gang& g, double now) {
       }
     }
     if (!g.waiting.empty()) return;
-    fill_spec(g, pending, g.pending_spec);
-    // A class its queue does not grant would let one tenant preempt another at will.
-    const QueueId leaf = tree_->leaf_of(g.pending_spec.tenant);
-    if (std::string why =
-            class_refusal(tree_->queue(leaf == kNoId ? kRootQueue : leaf), g.pending_spec.priority);
-        !why.empty()) {
+    if (std::string why = fill_spec(g, pending, g.pending_spec); !why.empty()) {
       g.waiting_code = "Invalid";
       g.waiting = first.key() + ": " + why;
       return;

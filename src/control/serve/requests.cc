@@ -241,6 +241,14 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
         it == idempotency_.end() ? store_->job_by_key(req.tenant, idempotency_key) : std::nullopt;
     if (it != idempotency_.end() || stored) {
       const JobRow& first = stored ? *stored : jobs_.at(it->second)->row;
+      // Keys are the tenant's, but a retry is its sender's: another user's job is not handed
+      // out as this one's submission (it could not even act on it).
+      if (first.user != ctx.caller.user && !ctx.caller.admin) {
+        throw ServiceError(
+            ServiceError::kConflict, "Idempotency-Key",
+            "idempotency key already used for job " + std::to_string(first.id) + " by " +
+                (first.user.empty() ? first.tenant : first.user + "@" + first.tenant));
+      }
       // A retry repeats its request; the same key with another spec is a client's mistake, and
       // answering with the first job would hide it.
       // A class the classifier chose (serve --classify) is the server's, not the retry's.

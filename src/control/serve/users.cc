@@ -10,7 +10,15 @@
 
 namespace tessera {
 
+// Far beyond any team, and a bound on what one tenant's admin can make the server keep.
+constexpr size_t kMaxUsersPerTenant = 1000;
+
 void Service::check_manages_locked(const Caller& caller, const std::string& tenant) const {
+  // Another tenant's users are refused alike whether it exists or not: no oracle of names.
+  if (!caller.admin && caller.tenant != tenant) {
+    throw ServiceError(ServiceError::kForbidden, "",
+                       "only the admin or " + tenant + "'s own admins manage its users");
+  }
   if (!tenants_.find(tenant) || deleted_tenants_.contains(tenant)) {
     throw ServiceError(ServiceError::kNotFound, "", "no tenant " + tenant);
   }
@@ -25,12 +33,21 @@ void Service::check_manages_locked(const Caller& caller, const std::string& tena
 
 std::string Service::add_user(const RequestContext& ctx, const std::string& tenant,
                               const std::string& name, UserRole role) {
-  if (!is_valid_name(name)) {
+  if (!is_valid_name(name) || name.find_first_not_of('.') == std::string::npos) {
     throw ServiceError(ServiceError::kInvalid, "name",
-                       "user names are 1-63 characters of letters, digits, '-', '_', '.'");
+                       "user names are 1-63 characters of letters, digits, '-', '_', '.' (not "
+                       "only dots)");
   }
   std::lock_guard lock(mu_);
   check_manages_locked(ctx.caller, tenant);
+  const auto users =
+      static_cast<size_t>(std::count_if(token_user_.begin(), token_user_.end(),
+                                        [&](const auto& e) { return e.second.tenant == tenant; }));
+  if (users >= kMaxUsersPerTenant) {
+    throw ServiceError(ServiceError::kTooMany, "",
+                       "tenant " + tenant + " has " + std::to_string(users) +
+                           " users, the most one tenant may have; remove some first");
+  }
   const std::string token = new_token();
   const double t = now();
   const UserRow row{tenant, name, sha256_hex(token), role, t};
