@@ -70,13 +70,7 @@ export function setSeries(chart, datasets, xmin, xmax) {
   chart.options.scales.x.min = xmin;
   chart.$tickStep = niceStep(xmax - xmin, chart.width > 700 ? 10 : 4);
   chart.options.scales.x.max = xmax;
-  const old = new Map(chart.data.datasets.map((d) => [d.label, d]));
-  chart.data.datasets = datasets.map((d) => {
-    const o = old.get(d.label);
-    if (!o) return d;
-    Object.assign(o, d);
-    return o;
-  });
+  keepDatasets(chart, datasets);
   chart.update('none');
 }
 
@@ -148,13 +142,19 @@ export function barChart(canvas, { stacked = false, yTitle = '', legend = true, 
 // Sets a bar chart's categories and datasets (matched by label, as setSeries does, so that a
 // series hidden in the legend stays hidden), then redraws.
 export function setBars(chart, labels, datasets) {
-  const old = new Map(chart.data.datasets.map((d) => [d.label, d]));
   chart.data.labels = labels;
+  keepDatasets(chart, datasets);
+  chart.update('none');
+}
+
+// The chart's datasets replaced by `datasets`, each one of the same label updated in place, so
+// that what the legend hid stays hidden.
+function keepDatasets(chart, datasets) {
+  const old = new Map(chart.data.datasets.map((d) => [d.label, d]));
   chart.data.datasets = datasets.map((d) => {
     const o = old.get(d.label);
     if (!o) return d;
     Object.assign(o, d);
     return o;
   });
-  chart.update('none');
 }
