@@ -1,11 +1,13 @@
 // One behaviour suite over every combination of the cycle's stages (engine/stages/: backfill
 // with EASY's reservation or not, preemption, reclaim, elastic resizing, power and thermal
-// admission, data locality), as EveryOrderWithQueues runs over every queue order: over random
-// snapshots, applying a cycle's decisions never over-commits a GPU, gangs start whole, queue
-// limits hold, every waiting job is started or told why once, no running job is both preempted
-// and resized, and the same snapshot and seed give the same decisions.
+// admission, data locality, reserved GPUs), as EveryOrderWithQueues runs over every queue order:
+// over random snapshots, applying a cycle's decisions never over-commits a GPU, gangs start whole,
+// queue limits hold, every waiting job is started or told why once, no running job is both
+// preempted and resized, no job starts on GPUs reserved for someone else, and the same snapshot and
+// seed give the same decisions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -30,7 +32,8 @@ using testing::World;
 
 struct Stages {
   Backfill backfill = Backfill::kEasy;
-  bool preemption = false, reclaim = false, elastic = false, power = false, locality = false;
+  bool preemption = false, reclaim = false, elastic = false, power = false, locality = false,
+       reserved = false;
 
   std::string name() const {
     std::string n = backfill == Backfill::kNone   ? "NoBackfill"
@@ -41,6 +44,7 @@ struct Stages {
     if (elastic) n += "Elastic";
     if (power) n += "Power";
     if (locality) n += "Locality";
+    if (reserved) n += "Reserved";
     return n;
   }
 };
@@ -48,7 +52,7 @@ struct Stages {
 std::vector<Stages> every_combination() {
   std::vector<Stages> out;
   for (Backfill b : {Backfill::kNone, Backfill::kEasy, Backfill::kGreedy}) {
-    for (int bits = 0; bits < 32; ++bits) {
+    for (int bits = 0; bits < 64; ++bits) {
       Stages s;
       s.backfill = b;
       s.preemption = (bits & 1) != 0;
@@ -56,6 +60,7 @@ std::vector<Stages> every_combination() {
       s.elastic = (bits & 4) != 0;
       s.power = (bits & 8) != 0;
       s.locality = (bits & 16) != 0;
+      s.reserved = (bits & 32) != 0;
       out.push_back(s);
     }
   }
@@ -121,6 +126,16 @@ struct RandomWorld {
     power.idle_w = 4 * (200 + 4 * 34.75);
     power.cap_w = power.idle_w + 165.25 * static_cast<double>(6 + rng.below(8));
     power.node_headroom_w = {-1, 400, -1, 700};
+    // The last node's GPUs and one of the first's, reserved for one tenant: over a window that
+    // holds now, or one that begins soon (jobs whose time limit ends before it may use them).
+    reservation.name = "r";
+    reservation.tenant = static_cast<TenantId>(seed % 3);
+    reservation.start = seed % 2 == 0 ? w.now - 100 : w.now + 150;
+    reservation.end = w.now + 1000;
+    reservation.gpus = {1, 12, 13, 14, 15};
+    for (size_t k = 0; k < w.pending.size(); ++k) {
+      if (rng.below(2) == 0) w.specs[w.pending[k].id].time_limit = 100.0 * (1 + rng.below(3));
+    }
   }
 
   Snapshot snapshot(const Stages& st, uint64_t cycle) const {
@@ -130,6 +145,7 @@ struct RandomWorld {
       snap.preferred_nodes = &preferred;
       snap.locality_wait_seconds = 2000;  // some wait for their data, some no longer
     }
+    if (st.reserved) snap.reservations = std::span(&reservation, 1);
     return snap;
   }
 
@@ -139,6 +155,7 @@ struct RandomWorld {
   PowerModel model = flat_model();
   std::unique_ptr<BoundPowerModel> bound;
   PowerView power;
+  GpuReservation reservation;
 };
 
 Policy policy_for(const Stages& st, uint64_t seed) {
@@ -174,7 +191,8 @@ class EveryStageCombination : public ::testing::TestWithParam<Stages> {};
 TEST_P(EveryStageCombination, KeepsGpusLimitsAndGangsWholeAndIsDeterministic) {
   const Stages st = GetParam();
   // What the stages did over all seeds: each stage in the combination must have acted.
-  size_t preempted = 0, resized = 0, power_held = 0, data_held = 0, blocked = 0, backfilled = 0;
+  size_t preempted = 0, resized = 0, power_held = 0, data_held = 0, blocked = 0, backfilled = 0,
+         reserved_held = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const RandomWorld rw(seed);
@@ -233,6 +251,14 @@ TEST_P(EveryStageCombination, KeepsGpusLimitsAndGangsWholeAndIsDeterministic) {
                 static_cast<size_t>(start.alloc.members() * start.alloc.gpus_per_member));
       ASSERT_NO_THROW(s.allocate(start.alloc)) << "job " << start.job;
       charge(spec, start.alloc, +1);
+      if (st.reserved && !rw.reservation.open_to(spec, w.now)) {
+        for (const GpuShare& g : start.alloc.shares) {
+          EXPECT_TRUE(std::find(rw.reservation.gpus.begin(), rw.reservation.gpus.end(), g.gpu) ==
+                      rw.reservation.gpus.end())
+              << "job " << start.job << " of tenant " << spec.tenant << " on reserved GPU "
+              << g.gpu;
+        }
+      }
     }
     for (const Resize& r : d.resizes) {
       if (r.grow) resize(r);
@@ -248,6 +274,7 @@ TEST_P(EveryStageCombination, KeepsGpusLimitsAndGangsWholeAndIsDeterministic) {
       power_held += r.code == PendingCode::kPowerCapped ? 1 : 0;
       data_held += r.code == PendingCode::kDataLocality ? 1 : 0;
       blocked += r.code == PendingCode::kBlockedByHead ? 1 : 0;
+      reserved_held += r.code == PendingCode::kReservedGpus ? 1 : 0;
     }
     for (QueueId q = 0; q < rw.tree.size(); ++q) {
       EXPECT_TRUE(all_le(usage[q], rw.tree.queue(q).limit) || all_le(usage[q], before[q]))
@@ -261,6 +288,7 @@ TEST_P(EveryStageCombination, KeepsGpusLimitsAndGangsWholeAndIsDeterministic) {
   EXPECT_EQ(power_held > 0, st.power);
   EXPECT_EQ(data_held > 0, st.locality);
   EXPECT_EQ(blocked > 0, st.backfill == Backfill::kNone);
+  EXPECT_EQ(reserved_held > 0, st.reserved);
   if (st.backfill == Backfill::kEasy && !st.power) {
     EXPECT_GT(backfilled, 0u);
   }

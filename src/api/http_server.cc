@@ -29,6 +29,53 @@ bool is_mutating(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
+// POST /v1/reservations's body: every key known and of its type, or a FieldError naming it.
+Service::ReservationRequest reservation_request(const nlohmann::json& j) {
+  static const std::vector<std::string> kKeys = {"name", "tenant", "user", "gpus",       "gpu_type",
+                                                 "node", "start",  "end",  "ignore_jobs"};
+  if (!j.is_object()) {
+    throw FieldError("", "expected {\"name\", \"tenant\", \"gpus\", \"start\", \"end\", ...}");
+  }
+  for (const auto& kv : j.items()) {
+    if (std::find(kKeys.begin(), kKeys.end(), kv.key()) == kKeys.end()) {
+      const std::string guess = closest_match(kv.key(), kKeys);
+      throw FieldError(kv.key(),
+                       "unknown key" + (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
+    }
+  }
+  Service::ReservationRequest r;
+  const auto text = [&](const char* key, std::string& out, bool required) {
+    if (!j.contains(key)) {
+      if (required) throw FieldError(key, "required");
+      return;
+    }
+    if (!j[key].is_string()) throw FieldError(key, "expected a string");
+    out = j[key].get<std::string>();
+  };
+  const auto number = [&](const char* key) {
+    if (!j.contains(key)) throw FieldError(key, "required (unix seconds)");
+    if (!j[key].is_number()) throw FieldError(key, "expected a number (unix seconds)");
+    return j[key].get<double>();
+  };
+  text("name", r.name, true);
+  text("tenant", r.tenant, true);
+  text("user", r.user, false);
+  text("gpu_type", r.gpu_type, false);
+  text("node", r.node, false);
+  if (!j.contains("gpus") || !j["gpus"].is_number_integer() || j["gpus"].get<int64_t>() < 1 ||
+      j["gpus"].get<int64_t>() > 1'000'000) {
+    throw FieldError("gpus", "expected a number of GPUs, at least 1");
+  }
+  r.gpus = static_cast<int32_t>(j["gpus"].get<int64_t>());
+  r.start = number("start");
+  r.end = number("end");
+  if (j.contains("ignore_jobs")) {
+    if (!j["ignore_jobs"].is_boolean()) throw FieldError("ignore_jobs", "expected true or false");
+    r.ignore_jobs = j["ignore_jobs"].get<bool>();
+  }
+  return r;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Service& service, ApiOptions opt)
@@ -316,6 +363,29 @@ void ApiServer::routes() {
           const bool drain = req.matches[2] == "drain";
           svc.drain_node(RequestContext{c, req.method, req.path}, name, drain);
           res.set_content(json_text(nlohmann::json{{"name", name}, {"drained", drain}}), kJson);
+        }));
+
+  // Reservations: the admin sets GPUs aside for a tenant or user over a window, and deletes
+  // them; everyone lists them (other tenants' without their names).
+  route("POST", "/v1/reservations",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          res.status = 201;
+          res.set_content(
+              json_text(to_json(svc.create_reservation(RequestContext{c, req.method, req.path},
+                                                       reservation_request(json_body(req))))),
+              kJson);
+        }));
+  route("GET", "/v1/reservations",
+        guarded([&svc](const httplib::Request&, httplib::Response& res, const Caller& c) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (const ReservationView& v : svc.reservations(c)) arr.push_back(to_json(v));
+          res.set_content(json_text(nlohmann::json{{"reservations", arr}}), kJson);
+        }));
+  route("DELETE", R"(/v1/reservations/([^/]+))",
+        guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
+          const std::string name = req.matches[1];
+          svc.delete_reservation(RequestContext{c, req.method, req.path}, name);
+          res.set_content(json_text(nlohmann::json{{"name", name}, {"deleted", true}}), kJson);
         }));
 
   // The admin rotates (POST: a new token, shown once) or revokes (DELETE) a tenant's token.

@@ -112,6 +112,23 @@ nlohmann::json to_json(const QueueView& v) {
           {"running_jobs", v.running_jobs}};
 }
 
+nlohmann::json to_json(const ReservationView& v) {
+  const auto or_null = [](const std::string& s) {
+    return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+  };
+  return {{"name", v.name},
+          {"tenant", or_null(v.tenant)},
+          {"user", or_null(v.user)},
+          {"start", v.start},
+          {"end", v.end},
+          {"state", v.state},
+          {"gpus", v.gpus},
+          {"missing_gpus", v.missing_gpus},
+          {"busy_jobs", v.busy_jobs},
+          {"created_by", or_null(v.created_by)},
+          {"created_at", v.created_at}};
+}
+
 nlohmann::json to_json(const NodeView& v) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuView& g : v.gpus) {
@@ -123,10 +140,15 @@ nlohmann::json to_json(const NodeView& v) {
            {"name", h.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.name)},
            {"gpu_milli", h.milli}});
     }
-    gpus.push_back({{"index", g.index},
-                    {"free_milli", g.free_milli},
-                    {"jobs", g.jobs},
-                    {"holders", std::move(holders)}});
+    nlohmann::json gpu{{"index", g.index},
+                       {"free_milli", g.free_milli},
+                       {"jobs", g.jobs},
+                       {"holders", std::move(holders)}};
+    if (!g.reservation.empty()) {
+      gpu["reservation"] = g.reservation;
+      gpu["reservation_active"] = g.reservation_active;
+    }
+    gpus.push_back(std::move(gpu));
   }
   return {{"name", v.name},           {"state", v.state},
           {"gpu_type", v.gpu_type},   {"gpus", gpus},

@@ -10,6 +10,8 @@ namespace tessera {
 
 nlohmann::json to_json(const JobView& v);
 nlohmann::json to_json(const QueueView& v);
+// A reservation: tenant, user and created_by null where the caller may not know them.
+nlohmann::json to_json(const ReservationView& v);
 nlohmann::json to_json(const NodeView& v);
 nlohmann::json to_json(const AuditEntry& e);
 nlohmann::json to_json(const JobEvent& e);

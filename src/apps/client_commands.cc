@@ -18,7 +18,9 @@
 
 #include "api/client.h"
 #include "apps/client_tables.h"
+#include "apps/client_util.h"
 #include "apps/command_line.h"
+#include "apps/reservation_commands.h"
 #include "apps/service_commands.h"
 #include "control/token.h"
 #include "model/csv.h"
@@ -27,19 +29,6 @@
 namespace tessera {
 
 namespace {
-
-// A query parameter's value, percent-encoded (RFC 3986: all but unreserved characters).
-std::string query_escape(const std::string& v) {
-  std::string out;
-  for (const unsigned char ch : v) {
-    if (std::isalnum(ch) != 0 || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      out += fmt::format("%{:02X}", ch);
-    }
-  }
-  return out;
-}
 
 // --state: one or more of the job states, comma-separated.
 CLI::Validator job_states_check() {
@@ -54,34 +43,6 @@ CLI::Validator job_states_check() {
                "; states: " + job_state_names();
       },
       "STATE[,STATE...] of " + job_state_names());
-}
-
-void add_common(CLI::App* s, ClientArgs& a) {
-  s->add_option("--addr", a.addr, "server address host:port (default: TESSERA_ADDR)");
-  s->add_option("--token", a.token, "bearer token (default: TESSERA_TOKEN)");
-}
-
-// The body of a successful answer; throws with the server's error (and field) otherwise.
-std::string ok_body(const HttpResult& r, const std::string& what) {
-  if (r.status == 0) {
-    throw std::runtime_error(what + ": cannot reach the server (" + r.error +
-                             "); is `tessera serve` running at TESSERA_ADDR?");
-  }
-  if (r.status >= 400) {
-    std::string msg = r.body;
-    try {
-      const auto j = nlohmann::json::parse(r.body);
-      msg = j.value("error", r.body);
-      if (j.contains("field")) msg += " (field " + j["field"].get<std::string>() + ")";
-    } catch (const std::exception&) {  // not JSON: print it as it came
-    }
-    throw std::runtime_error(what + ": HTTP " + std::to_string(r.status) + ": " + msg);
-  }
-  return r.body;
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int submit(ApiClient& c, const ClientArgs& a) {
@@ -248,17 +209,6 @@ int update(ApiClient& c, const ClientArgs& a) {
 }
 
 // GET `path` and print its list `key` as JSON (--json) or as `table` renders it.
-int print_list(ApiClient& c, const ClientArgs& a, const std::string& path, const char* key,
-               const std::string& what, std::string (*table)(const nlohmann::json&)) {
-  const auto j = nlohmann::json::parse(ok_body(c.get(path), what));
-  if (a.json) {
-    std::cout << j[key].dump() << "\n";
-  } else {
-    std::cout << table(j[key]);
-  }
-  return 0;
-}
-
 int audit(ApiClient& c, const ClientArgs& a) {
   std::string q = "/v1/audit?limit=" + std::to_string(a.limit > 0 ? a.limit : 100);
   if (!a.actor.empty()) q += "&actor=" + a.actor;
@@ -757,12 +707,36 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
   c.user_rotate->add_option("name", a.name, "user name")->required();
   c.user_rotate->add_flag("--json", a.json, "print JSON");
   c.user->require_subcommand(1);
-  for (CLI::App* s : {c.submit,        c.jobs,     c.job,          c.cancel,        c.hold,
-                      c.release,       c.requeue,  c.update,       c.audit,         c.usage,
-                      c.queues,        c.nodes,    c.logs,         c.tenant_create, c.tenant_list,
-                      c.tenant_delete, c.archive,  c.token_rotate, c.token_revoke,  c.node_drain,
-                      c.node_resume,   c.user_add, c.user_list,    c.user_remove,   c.user_rotate,
-                      c.queues_apply}) {
+  add_reservation_commands(app, a, c);
+  for (CLI::App* s : {c.submit,
+                      c.jobs,
+                      c.job,
+                      c.cancel,
+                      c.hold,
+                      c.release,
+                      c.requeue,
+                      c.update,
+                      c.audit,
+                      c.usage,
+                      c.queues,
+                      c.nodes,
+                      c.logs,
+                      c.tenant_create,
+                      c.tenant_list,
+                      c.tenant_delete,
+                      c.archive,
+                      c.token_rotate,
+                      c.token_revoke,
+                      c.node_drain,
+                      c.node_resume,
+                      c.user_add,
+                      c.user_list,
+                      c.user_remove,
+                      c.user_rotate,
+                      c.queues_apply,
+                      c.reservation_create,
+                      c.reservation_list,
+                      c.reservation_delete}) {
     add_common(s, a);
   }
   return c;
@@ -800,6 +774,7 @@ int run_client_command(const ClientCommands& c, const ClientArgs& given) {
   if (*c.user_list) return user_list(*client(), a);
   if (*c.user_remove) return user_remove(*client(), a);
   if (*c.user_rotate) return user_rotate(*client(), a);
+  if (*c.reservation) return run_reservation_command(c, *client(), a);
   return -1;
 }
 

@@ -206,9 +206,9 @@ std::string job_page(const nlohmann::json& j, double now) {
 }
 
 std::string node_table(const nlohmann::json& nodes) {
-  constexpr const char* kRow = "{:<20} {:<9} {:<10} {:>4} {:>6}  {:<20} {:>13} {:>19}\n";
-  std::string out = fmt::format(kRow, "NODE", "STATE", "TYPE", "GPU", "FREE", "JOBS", "CPU FREE",
-                                "MEM FREE (MiB)");
+  constexpr const char* kRow = "{:<20} {:<9} {:<10} {:>4} {:>6}  {:<20} {:<20} {:>13} {:>19}\n";
+  std::string out = fmt::format(kRow, "NODE", "STATE", "TYPE", "GPU", "FREE", "JOBS", "RESERVED",
+                                "CPU FREE", "MEM FREE (MiB)");
   for (const auto& n : nodes) {
     const std::string cpu = fmt::format("{:g}/{:g}", n["free_cpu_milli"].get<double>() / 1000,
                                         n["cpu_milli"].get<double>() / 1000);
@@ -220,17 +220,24 @@ std::string node_table(const nlohmann::json& nodes) {
       for (const auto& id : g.value("jobs", nlohmann::json::array())) {
         jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<int64_t>());
       }
+      // A reservation in its window, or "(soon)" for one yet to begin.
+      std::string reserved = "-";
+      if (g.contains("reservation")) {
+        reserved = g["reservation"].get<std::string>() +
+                   (g.value("reservation_active", false) ? "" : " (soon)");
+      }
       out +=
           fmt::format(kRow, first ? fit(n["name"].get<std::string>(), 20) : "",
                       first ? text_or(n, "state", "up") : "",
                       first ? fit(n["gpu_type"].get<std::string>(), 10) : "", g["index"].get<int>(),
                       fmt::format("{:g}", g["free_milli"].get<double>() / 1000),
-                      jobs.empty() ? "-" : fit(jobs, 20), first ? cpu : "", first ? mem : "");
+                      jobs.empty() ? "-" : fit(jobs, 20), fit(reserved, 20), first ? cpu : "",
+                      first ? mem : "");
       first = false;
     }
     if (n["gpus"].empty()) {
       out += fmt::format(kRow, fit(n["name"].get<std::string>(), 20), text_or(n, "state", "up"),
-                         "-", "-", "-", "-", cpu, mem);
+                         "-", "-", "-", "-", "-", cpu, mem);
     }
   }
   return out;

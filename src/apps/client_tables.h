@@ -28,7 +28,8 @@ void sort_jobs(nlohmann::json& jobs, const std::string& key, double now);
 const std::vector<std::string>& job_sort_keys();
 // `tessera job ID`: every field, the reason in words, the placement per rank.
 std::string job_page(const nlohmann::json& job, double now);
-// `tessera nodes`: a row per GPU: node, type, free share, jobs holding it, CPU and memory.
+// `tessera nodes`: a row per GPU: node, type, free share, jobs holding it, the reservation that
+// holds it, CPU and memory.
 std::string node_table(const nlohmann::json& nodes);
 // `tessera queues`: weight, guarantee, limit, holdings against the fair share, long-term
 // (decayed) usage, jobs, and a mark for a queue that borrows (holds more than its guarantee)

@@ -100,6 +100,10 @@ struct ClientArgs {
   std::string role = "member";             // user add: member | admin
   std::string usage_by = "queue";          // usage: queue | user
   bool dry_run = false;                    // queues apply
+  // reservation create: how many GPUs, of which type, on which node, for whom, when
+  int32_t gpus = 0;
+  std::string gpu_type, node, user, start = "now", end, duration;
+  bool ignore_jobs = false;
 };
 struct ClientCommands {
   CLI::App* submit = nullptr;
@@ -132,6 +136,10 @@ struct ClientCommands {
   CLI::App* user_list = nullptr;
   CLI::App* user_remove = nullptr;
   CLI::App* user_rotate = nullptr;
+  CLI::App* reservation = nullptr;
+  CLI::App* reservation_create = nullptr;
+  CLI::App* reservation_list = nullptr;
+  CLI::App* reservation_delete = nullptr;
 };
 ClientCommands add_client_commands(CLI::App& app, ClientArgs& args);
 // Runs whichever client command was given; -1 when none was.

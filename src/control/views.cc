@@ -49,7 +49,7 @@ std::vector<NodeView> node_views(const ClusterState& st,
     v.gpu_type = c.gpu_types().at(node.gpu_type).name;
     for (uint16_t k = 0; k < node.num_gpus; ++k) {
       const GpuId g = node.first_gpu + k;
-      v.gpus.push_back(GpuView{index(g), st.gpu_free(g), {}, {}});
+      v.gpus.push_back(GpuView{index(g), st.gpu_free(g), "", false, {}, {}});
     }
     v.cpu_milli = node.cpu_milli;
     v.free_cpu_milli = st.node_free_cpu(n);

@@ -26,6 +26,20 @@ struct QueueView {
   int64_t running_jobs = 0;
 };
 
+// GPUs set aside for a tenant or user over a window (model/gpu_reservation.h), as listed.
+struct ReservationView {
+  std::string name;
+  std::string tenant, user;  // "" where the caller may not know them (another tenant's), user
+                             // "" also for a reservation for the whole tenant
+  double start = 0, end = 0;
+  std::string state;               // upcoming | active | ended
+  std::vector<std::string> gpus;   // "NODE/INDEX", as tessera nodes shows them
+  int32_t missing_gpus = 0;        // reserved GPUs no longer in the cluster (a restart)
+  std::vector<int64_t> busy_jobs;  // jobs not its own that hold its GPUs now
+  std::string created_by;
+  double created_at = 0;
+};
+
 // A tenant as the admin sees it: those created with a token and those that exist only because
 // the admin submitted for them (the list once left those out).
 struct TenantView {
@@ -47,6 +61,10 @@ struct GpuHolder {
 struct GpuView {
   int32_t index = 0;
   int32_t free_milli = 0;
+  // The reservation in force that holds it (in its window now, else the next to begin), and
+  // whether its window has begun; "" when none.
+  std::string reservation;
+  bool reservation_active = false;
   std::vector<int64_t> jobs;       // the jobs holding a share of it, by id
   std::vector<GpuHolder> holders;  // the same jobs with their tenant and share, by id
 };

@@ -49,6 +49,9 @@ class Cycle {
     // Without a queue, every job is considered in order.
     queue_ = s_.snap.pending_queue;
     if (queue_ != nullptr && &queue_->order() != s_.policy.order.get()) queue_ = nullptr;
+    // With reserved GPUs, what a job may use depends on more than its shape, which the
+    // bounds read: every job is considered.
+    if (s_.reserved.any()) queue_ = nullptr;
     if (queue_ != nullptr) {
       visited_.assign(queue_->size(), false);
       tenant_visited_.assign(queue_->tenants(), 0);
@@ -123,6 +126,10 @@ class Cycle {
       return;
     }
     s_.current_leaf = s_.shares.leaf_of(job.tenant);
+    // Reserved GPUs open to the job are free while it is considered; held again after.
+    const OpenReserved open(s_, job);
+    if (s_.current_access != 0)
+      reason.free_gpu_milli = s_.scratch.free_milli_matching(job.allowed_types);
     placer_.begin(pj);
     // Admission gates (engine/gates/): quota, bounded lending, carbon deferral, inference
     // reserve. A job one of them holds waits without a reservation.
@@ -143,7 +150,7 @@ class Cycle {
     bool placed = false;
     bool too_hot = false;
     if (reason.free_gpu_milli >= reason.need_gpu_milli) {
-      const ShapeKey shape = shape_of(job);
+      const ShapeKey shape = s_.shape(job);
       const std::optional<bool> cool = power_ ? power_->try_place_cool(job, alloc) : std::nullopt;
       if (cool) {
         placed = *cool;
@@ -225,9 +232,43 @@ class Cycle {
           s_.over_share_below(s_.current_leaf, kRootQueue, amounts_of(job, job.min_members));
       if (q != kNoId) fair_share_reason(reason, q);
     }
+    reserved_reason(job, reason);
     report(reason);
-    reservation_.blocked(pj, reason.need_gpu_milli);
+    // A job kept from reserved GPUs waits for their window to pass, not for running jobs to
+    // end: it does not hold the GPUs that will free for it (as Slurm plans it after the window).
+    if (reason.code != PendingCode::kReservedGpus) reservation_.blocked(pj, reason.need_gpu_milli);
   }
+
+  // A job short of GPUs that reserved GPUs closed to it would make room for waits for them.
+  void reserved_reason(const JobSpec& job, PendingReason& reason) const {
+    if (!s_.reserved.any() || (reason.code != PendingCode::kInsufficientGpus &&
+                               reason.code != PendingCode::kGangCannotFit)) {
+      return;
+    }
+    const int64_t held = s_.reserved.held_milli(job.allowed_types);  // what is closed to it
+    if (held == 0 || reason.free_gpu_milli + held < reason.need_gpu_milli) return;
+    reason.code = PendingCode::kReservedGpus;
+    reason.reservation = s_.reserved.holding_for(job, job.allowed_types);
+    reason.reserved_gpu_milli = held;
+  }
+
+  // The reserved GPUs open to a job, opened while it is considered (CycleSession::reserved).
+  class OpenReserved {
+   public:
+    OpenReserved(CycleSession& s, const JobSpec& job) : s_(s) {
+      s_.current_access = s_.reserved.any() ? s_.reserved.access(job) : 0;
+      s_.reserved.open(s_.current_access);
+    }
+    ~OpenReserved() {
+      if (s_.reserved.any()) s_.reserved.close();
+      s_.current_access = 0;
+    }
+    OpenReserved(const OpenReserved&) = delete;
+    OpenReserved& operator=(const OpenReserved&) = delete;
+
+   private:
+    CycleSession& s_;
+  };
 
   void record_start(const PendingJob& pj, uint32_t idx, Allocation alloc, bool backfilled) {
     if (power_) power_->started();

@@ -25,12 +25,18 @@ size_t ShapeHash::operator()(const ShapeKey& k) const {
   h = h * 31 + std::hash<int64_t>()(k.min_members * 65537 + k.max_members);
   h = h * 31 + std::hash<uint64_t>()(k.types);
   h = h * 31 + static_cast<size_t>(k.span);
+  h = h * 31 + std::hash<uint64_t>()(k.reserved_access);
   return h * 31 + restriction_hash(k.nodes);
 }
 
 ShapeKey shape_of(const JobSpec& job) {
-  return ShapeKey{job.demand,        job.min_members, job.max_members,
-                  job.allowed_types, job.max_span,    job.eligible_nodes.get()};
+  return ShapeKey{job.demand,
+                  job.min_members,
+                  job.max_members,
+                  job.allowed_types,
+                  job.max_span,
+                  job.eligible_nodes.get(),
+                  0};
 }
 
 ShapeKey shape_of(const GangShape& g) {
@@ -40,7 +46,8 @@ ShapeKey shape_of(const GangShape& g) {
                   g.max_members,
                   g.types,
                   static_cast<Level>(g.span),
-                  reinterpret_cast<const NodeSet*>(g.nodes)};
+                  reinterpret_cast<const NodeSet*>(g.nodes),
+                  0};
 }
 
 int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask,
@@ -90,12 +97,14 @@ CycleSession::CycleSession(const Snapshot& snap_in, const Policy& policy_in)
                                               : std::nullopt),
       scratch(snap_in.scratch != nullptr ? *snap_in.scratch : *own_scratch_),
       rng(mix_seed(policy_in.seed, snap_in.cycle)),
+      reserved(snap_in.reservations, snap_in.now, scratch),
       shares(compute_queue_shares(snap_in, shares_needed(snap_in, policy_in))),
       tree(*shares.tree),
       live_(shares.usage) {
   init_type_usage();
   // Last: from here on the destructor gives the caller's ledger back.
   if (snap.scratch != nullptr) scratch.start_journal();
+  reserved.close();  // holds every reserved GPU's free capacity (journaled)
 }
 
 CycleSession::~CycleSession() {
@@ -196,8 +205,10 @@ void CycleSession::toggle_running(size_t i, const Allocation& a, int sign) {
   if (sign < 0) {
     scratch.release(a);
   } else {
+    reserved.release_on(a);
     scratch.allocate(a);
   }
+  if (reserved.any()) reserved.hold_freed();
   add_usage(running_leaf(i), *snap.running[i].spec, a, sign);
 }
 

@@ -20,6 +20,7 @@
 #include "engine/fair_share.h"
 #include "engine/pending_queue.h"
 #include "engine/policy.h"
+#include "engine/reserved_gpus.h"
 #include "engine/rng.h"
 #include "engine/snapshot.h"
 #include "model/cluster_state.h"
@@ -31,15 +32,19 @@ namespace tessera {
 // Placement constraints are part of the shape: the GPU types, the span and the node restriction
 // (JobSpec::eligible_nodes, compared by identity, else by content: two jobs of equal demand
 // restricted to different nodes are different shapes).
+// So are the reserved GPUs open to it (ReservedGpus::access): jobs that may use different ones
+// see different free GPUs.
 struct ShapeKey {
   MemberDemand demand;
   int32_t min_members, max_members;
   GpuTypeMask types;
   Level span;
   const NodeSet* nodes;  // null: every node
+  uint64_t reserved_access = 0;
   bool operator==(const ShapeKey& o) const {
     return demand == o.demand && min_members == o.min_members && max_members == o.max_members &&
-           types == o.types && span == o.span && same_restriction(nodes, o.nodes);
+           types == o.types && span == o.span && same_restriction(nodes, o.nodes) &&
+           reserved_access == o.reserved_access;
   }
 };
 struct ShapeHash {
@@ -76,6 +81,11 @@ class CycleSession {
  public:
   ClusterState& scratch;
   Rng rng;
+  // Reserved GPUs, held on scratch; a stage that considers a job opens those open to it.
+  ReservedGpus reserved;
+  // The reserved GPUs open to the job being considered (ReservedGpus::access): part of its
+  // shape (shape()).
+  uint64_t current_access = 0;
   Decisions out;
   const QueueShares shares;
   const QueueTree& tree;
@@ -83,6 +93,14 @@ class CycleSession {
   // Shapes that found no room since capacity was last freed (a later one fails too), and
   // shapes no shrinking of elastic surplus could place since then.
   ShapeSet failed, shrink_failed;
+
+  // The job's shape for this cycle's caches of failures: shape_of(job) and the reserved GPUs
+  // open to it (current_access, for the job being considered).
+  ShapeKey shape(const JobSpec& job) const {
+    ShapeKey k = shape_of(job);
+    k.reserved_access = current_access;
+    return k;
+  }
 
   // ---- queue usage ----
   const std::vector<Amounts>& live() const { return live_; }
@@ -112,8 +130,12 @@ class CycleSession {
   int32_t resized(size_t i) const { return i < resized_.size() ? resized_[i] : 0; }
   void set_resized(size_t i, int32_t members);
   // Releases (sign -1) or gives back (+1) `a`, running job i's allocation or a part of it (an
-  // elastic gang's members), on the scratch ledger and in its queues' usage.
+  // elastic gang's members), on the scratch ledger and in its queues' usage. Reserved GPUs not
+  // open to the job being considered keep what a release frees of them.
   void toggle_running(size_t i, const Allocation& a, int sign);
+  // Whether `a` (running, released this cycle) could be given back: it fits, counting what the
+  // reserved GPUs hold of it as free.
+  bool fits_back(const Allocation& a) const { return fits_with_held(scratch, reserved, a); }
 
   // ---- free capacity ----
   // Free milli-GPU of `types` on the nodes of `only`, on the scratch state now.

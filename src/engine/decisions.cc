@@ -29,6 +29,8 @@ const char* reason_code(PendingCode c) {
       return "DataLocality";
     case PendingCode::kSiteUnreachable:
       return "SiteUnreachable";
+    case PendingCode::kReservedGpus:
+      return "ReservedGpus";
   }
   return "Resources";
 }
@@ -71,6 +73,8 @@ const char* to_string(PendingCode c) {
       return "data-locality";
     case PendingCode::kSiteUnreachable:
       return "site-unreachable";
+    case PendingCode::kReservedGpus:
+      return "reserved-gpus";
   }
   return "unknown";
 }
@@ -157,6 +161,13 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           "site unreachable: waits at its region's edge site ({:g} GPUs free there); the main "
           "site is cut off or too slow for its latency SLO",
           free);
+    case PendingCode::kReservedGpus:
+      return fmt::format(
+          "reserved GPUs: needs {:g}, {:g} free; {:g} more are reserved for someone else{} over "
+          "a window it would run into (a job with a time limit that ends before the window "
+          "begins may use them)",
+          need, free, static_cast<double>(r.reserved_gpu_milli) / 1000.0,
+          blocker_name.empty() ? std::string() : " (reservation " + blocker_name + ")");
   }
   return "pending";
 }

@@ -32,8 +32,11 @@ enum class PendingCode : uint8_t {
   kSiteUnreachable,        // a latency-bound service waiting at its region's edge site: the main
                            // site is cut off (its link down) or too slow for its SLO
                            // (engine/site_routing.h)
+  kReservedGpus,           // short of GPUs, and enough of those it lacks are reserved for another
+                           // tenant or user (Snapshot::reservations) over a window it would
+                           // run into
 };
-inline constexpr size_t kNumPendingCodes = 11;
+inline constexpr size_t kNumPendingCodes = 12;
 
 struct PendingReason {
   JobId job = 0;
@@ -63,13 +66,17 @@ struct PendingReason {
   // For a job restricted to a node set (JobSpec::eligible_nodes) that found no room: how much of
   // free_gpu_milli is on nodes it may use; -1 for an unrestricted job or another reason.
   int64_t eligible_free_gpu_milli = -1;
+  // For kReservedGpus: the reservation (index into Snapshot::reservations) holding GPUs it could
+  // use, and how much of its GPU types all reservations closed to it hold (milli-GPU).
+  uint32_t reservation = kNoId;
+  int64_t reserved_gpu_milli = 0;
 };
 
 std::string describe(const PendingReason& r, const std::string& blocker_name = "",
                      const std::string& queue_path = "");
 const char* to_string(PendingCode c);
 // A short code for job tables, as Slurm's squeue REASON: Resources, GangFit, Reservation,
-// HeadOfLine, Quota, FairShare, InferenceReserve, PowerCap.
+// HeadOfLine, Quota, FairShare, InferenceReserve, PowerCap, ReservedGpus.
 const char* reason_code(PendingCode c);
 
 struct Start {

@@ -10,6 +10,7 @@
 
 #include "model/allocation.h"
 #include "model/cluster_state.h"
+#include "model/gpu_reservation.h"
 #include "model/job.h"
 #include "model/queue_tree.h"
 
@@ -92,6 +93,9 @@ struct Snapshot {
   // reason DataLocality) rather than start elsewhere and stage its data. Null: none.
   const std::unordered_map<JobId, std::shared_ptr<const NodeSet>>* preferred_nodes = nullptr;
   double locality_wait_seconds = 0;
+  // GPUs reserved for a tenant or user over a window (model/gpu_reservation.h), those whose
+  // window is not over; at most ReservedGpus::kMax (64) are honoured. Empty: none.
+  std::span<const GpuReservation> reservations;
 };
 
 }  // namespace tessera

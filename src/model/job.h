@@ -34,6 +34,9 @@ inline constexpr double kUnknown = -1.0;
 struct JobSpec {
   std::string name;
   TenantId tenant = 0;
+  // Who submitted it inside its tenant (the front end's user id), or kNoId: what a reservation
+  // for one user (model/gpu_reservation.h) is matched against.
+  uint32_t user = kNoId;
   PriorityClass priority = PriorityClass::kResearch;
   bool priority_given = false;  // the trace named the class (else its queue's default applies)
   // Latency SLA: the most the job may wait from submission to its first start, or kUnknown.
@@ -61,6 +64,9 @@ struct JobSpec {
   double work_seconds = 0;
   // What the scheduler is told about the duration (user estimate or trace), or kUnknown.
   double duration_estimate = kUnknown;
+  // The most it may run before it is stopped (a hard limit, unlike the estimate), or kUnknown:
+  // what lets it run on reserved GPUs before their window begins.
+  double time_limit = kUnknown;
 
   // Throughput on one GPU of each type relative to V100, by GpuTypeId (filled by the
   // simulator's execution model from measurements; empty: unknown). What heterogeneity-aware

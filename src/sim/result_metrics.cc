@@ -252,8 +252,11 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   j["lost_work_seconds"] = lost;
   j["lost_gpu_hours"] = lost_gpu / 3600.0;
   nlohmann::ordered_json why;
-  for (size_t k = 0; k < reasons.size(); ++k)
+  for (size_t k = 0; k < reasons.size(); ++k) {
+    // The simulator reserves no GPUs: a code it cannot give is left out.
+    if (static_cast<PendingCode>(k) == PendingCode::kReservedGpus && reasons[k] == 0) continue;
     why[to_string(static_cast<PendingCode>(k))] = reasons[k];
+  }
   j["first_pending_reason"] = why;
   nlohmann::ordered_json per;
   for (TenantId t = 0; t < w.tenants.size(); ++t) {

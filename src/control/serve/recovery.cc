@@ -62,6 +62,7 @@ void Service::recover() {
     // kept, and waits if it cannot run now; a running one is adopted all the same.
     j->spec = to_spec_locked(row.spec, tid, "job " + std::to_string(row.id), &j->unrunnable);
     j->spec.submit_time = row.submitted_at;  // arrival order and SLA deadlines count from it
+    j->spec.user = user_id_locked(row.tenant, row.user);
     if (!row.idempotency_key.empty()) idempotency_[{row.tenant, row.idempotency_key}] = row.id;
     j->queued_since = row.submitted_at;
     Allocation alloc;

@@ -358,6 +358,7 @@ JobView Service::submit(const RequestContext& ctx, JobRequest req,
     j->spec = spec;
     j->spec.submit_time = t;  // arrival order and SLA deadlines count from it
     j->spec.source = "job " + std::to_string(row.id);
+    j->spec.user = user_id_locked(row.tenant, row.user);
     j->row = std::move(row);
     j->queued_since = t;
     j->recorded = RecordedState::of(j->row);
@@ -669,6 +670,7 @@ JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& 
   JobSpec spec = to_spec_locked(next.spec, j.spec.tenant, what);
   spec.submit_time = j.spec.submit_time;
   spec.source = j.spec.source;
+  spec.user = j.spec.user;
   const AuditEntry audit{0, now(), ctx.caller.actor(), ctx.method, ctx.path, 200, what};
   std::string changes;
   if (u.priority_class) changes = "priority class " + *u.priority_class;

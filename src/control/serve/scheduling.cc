@@ -151,6 +151,7 @@ void Service::sync_queue_locked() {
       queue.remove(id);
       j->queued_spec = nullptr;
       reasons_.erase(j->row.id);
+      reserved_reason_.erase(j->row.id);
     }
     if (spec == nullptr) continue;
     queue.add(PendingJob{id, spec, j->attained, j->queued_since, true});
@@ -175,6 +176,7 @@ void Service::run_cycle() {
   CycleDriver::Cycle cycle;
   std::shared_ptr<const QueueTree> tree;
   std::vector<Amounts> decayed;
+  std::vector<GpuReservation> reservations;
   // The power view is fixed since construction (safe to read unlocked) but for the thermal
   // headroom, which each power reading changes: with one, this cycle's copy is taken under the
   // lock.
@@ -227,6 +229,7 @@ void Service::run_cycle() {
       running.push_back(r);
     }
     tree = tree_;
+    reservations = gpu_reservations_locked(cycle.now);
     if (opt_.thermal_limit_c > 0 && thermal_headroom_w_ >= 0) {
       thermal_view = power_view_;
       thermal_view->node_headroom_w.assign(cluster_.nodes().size(), thermal_headroom_w_);
@@ -239,6 +242,7 @@ void Service::run_cycle() {
   snap.decayed_usage = decayed;
   snap.running = running;
   snap.queues = tree.get();
+  snap.reservations = reservations;
   if (power_policies_) snap.power = thermal_view ? &*thermal_view : &power_view_;
   // Carbon-aware deferral of best-effort jobs in queues with carbon_defer (on Unix time, as
   // the jobs' submission times and the clock).
@@ -250,8 +254,13 @@ void Service::run_cycle() {
 
   std::lock_guard lock(mu_);
   // A job keeps its reason until a cycle gives it another.
-  for (const PendingReason& r : d.pending)
+  for (const PendingReason& r : d.pending) {
     reasons_.insert_or_assign(static_cast<int64_t>(r.job), r);
+    if (r.code == PendingCode::kReservedGpus && r.reservation < reservations.size()) {
+      reserved_reason_.insert_or_assign(static_cast<int64_t>(r.job),
+                                        reservations[r.reservation].name);
+    }
+  }
   driver_.settle(outcome);
   const double t = now();
   // The decisions change memory, are written, and only then acted on: victims signalled,
@@ -352,6 +361,7 @@ void Service::run_cycle() {
     for (const int64_t id : started) {
       unqueue_locked(id);
       reasons_.erase(id);
+      reserved_reason_.erase(id);
     }
   }
   for (Job* v : requeued) {

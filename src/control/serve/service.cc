@@ -248,6 +248,7 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
       }
     }
   }
+  load_reservations_locked();
   if (policy_.goodput) {
     // The secret adaptive jobs' report tokens derive from: kept, so a restart does not
     // invalidate the tokens of the jobs it adopts.
@@ -320,8 +321,6 @@ void Service::restore_decayed_locked() {
   apply_usage(*tree_, *saved, driver_.usage().decayed());
 }
 
-namespace {
-
 // Why `name` names no GPU of this cluster: an ambiguous name ("a100") says the choices; either
 // way the types the cluster has are listed.
 std::string unknown_gpu_type(const Cluster& c, const std::string& name) {
@@ -338,8 +337,6 @@ std::string unknown_gpu_type(const Cluster& c, const std::string& name) {
   }
   return why + " (this cluster has " + (have.empty() ? std::string("no GPUs") : have) + ")";
 }
-
-}  // namespace
 
 JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const std::string& where,
                                 std::string* unrunnable) {
@@ -374,6 +371,7 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
   if (!req.span.empty()) parse_level(req.span, s.max_span);  // validated with the request
   s.sla_max_queueing = req.sla_max_queueing_seconds;
   s.duration_estimate = req.duration_estimate_seconds;
+  s.time_limit = req.time_limit_seconds >= 0 ? req.time_limit_seconds : kUnknown;
   const QueueId leaf = tree_->leaf_of(tenant);
   const QueueSpec& q = tree_->queue(leaf == kNoId ? kRootQueue : leaf);
   if (!req.priority_class.empty()) {

@@ -51,12 +51,17 @@
 #include "model/carbon_intensity.h"
 #include "model/cluster.h"
 #include "model/cluster_state.h"
+#include "model/gpu_reservation.h"
+#include "model/interner.h"
 #include "model/job.h"
 #include "model/queue_tree.h"
 #include "model/token_bucket.h"
 #include "store/store.h"
 
 namespace tessera {
+
+// Why `name` names no GPU type of cluster `c` (ambiguous, or not there), listing those it has.
+std::string unknown_gpu_type(const Cluster& c, const std::string& name);
 
 struct ServiceOptions {
   std::string db_path = "tessera.db";
@@ -302,6 +307,22 @@ class Service final : public ReadModel {
   void remove_user(const RequestContext& ctx, const std::string& tenant, const std::string& name);
   std::string rotate_user_token(const RequestContext& ctx, const std::string& tenant,
                                 const std::string& name);
+  // Reservations (reservations.cc): the admin sets GPUs aside for a tenant, or one of its
+  // users, over [start, end) (unix seconds; a start in the past is now). The GPUs are chosen
+  // now, packed on as few nodes as possible, of `gpu_type` and on `node` where given, among
+  // those no reservation overlapping the window holds and (unless `ignore_jobs`) that no other
+  // tenant's job holds past the start (one without a time limit ending by then). Refused,
+  // saying what stands in the way, when there are too few. Kept in the database; audited.
+  struct ReservationRequest {
+    std::string name, tenant, user, gpu_type, node;
+    int32_t gpus = 0;
+    double start = 0, end = 0;
+    bool ignore_jobs = false;
+  };
+  ReservationView create_reservation(const RequestContext& ctx, const ReservationRequest& req);
+  // Every reservation, by start; a tenant sees other tenants' without their names.
+  std::vector<ReservationView> reservations(const Caller& caller) const;
+  void delete_reservation(const RequestContext& ctx, const std::string& name);
   std::vector<AuditEntry> audit_log(size_t limit, const AuditFilter& f = {}) const;
   // Accounting over [since, until) (unix seconds): per tenant and queue, from every run that
   // ended (the database) and every run still going (counted up to now). A tenant sees its own.
@@ -602,6 +623,29 @@ class Service final : public ReadModel {
   // one that changes the ledger (apply_drains_locked), and renewed as jobs there release.
   std::set<std::string> drained_;
   std::map<NodeId, Allocation> drain_holds_;
+  // Reservations as stored (the setting "reservations"), by name; their GPUs by node name and
+  // index on it, so that a restart on another cluster finds what is missing.
+  struct StoredReservation {
+    std::string name, tenant, user;
+    double start = 0, end = 0;
+    std::vector<std::pair<std::string, int32_t>> gpus;
+    std::string created_by;
+    double created_at = 0;
+  };
+  std::map<std::string, StoredReservation> reservations_;
+  Interner user_ids_;  // "tenant/user" -> JobSpec::user, for reservations for one user
+  uint32_t user_id_locked(const std::string& tenant, const std::string& user);
+  // The reservations not over at `t`, for a cycle's snapshot.
+  std::vector<GpuReservation> gpu_reservations_locked(double t);
+  std::vector<GpuId> reserved_gpu_ids_locked(const StoredReservation& r) const;
+  ReservationView reservation_view_locked(const StoredReservation& r, const Caller& caller) const;
+  void load_reservations_locked();
+  void save_reservations_locked(std::map<std::string, StoredReservation> next,
+                                const AuditEntry& audit);
+  // Marks the GPUs of `nodes` that a reservation in force holds (nodes_locked).
+  void mark_reserved_gpus_locked(std::vector<NodeView>& nodes) const;
+  // The reservation each job waiting for reserved GPUs waits for (its reason's), by job id.
+  std::unordered_map<int64_t, std::string> reserved_reason_;
   void apply_drains_locked();
   void hold_drained_node_locked(NodeId n);
   // Refused calls without a token write at most this many audit rows (burst, then per minute).

@@ -91,7 +91,11 @@ std::pair<std::string, std::string> Service::why_pending_locked(const Job& j, bo
   if (it == reasons_.end()) return {};
   const PendingReason& r = it->second;
   if (!text) return {reason_code(r.code), ""};
-  const std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
+  std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
+  if (r.code == PendingCode::kReservedGpus) {
+    const auto named = reserved_reason_.find(j.row.id);
+    blocker = named == reserved_reason_.end() ? "" : named->second;
+  }
   const std::string queue =
       r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
   return {reason_code(r.code), describe(r, blocker, queue)};
@@ -288,6 +292,7 @@ std::vector<NodeView> Service::nodes_locked() const {
       held.push_back(HeldAllocation{id, jp->row.tenant, jp->row.spec.name, &jp->alloc});
   }
   mark_gpu_holders(out, cluster_, held);
+  mark_reserved_gpus_locked(out);
   for (NodeView& v : out) {
     if (!drained_.contains(v.name)) continue;
     const bool busy =

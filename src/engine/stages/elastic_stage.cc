@@ -75,7 +75,7 @@ std::optional<Allocation> ElasticStage::shrink_until_fits(const PendingJob& pj,
 
 std::optional<Allocation> ElasticStage::take_back_growth(const PendingJob& pj) {
   const JobSpec& job = *pj.spec;
-  const ShapeKey shape = shape_of(job);
+  const ShapeKey shape = s_.shape(job);
   if (s_.shrink_failed.contains(shape)) return std::nullopt;
   std::vector<size_t> cands;
   for (size_t i = 0; i < s_.snap.running.size(); ++i) {

@@ -158,7 +158,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
                             any_best_effort_running_) ||
                            job.priority == PriorityClass::kInferenceCritical;
   if (rank <= min_running_rank_ && !cross_queue) return std::nullopt;  // outranks nobody
-  const Key key{shape_of(job), s_.current_leaf, rank, may_reclaim, starving_};
+  const Key key{s_.shape(job), s_.current_leaf, rank, may_reclaim, starving_};
   if (failed_.contains(key)) return std::nullopt;  // nothing changed since it last failed
   rank_running();
   struct Candidate {
@@ -234,7 +234,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
   std::vector<size_t> needed;
   for (size_t k = victims.size(); k-- > 0;) {
     const Allocation& va = *s_.snap.running[victims[k]].alloc;
-    if (!fits(s_.scratch, va)) {
+    if (!s_.fits_back(va)) {
       needed.push_back(victims[k]);
       continue;
     }
