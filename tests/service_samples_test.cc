@@ -134,6 +134,44 @@ TEST_F(ServiceHistory, TheDatabaseKeepsOnlyTheWindow) {
   EXPECT_GE(rows.front().first, now_ - 60);
 }
 
+TEST_F(ServiceHistory, BeyondTheWindowHourlyAveragesAnswerAndSurviveARestart) {
+  ServiceOptions o = options(8);
+  o.history_interval_seconds = 60;
+  o.history_window_seconds = 3600;  // fine samples for an hour; hourly ones for longer
+  now_ = 7200;                      // on an hour: the first whole hour is [7200, 10800)
+  auto s = std::make_unique<Service>(o, std::make_unique<FakeBackend>());
+  s->submit(as("team-a"), job("name: a\nresources: {gpus: 3}\ncommand: [x]\n"), "", nullptr);
+  for (int k = 0; k < 5 * 60 - 1; ++k) {  // five hours but a minute, a sample a minute
+    now_ += 60;
+    s->tick();
+  }
+  const Caller admin{true, ""};
+  const auto check = [&](Service& svc) {
+    const std::vector<HistorySample> got = svc.history(admin, 7200, now_, 3600);
+    // Five hours: four before the fine window (hourly), the last from the fine samples.
+    ASSERT_EQ(got.size(), 5u);
+    uint64_t starts = 0;
+    for (const HistorySample& h : got) {
+      EXPECT_DOUBLE_EQ(h.gpus_allocated, 3) << h.t;  // a gauge is the hour's mean
+      EXPECT_NEAR(h.interval_s, 3600, 60) << h.t;
+      starts += h.starts;
+      ASSERT_EQ(h.tenants.size(), 1u);
+      EXPECT_EQ(h.tenants[0].name, "team-a");
+    }
+    EXPECT_EQ(starts, 1u);  // a counter is the hour's sum: the one start, once
+    EXPECT_LT(got.front().t, now_ - 3600);
+    // A tenant sees its own entries in them too, and not another's.
+    for (const HistorySample& h : svc.history(Caller{false, "team-b"}, 7200, now_, 3600)) {
+      EXPECT_TRUE(h.tenants.empty());
+      EXPECT_DOUBLE_EQ(h.gpus_allocated, 3);
+    }
+  };
+  check(*s);
+  s.reset();
+  s = std::make_unique<Service>(o, std::make_unique<FakeBackend>());
+  check(*s);
+}
+
 TEST_F(ServiceHistory, NoSamplesWhenTheIntervalIsZero) {
   ServiceOptions o = options(4);
   o.history_interval_seconds = 0;

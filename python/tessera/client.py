@@ -353,6 +353,37 @@ class Client:
                           body=b"", content_type="application/json")
         return str(data["token"])
 
+    def create_reservation(self, name: str, tenant: str, gpus: int, start: TimeLike,
+                           end: TimeLike, *, user: Optional[str] = None,
+                           gpu_type: Optional[str] = None, node: Optional[str] = None,
+                           ignore_jobs: bool = False) -> Dict[str, Any]:
+        """The admin sets ``gpus`` GPUs aside for ``tenant`` (or its ``user``) over
+        [``start``, ``end``): inside the window only their jobs use them; before it, only jobs
+        whose time limit ends by its start. Returns the reservation, its GPUs as
+        ``NODE/INDEX``; ``Conflict`` says what stands in the way when too few are free."""
+        body: Dict[str, Any] = {"name": name, "tenant": tenant, "gpus": gpus,
+                                "start": _seconds(start), "end": _seconds(end),
+                                "ignore_jobs": ignore_jobs}
+        for key, value in (("user", user), ("gpu_type", gpu_type), ("node", node)):
+            if value is not None:
+                body[key] = value
+        return dict(self._json("POST", "/v1/reservations",
+                               body=json.dumps(body).encode("utf-8"),
+                               content_type="application/json"))
+
+    def reservations(self) -> List[Dict[str, Any]]:
+        """Every reservation (upcoming, active, ended); another tenant's without its names."""
+        return list(self._json("GET", "/v1/reservations", retry=True)["reservations"])
+
+    def delete_reservation(self, name: str) -> None:
+        """The admin deletes a reservation: its GPUs are everyone's again."""
+        self._json("DELETE", f"/v1/reservations/{_quote(name)}")
+
+
+def _seconds(t: TimeLike) -> float:
+    """Unix seconds of a time given as a number or a datetime."""
+    return t.timestamp() if isinstance(t, datetime) else float(t)
+
 
 def _unix(t: Optional[TimeLike]) -> Optional[int]:
     """Whole unix seconds, as the server's query parameters take them."""

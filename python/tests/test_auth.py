@@ -1,10 +1,12 @@
 """Tokens and tenants: who may see and do what, through the client's exceptions."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from helpers import POLL, WAIT
 
-from tessera import Client, Forbidden, JobSpec, NotFound, Unauthorized
+from tessera import Client, Conflict, Forbidden, JobSpec, NotFound, Unauthorized
 
 SLEEPER = ["sh", "-c", "sleep 60"]
 
@@ -82,3 +84,21 @@ def test_users_inside_a_tenant_have_their_own_tokens_and_act_on_their_own_jobs(s
     lead.remove_user(tenant.name, "bob")
     with pytest.raises(Unauthorized):
         bob.jobs()
+
+
+def test_the_admin_reserves_gpus_for_a_tenant_and_the_tenant_sees_them(server, admin, tenant):
+    start = time.time() + 86400  # tomorrow: nothing running now is in its way
+    r = admin.create_reservation("py-deadline", tenant.name, 1, start, start + 3600)
+    try:
+        assert (r["name"], r["tenant"], r["state"], len(r["gpus"])) == (
+            "py-deadline", tenant.name, "upcoming", 1)
+        mine = [x for x in tenant.client.reservations() if x["name"] == "py-deadline"]
+        assert mine and mine[0]["tenant"] == tenant.name
+        with pytest.raises(Forbidden):
+            tenant.client.create_reservation("sneaky", tenant.name, 1, start, start + 60)
+        with pytest.raises(Conflict) as e:
+            admin.create_reservation("too-many", tenant.name, 3, start, start + 60)
+        assert "can be reserved" in e.value.message
+    finally:
+        admin.delete_reservation("py-deadline")
+    assert all(x["name"] != "py-deadline" for x in admin.reservations())

@@ -150,10 +150,15 @@ nlohmann::json to_json(const NodeView& v) {
     }
     gpus.push_back(std::move(gpu));
   }
-  return {{"name", v.name},           {"state", v.state},
-          {"gpu_type", v.gpu_type},   {"gpus", gpus},
-          {"cpu_milli", v.cpu_milli}, {"free_cpu_milli", v.free_cpu_milli},
-          {"mem_mib", v.mem_mib},     {"free_mem_mib", v.free_mem_mib}};
+  return {{"name", v.name},
+          {"rack", v.rack},
+          {"state", v.state},
+          {"gpu_type", v.gpu_type},
+          {"gpus", gpus},
+          {"cpu_milli", v.cpu_milli},
+          {"free_cpu_milli", v.free_cpu_milli},
+          {"mem_mib", v.mem_mib},
+          {"free_mem_mib", v.free_mem_mib}};
 }
 
 nlohmann::json to_json(const AuditEntry& e) {

@@ -354,6 +354,25 @@ int tenant_list(ApiClient& c, const ClientArgs& a) {
   return print_list(c, a, "/v1/tenants", "tenants", "tenant list", tenant_table);
 }
 
+// Prints the whole lines of `partial` (what a rank's log gave so far), each with "[RANK] " in
+// front when `prefix`, and leaves in it the last line if it has no newline yet.
+void print_whole_lines(std::string& partial, int rank, bool prefix) {
+  size_t start = 0;
+  for (size_t nl = partial.find('\n'); nl != std::string::npos; nl = partial.find('\n', start)) {
+    if (prefix) std::cout << "[" << rank << "] ";
+    std::cout << std::string_view(partial).substr(start, nl + 1 - start);
+    start = nl + 1;
+  }
+  partial.erase(0, start);
+}
+
+// A last line without its newline, ended.
+void print_rest(const std::string& partial, int rank, bool prefix) {
+  if (partial.empty()) return;
+  if (prefix) std::cout << "[" << rank << "] ";
+  std::cout << partial << "\n";
+}
+
 // --follow: every rank's log (or the one --rank names) as it grows, whole lines, each with
 // its rank in front when there are several, until the job has ended and nothing is left. A
 // new attempt (a requeue, a preemption) starts its logs from the beginning.
@@ -386,23 +405,14 @@ int follow_logs(ApiClient& c, const ClientArgs& a) {
       offset[k] += static_cast<int64_t>(chunk.size());
       got = got || !chunk.empty();
       partial[k] += chunk;
-      size_t start = 0;
-      for (size_t nl = partial[k].find('\n'); nl != std::string::npos;
-           nl = partial[k].find('\n', start)) {
-        if (a.rank < 0 && world > 1) std::cout << "[" << r << "] ";
-        std::cout << partial[k].substr(start, nl + 1 - start);
-        start = nl + 1;
-      }
-      partial[k].erase(0, start);
+      print_whole_lines(partial[k], r, a.rank < 0 && world > 1);
     }
     std::cout.flush();
     if (ended && !got) break;
     if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  for (size_t k = 0; k < partial.size(); ++k) {  // a last line without its newline
-    if (partial[k].empty()) continue;
-    if (a.rank < 0 && partial.size() > 1) std::cout << "[" << k << "] ";
-    std::cout << partial[k] << "\n";
+  for (size_t k = 0; k < partial.size(); ++k) {
+    print_rest(partial[k], static_cast<int>(k), a.rank < 0 && partial.size() > 1);
   }
   return 0;
 }
@@ -431,15 +441,9 @@ int logs(ApiClient& c, const ClientArgs& a) {
     const HttpResult res =
         c.get(fmt::format("/v1/jobs/{}/logs?rank={}&tail_bytes={}", a.id, r, a.tail_bytes));
     if (res.status == 404) continue;  // a member that never started
-    const std::string text = ok_body(res, "logs");
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t nl = text.find('\n', start);
-      if (nl == std::string::npos) nl = text.size() - 1;
-      std::cout << "[" << r << "] " << text.substr(start, nl + 1 - start);
-      if (text[nl] != '\n') std::cout << "\n";
-      start = nl + 1;
-    }
+    std::string text = ok_body(res, "logs");
+    print_whole_lines(text, r, true);
+    print_rest(text, r, true);
   }
   return 0;
 }
@@ -535,7 +539,9 @@ ClientCommands add_client_commands(CLI::App& app, ClientArgs& a) {
       "jobs",
       "List jobs, newest first: queue, class, state, a short reason code for waiting jobs "
       "(Resources, GangFit, Reservation, HeadOfLine, Quota, FairShare, InferenceReserve, "
-      "TenantLimit, ArrayLimit, Preempting, Unrunnable, Held, Dependency; `tessera job ID` says it "
+      "ReservedGpus, TenantLimit, ArrayLimit, Preempting, Unrunnable, Held, Dependency; `tessera "
+      "job "
+      "ID` says it "
       "in words), "
       "GPUs, nodes, "
       "attempts, age and elapsed time");

@@ -110,6 +110,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
                 "hours of samples kept, in memory and in the database (at least 1)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 24.0 * 90));
+  s->add_option("--history-days", a.history_days,
+                "days an hourly average of the samples is kept in the database, for the "
+                "dashboard's last week and month (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3660.0));
   s->add_option("--retain-finished", a.retain_finished_hours,
                 "hours a finished job stays in memory; after that the API reads it from the "
                 "database (-1: for ever)")
@@ -264,6 +269,7 @@ int run_serve(const ServeArgs& a) {
   }
   opt.history_interval_seconds = a.history_interval;
   opt.history_window_seconds = a.history_hours * 3600;
+  opt.history_hourly_seconds = a.history_days * 86400;
   opt.retain_finished_seconds = a.retain_finished_hours < 0 ? -1 : a.retain_finished_hours * 3600;
   opt.archive_after_seconds = a.archive_after_hours < 0 ? -1 : a.archive_after_hours * 3600;
   opt.archive_dir = a.archive_dir;

@@ -43,6 +43,7 @@ struct ServeArgs {
   int max_connections = 1024;
   double history_interval = 10;  // serve --history-interval
   double history_hours = 24;     // serve --history-hours
+  double history_days = 90;      // serve --history-days: hourly samples kept
   std::string classify;          // serve --classify
   std::string ui_dir;            // serve --ui-dir: the dashboard from disk (development)
   std::string metrics_token;     // empty: TESSERA_METRICS_TOKEN, else only the admin reads /metrics

@@ -46,6 +46,7 @@ std::vector<NodeView> node_views(const ClusterState& st,
     const Node& node = c.node(n);
     NodeView v;
     v.name = node.name;
+    if (node.rack < c.racks().size()) v.rack = c.racks()[node.rack].name;
     v.gpu_type = c.gpu_types().at(node.gpu_type).name;
     for (uint16_t k = 0; k < node.num_gpus; ++k) {
       const GpuId g = node.first_gpu + k;

@@ -70,6 +70,7 @@ struct GpuView {
 };
 struct NodeView {
   std::string name;
+  std::string rack;          // its rack's name (the dashboard groups nodes by it)
   std::string state = "up";  // up | draining (drained, jobs still on it) | drained
   std::string gpu_type;
   std::vector<GpuView> gpus;

@@ -7,7 +7,7 @@
 namespace tessera {
 namespace {
 
-constexpr std::array<std::string_view, 14> kMigrations = {
+constexpr std::array<std::string_view, 15> kMigrations = {
     // 1: jobs, tenants, audit log, settings.
     R"sql(
 CREATE TABLE jobs (
@@ -155,6 +155,14 @@ CREATE TABLE users (
 );
 ALTER TABLE jobs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';
+)sql",
+    // 15: the dashboard's long history: one sample per hour (the hour's samples averaged),
+    // kept for weeks after the fine samples of `history` are pruned.
+    R"sql(
+CREATE TABLE history_hourly (
+  t REAL PRIMARY KEY,
+  sample TEXT NOT NULL
+);
 )sql",
 };
 

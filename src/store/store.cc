@@ -696,6 +696,28 @@ std::vector<std::pair<double, std::string>> Store::history(double since) {
   return out;
 }
 
+void Store::append_history_hourly(double t, std::string_view sample, double drop_before) {
+  std::lock_guard lock(mu_);
+  Transaction tx(*db_);
+  Statement add = db_->prepare("INSERT OR REPLACE INTO history_hourly (t, sample) VALUES (?1, ?2)");
+  add.bind(1, t).bind(2, sample);
+  add.run();
+  Statement drop = db_->prepare("DELETE FROM history_hourly WHERE t < ?1");
+  drop.bind(1, drop_before);
+  drop.run();
+  tx.commit();
+}
+
+std::vector<std::pair<double, std::string>> Store::history_hourly(double since, double until) {
+  std::lock_guard lock(mu_);
+  Statement s =
+      db_->prepare("SELECT t, sample FROM history_hourly WHERE t >= ?1 AND t <= ?2 ORDER BY t");
+  s.bind(1, since).bind(2, until);
+  std::vector<std::pair<double, std::string>> out;
+  while (s.step()) out.emplace_back(s.real(0), s.text(1));
+  return out;
+}
+
 std::optional<std::string> Store::setting(std::string_view key) {
   std::lock_guard lock(mu_);
   Statement s = db_->prepare("SELECT value FROM settings WHERE key = ?1");

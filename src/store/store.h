@@ -240,6 +240,10 @@ class Store {
   // first, as (t, JSON text).
   void append_history(double t, std::string_view sample, double drop_before);
   std::vector<std::pair<double, std::string>> history(double since);
+  // The same for the hourly samples kept longer (history_hourly); history_hourly reads those in
+  // [since, until].
+  void append_history_hourly(double t, std::string_view sample, double drop_before);
+  std::vector<std::pair<double, std::string>> history_hourly(double since, double until);
 
   std::optional<std::string> setting(std::string_view key);
   void set_setting(std::string_view key, std::string_view value, const AuditEntry* audit = nullptr);

@@ -1,6 +1,7 @@
 // The dashboard (/ui/) in a real browser against a real `tessera serve`: sign-in (admin, tenant,
 // a bad token), the jobs table and a job's page (history, live log; a preempted job waiting
-// again; another tenant's job or none, one message), the GPU grid coloured by tenant, the queue
+// again; another tenant's job or none, one message), the GPU grid coloured by tenant (a
+// reservation's GPUs outlined and listed), the queue
 // tree, the overview's charts (drawn, with data, as steps; the jobs finished a minute adding up
 // to the card's count), the audit log and the usage page (rows by user with the API's exact
 // GPU-hours, a cost from a price, the CSV, a tenant's own rows, an empty range), with no console
@@ -284,6 +285,20 @@ await run([
     await page.waitForSelector(fseg);
     const share = await page.$eval(fseg, (el) => el.getBoundingClientRect().height / el.parentElement.getBoundingClientRect().height);
     check(Math.abs(share - 0.5) < 0.1, `half a GPU fills half a cell (${share})`);
+    // A reservation (tomorrow, so that nothing today waits for it): its GPUs outlined, a row.
+    const start = Date.now() / 1000 + 86400;
+    const r = await api(server, ADMIN, 'POST', '/v1/reservations', { name: 'ui-deadline', tenant: 'team-b', gpus: 2, start, end: start + 3600 });
+    try {
+      await page.waitForSelector('table.reservations tbody tr[data-reservation="ui-deadline"][data-state="upcoming"]');
+      await page.waitForFunction(() => document.querySelectorAll('.gpu-cell.reserved').length === 2);
+      const marked = await page.$$eval('.gpu-cell.reserved', (cs) => cs.map((c) => `${c.dataset.node}/${c.dataset.gpu}`).sort());
+      check(marked.join() === [...r.gpus].sort().join(), `the reserved cells are its GPUs: ${marked} vs ${r.gpus}`);
+      const hover = await page.getAttribute('.gpu-cell.reserved', 'title');
+      check(hover.includes('reserved: ui-deadline'), `hover names it: ${hover}`);
+    } finally {
+      await api(server, ADMIN, 'DELETE', '/v1/reservations/ui-deadline');
+    }
+    await page.waitForFunction(() => document.querySelectorAll('.gpu-cell.reserved').length === 0);
   }],
 
   ['the queue tree and its chart', async () => {
@@ -338,7 +353,7 @@ await run([
     page.errors = page.errors.filter((e) => !/status of 401/.test(e));
   }],
 
-  ['every overview chart is drawn with data, for the last hour and the last day', async () => {
+  ['every overview chart is drawn with data, for the last hour, day and month', async () => {
     const page = state.admin;
     await go(page, '#/overview');
     await chartsDrawn(page, 4);
@@ -347,6 +362,15 @@ await run([
     await page.click('button.seg[data-range="24h"]');
     await page.waitForFunction(() => location.hash === '#/overview?range=24h');
     await chartsDrawn(page, 4);
+    // A month: asked of the server over 30 days (its hourly averages answer for the past).
+    const asked = [];
+    const note = (r) => { const u = new URL(r.url()); if (u.pathname === '/v1/history') asked.push(Number(u.searchParams.get('until')) - Number(u.searchParams.get('since'))); };
+    page.on('request', note);
+    await page.click('button.seg[data-range="30d"]');
+    await page.waitForFunction(() => location.hash === '#/overview?range=30d');
+    await chartsDrawn(page, 4);
+    page.off('request', note);
+    check(asked.includes(30 * 86400), `a month's history asked for: ${asked}`);
     await page.click('button.seg[data-range="1h"]');
     await chartsDrawn(page, 4);
     await checkStepped(page);

@@ -102,9 +102,10 @@ let browser = null;
 await run([
   ['the emulator, tessera kube and the example gang (kubectl apply)', async () => {
     const emu = start('emulator', ['--listen', '127.0.0.1:0', '--nodes', '4', '--gpus-per-node', '8',
-      '--kubeconfig-out', kubeconfig], emulatorBinary());
+      '--racks', '2', '--kubeconfig-out', kubeconfig], emulatorBinary());
     await waitFile(kubeconfig, emu, 'tessera-kube-emulator');
     const kube = start('kube', ['kube', '--kubeconfig', kubeconfig, '--listen', '127.0.0.1:0',
+      '--topology-labels', 'network.topology.nvidia.com/leaf',
       '--addr-file', path.join(dir, 'addr'), '--history-interval', '1']);
     state.kube = await waitFile(path.join(dir, 'addr'), kube, 'tessera kube');
     state.url = `http://${state.kube}`;
@@ -194,6 +195,12 @@ await run([
     const legend = await page.$eval('#gpu-legend .legend-item[data-tenant="team-a"] .swatch', (el) => getComputedStyle(el).backgroundColor);
     check(segs.length === 32, `32 cells hold the gang, got ${segs.length}`);
     check(segs.every((c) => c === legend), `every cell has team-a's legend colour ${legend}: ${[...new Set(segs)]}`);
+    // Two racks of two nodes: a heading over each rack's nodes, in order.
+    const racks = await page.$$eval('#node-grid > *', (els) => els.map((e) => (e.classList.contains('rack-head') ? `rack:${e.dataset.rack}` : e.dataset.rack)));
+    const heads = racks.filter((r) => r.startsWith('rack:'));
+    check(heads.length === 2, `a heading per rack: ${racks}`);
+    check(racks.every((r, i) => r.startsWith('rack:') || `rack:${r}` === [...racks.slice(0, i)].reverse().find((x) => x.startsWith('rack:'))), `nodes under their rack's heading: ${racks}`);
+    check(await page.locator('#reservations').count() === 0, 'no reservations card on kube');
     await noActions(page, 'nodes');
     await shot(page, 'nodes');
   }],

@@ -1,7 +1,7 @@
 // Time-series charts through Chart.js (the global `Chart`, served at /ui/vendor/). The x axis is
 // linear in unix seconds with clock labels (no date adapter needed). Charts update in place, with
 // no animation, so a poll every few seconds neither flickers nor loses what the legend hid.
-import { clock, alpha } from './ui.js';
+import { clock, dateTime, alpha } from './ui.js';
 
 const FONT = { family: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif', size: 11 };
 
@@ -29,7 +29,7 @@ export function timeChart(canvas, { stacked = false, yTitle = '', type = 'line',
         x: {
           type: 'linear',
           grid: { color: '#eef0f3' },
-          ticks: { maxRotation: 0, autoSkipPadding: 24, callback(v) { return clock(v, this.max - this.min < 900); } },
+          ticks: { maxRotation: 0, autoSkipPadding: 24, callback(v) { return timeLabel(v, this.max - this.min); } },
           // Only round times: not the range's own ends.
           afterBuildTicks(axis) {
             const step = axis.chart.$tickStep;
@@ -52,7 +52,9 @@ export function timeChart(canvas, { stacked = false, yTitle = '', type = 'line',
         legend: { display: legend, position: 'bottom', labels: { boxWidth: 10, boxHeight: 10, padding: 10 } },
         tooltip: {
           callbacks: {
-            title: (items) => (items.length ? clock(items[0].parsed.x) : ''),
+            title: (items) => (items.length
+              ? (items[0].chart.scales.x.max - items[0].chart.scales.x.min > 86400 ? dateTime(items[0].parsed.x) : clock(items[0].parsed.x))
+              : ''),
           },
         },
       },
@@ -74,8 +76,17 @@ export function setSeries(chart, datasets, xmin, xmax) {
   chart.update('none');
 }
 
+// A tick's label: the clock (with seconds under a quarter of an hour), or over two days the
+// date with the clock.
+function timeLabel(v, span) {
+  if (span <= 2 * 86400) return clock(v, span < 900);
+  const d = new Date(v * 1000);
+  return `${d.getMonth() + 1}/${d.getDate()} ${clock(v, false)}`;
+}
+
 // The round tick interval (seconds) that puts at most `most` ticks on a span.
-const STEPS = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+const STEPS = [5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+  2 * 86400, 4 * 86400, 7 * 86400];
 function niceStep(span, most) {
   for (const s of STEPS) if (span / s <= most) return s;
   return STEPS[STEPS.length - 1];

@@ -9,7 +9,7 @@ const STATES = ['pending', 'running', 'succeeded', 'failed', 'cancelled', 'preem
 const CLASSES = ['inference-critical', 'production', 'research', 'best-effort'];
 const REASONS = ['Resources', 'Quota', 'FairShare', 'GangFit', 'Reservation', 'HeadOfLine',
   'InferenceReserve', 'TenantLimit', 'ArrayLimit', 'Held', 'Dependency', 'Unrunnable',
-  'GoodputRound', 'Staging'];
+  'GoodputRound', 'Staging', 'ReservedGpus'];
 const SIZES = [25, 50, 100, 200];
 const FILTERS = ['state', 'tenant', 'queue', 'class', 'reason', 'array'];
 

@@ -1,14 +1,17 @@
-// Overview: the cluster over the last hour or day, from /v1/history (samples the server keeps),
-// with the current figures on top.
+// Overview: the cluster over the last hour, day, week or month, from /v1/history (samples the
+// server keeps), with the current figures on top.
 import * as api from './api.js';
 import { h, fill, card, stat, num, gpus, tenantColor, OTHER_COLOR } from './ui.js';
 import { timeChart, setSeries, series, destroyAll } from './charts.js';
 
 export const title = 'Overview';
 
+// Beyond the last day the server answers from its hourly averages (serve --history-days).
 const RANGES = {
   '1h': { seconds: 3600, step: 10, label: 'Last hour' },
   '24h': { seconds: 86400, step: 120, label: 'Last day' },
+  '7d': { seconds: 7 * 86400, step: 3600, label: 'Last week' },
+  '30d': { seconds: 30 * 86400, step: 4 * 3600, label: 'Last month' },
 };
 
 // One chart card: a canvas, and a note shown instead while there is no history.

@@ -111,6 +111,9 @@ struct ServiceOptions {
   // long in memory and in the database.
   double history_interval_seconds = 10;
   double history_window_seconds = 86400;
+  // And an hourly average of them kept this long in the database (the dashboard's last week
+  // and month); 0: none.
+  double history_hourly_seconds = 90 * 86400.0;
   // serve --classify: a job that names no priority class gets the class (and, naming none,
   // the checkpoint grace) of the kind this workload classifier predicts ("logistic",
   // "threshold", "majority"; docs/classifier.md); "" = none. It learns from the jobs whose
@@ -487,6 +490,10 @@ class Service final : public ReadModel {
   void restore_history();
   std::unique_ptr<HistoryLog> history_;
   std::unique_ptr<HistorySampler> history_sampler_;
+  // Hours before this (unix seconds, a whole hour) are rolled up into history_hourly.
+  double rolled_until_ = 0;
+  void roll_up_history(double t);
+  std::vector<HistorySample> hourly_history(double since, double until) const;
   bool history_write_failing_ = false;  // said once per run of failures
   // Energy (serve/energy_readings.cc): nvidia-smi's power readings when due; the energy and power
   // gauges of `m` as of `t`; the nodes as the API shows them, unfiltered.
