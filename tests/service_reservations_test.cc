@@ -4,6 +4,7 @@
 // may hold past the start are not reserved unless asked; reservations survive a restart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -186,6 +187,19 @@ TEST_F(ServiceReservations, RefusalsSayWhatStandsInTheWay) {
   // A tenant sees every reservation, not whose the others are.
   for (const ReservationView& r : s->reservations(Caller{false, "nlp"})) {
     EXPECT_EQ(r.tenant.empty(), r.name != "r") << r.name;
+  }
+}
+
+TEST_F(ServiceReservations, TheNextReservationTakesOtherGpusWhereThereAreAny) {
+  auto s = make(8);
+  submit_and_tick(*s, "nlp", "warmup", 0);
+  submit_and_tick(*s, "cv", "warmup", 0);
+  const ReservationView now =
+      s->create_reservation(admin(), request("now", "nlp", 4, now_, now_ + 3600));
+  const ReservationView later =
+      s->create_reservation(admin(), request("later", "cv", 4, now_ + 86400, now_ + 90000));
+  for (const std::string& g : later.gpus) {
+    EXPECT_EQ(std::count(now.gpus.begin(), now.gpus.end(), g), 0) << g;
   }
 }
 

@@ -7,8 +7,8 @@
 // GPU-hours, a cost from a price, the CSV, a tenant's own rows, an empty range), with no console
 // error on any page. With
 // --screenshots DIR it saves DIR/dashboard-<page>.png (1400×900): signin (a refused token) and
-// audit from the checks' server; overview, queues, jobs, job and
-// nodes from a second server (16 GPUs, a queue tree, four tenants) where a scene of a busy
+// audit from the checks' server; overview, queues, jobs, job,
+// nodes (with two reservations) and usage from a second server (16 GPUs, a queue tree, four tenants) where a scene of a busy
 // cluster runs for SCENE_SECONDS meanwhile, so that the charts have history (README images). The
 // scene runs only with --screenshots: without it the test is what CI runs, and nothing else.
 // TESSERA_UI_DIR=web serves the dashboard from disk (serve --ui-dir) instead of the built-in copy.
@@ -688,9 +688,18 @@ async function sceneShots(sc) {
   await page.waitForFunction(() => (document.getElementById('job-log').textContent || '').split('\n').length > 5);
   await shot(page, 'job');
 
+  // A reservation for team-d (the GPUs its jobs hold now count as its own), and the next one.
+  const t = Date.now() / 1000;
+  await api(srv, ADMIN, 'POST', '/v1/reservations', { name: 'ranker-deadline', tenant: 'team-d', gpus: 4, start: t, end: t + 4 * 3600, ignore_jobs: true });
+  await api(srv, ADMIN, 'POST', '/v1/reservations', { name: 'eval-window', tenant: 'team-c', gpus: 2, start: t + 86400, end: t + 86400 + 7200, ignore_jobs: true });
   await go(page, '#/nodes');
   await page.waitForFunction(() => document.querySelectorAll('.gpu-cell').length === 16 && document.querySelectorAll('.seg[data-job]').length > 0);
+  await page.waitForSelector('table.reservations tbody tr[data-reservation="eval-window"]');
   await shot(page, 'nodes');
+
+  await go(page, '#/usage');
+  await page.waitForSelector('table.usage tbody tr[data-who]');
+  await shot(page, 'usage');
 }
 
 // Stops the driver and the scene's jobs (they outlive the server), then the server.

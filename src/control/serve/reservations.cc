@@ -229,11 +229,19 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
     if (limit >= 0 && j.row.started_at > 0 && j.row.started_at + limit <= start) continue;
     for (const GpuShare& s : j.alloc.shares) busy.emplace(s.gpu, id);
   }
-  // Candidates per node: free ones first, then (ignore_jobs) busy ones; nodes with the most
-  // free candidates first, so a reservation packs whole nodes.
+  // GPUs another reservation in force holds at another time: taken last, so that jobs that may
+  // use one reservation's GPUs are not kept from them by the next one's.
+  std::set<GpuId> reserved_later;
+  for (const auto& [name, r] : reservations_) {
+    if (t >= r.end) continue;
+    for (GpuId g : reserved_gpu_ids_locked(r)) reserved_later.insert(g);
+  }
+  // Candidates per node: free ones in no other reservation first, then free ones in one, then
+  // (ignore_jobs) busy ones; nodes with the most of the first kind first, so that a
+  // reservation packs whole nodes.
   struct NodeCandidates {
     NodeId node;
-    std::vector<GpuId> free, held;
+    std::vector<GpuId> free, later, held;
   };
   std::vector<NodeCandidates> nodes;
   size_t in_other = 0, held_past = 0, drained = 0;
@@ -247,7 +255,7 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
       drained += nd.num_gpus;
       continue;
     }
-    NodeCandidates c{n, {}, {}};
+    NodeCandidates c{n, {}, {}, {}};
     for (GpuId g = nd.first_gpu; g < nd.first_gpu + nd.num_gpus; ++g) {
       if (other_reservation.contains(g)) {
         ++in_other;
@@ -256,7 +264,7 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
         holders.insert(b->second);
         if (req.ignore_jobs) c.held.push_back(g);
       } else {
-        c.free.push_back(g);
+        (reserved_later.contains(g) ? c.later : c.free).push_back(g);
       }
     }
     nodes.push_back(std::move(c));
@@ -265,14 +273,14 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
     throw ServiceError(ServiceError::kNotFound, "node",
                        "no node " + quote_prefix(req.node) + " (tessera nodes lists them)");
   }
-  std::stable_sort(nodes.begin(), nodes.end(),
-                   [](const NodeCandidates& a, const NodeCandidates& b) {
-                     return a.free.size() > b.free.size();
-                   });
+  std::stable_sort(
+      nodes.begin(), nodes.end(), [](const NodeCandidates& a, const NodeCandidates& b) {
+        return std::pair(a.free.size(), a.later.size()) > std::pair(b.free.size(), b.later.size());
+      });
   std::vector<GpuId> chosen;
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = 0; pass < 3; ++pass) {
     for (const NodeCandidates& c : nodes) {
-      for (GpuId g : pass == 0 ? c.free : c.held) {
+      for (GpuId g : pass == 0 ? c.free : pass == 1 ? c.later : c.held) {
         if (chosen.size() < static_cast<size_t>(req.gpus)) chosen.push_back(g);
       }
     }
