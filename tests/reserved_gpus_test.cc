@@ -74,6 +74,26 @@ TEST(ReservedGpus, InsideTheWindowOnlyTheTenantsJobsUseThem) {
   EXPECT_EQ(gpus_of(*o), (std::set<GpuId>{4, 5, 6, 7}));
 }
 
+TEST(ReservedGpus, AJobKeptFromThemSaysSoAndHoldsNothingBackWhileTheirOwnerUsesThem) {
+  ReservedWorld rw;
+  rw.w.now = 1500;
+  // The owner runs on the reserved GPUs: when it ends they are still not the others'.
+  rw.w.add_running(gang("owner", 1, 4, 0, 1), testing::whole_gpus(rw.w.cluster, 0, 4, 4), 1000);
+  const JobId big = rw.w.add_pending(gang("big", 1, 6, 0, 0));
+  const JobId small = rw.w.add_pending(gang("small", 1, 2, 1, 0));  // no estimate
+  // (fair: big is over its share of 4 GPUs too, and may not reclaim; the reservation is the
+  // nearer cause.)
+  for (const char* policy : {"fifo", "fair"}) {
+    SCOPED_TRACE(policy);
+    const Decisions d = schedule_cycle(rw.snapshot(), make_policy(policy, 1));  // EASY
+    ASSERT_NE(reason_of(d, big), nullptr);
+    EXPECT_EQ(reason_of(d, big)->code, PendingCode::kReservedGpus);
+    EXPECT_EQ(reason_of(d, big)->reserved_gpu_milli, 4000);
+    // big waits for the window, not for running jobs: it is not EASY's head, and small starts.
+    EXPECT_NE(find_start(d, small), nullptr);
+  }
+}
+
 TEST(ReservedGpus, BeforeTheWindowOnlyJobsThatEndByItsStart) {
   for (const double limit : {kUnknown, 600.0, 400.0}) {
     SCOPED_TRACE("time limit " + std::to_string(limit));

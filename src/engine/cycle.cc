@@ -227,29 +227,32 @@ class Cycle {
     if (job.eligible_nodes != nullptr) {
       reason.eligible_free_gpu_milli = s_.free_on_nodes(job.allowed_types, *job.eligible_nodes);
     }
-    if (s_.policy.reclaim && job.priority != PriorityClass::kBestEffort) {
+    // Reserved GPUs are the nearer cause: without them it would fit now, reclaim or not.
+    reserved_reason(job, reason);
+    if (s_.policy.reclaim && job.priority != PriorityClass::kBestEffort &&
+        reason.code != PendingCode::kReservedGpus) {
       const QueueId q =
           s_.over_share_below(s_.current_leaf, kRootQueue, amounts_of(job, job.min_members));
       if (q != kNoId) fair_share_reason(reason, q);
     }
-    reserved_reason(job, reason);
     report(reason);
     // A job kept from reserved GPUs waits for their window to pass, not for running jobs to
     // end: it does not hold the GPUs that will free for it (as Slurm plans it after the window).
     if (reason.code != PendingCode::kReservedGpus) reservation_.blocked(pj, reason.need_gpu_milli);
   }
 
-  // A job short of GPUs that reserved GPUs closed to it would make room for waits for them.
+  // A job short of GPUs that the reserved GPUs closed to it would make room for waits for them
+  // (taken or not: taken, they would not be its when their jobs end either).
   void reserved_reason(const JobSpec& job, PendingReason& reason) const {
     if (!s_.reserved.any() || (reason.code != PendingCode::kInsufficientGpus &&
                                reason.code != PendingCode::kGangCannotFit)) {
       return;
     }
-    const int64_t held = s_.reserved.held_milli(job.allowed_types);  // what is closed to it
-    if (held == 0 || reason.free_gpu_milli + held < reason.need_gpu_milli) return;
+    const int64_t closed = s_.reserved.closed_milli(job.allowed_types);
+    if (closed == 0 || reason.free_gpu_milli + closed < reason.need_gpu_milli) return;
     reason.code = PendingCode::kReservedGpus;
-    reason.reservation = s_.reserved.holding_for(job, job.allowed_types);
-    reason.reserved_gpu_milli = held;
+    reason.reservation = s_.reserved.first_closed(job.allowed_types);
+    reason.reserved_gpu_milli = closed;
   }
 
   // The reserved GPUs open to a job, opened while it is considered (CycleSession::reserved).

@@ -67,7 +67,7 @@ struct PendingReason {
   // free_gpu_milli is on nodes it may use; -1 for an unrestricted job or another reason.
   int64_t eligible_free_gpu_milli = -1;
   // For kReservedGpus: the reservation (index into Snapshot::reservations) holding GPUs it could
-  // use, and how much of its GPU types all reservations closed to it hold (milli-GPU).
+  // use, and how much of its GPU types the reservations closed to it reserve (milli-GPU).
   uint32_t reservation = kNoId;
   int64_t reserved_gpu_milli = 0;
 };

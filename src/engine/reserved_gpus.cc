@@ -92,23 +92,25 @@ int32_t ReservedGpus::held_on(GpuId g) const {
   return k < gpus_.size() ? held_[k] : 0;
 }
 
-int64_t ReservedGpus::held_milli(GpuTypeMask mask) const {
+int64_t ReservedGpus::closed_milli(GpuTypeMask mask) const {
   int64_t sum = 0;
   const Cluster& c = scratch_.cluster();
   for (size_t k = 0; k < gpus_.size(); ++k) {
-    if (held_[k] > 0 && type_allowed(mask, c.node(c.node_of_gpu(gpus_[k])).gpu_type))
-      sum += held_[k];
+    if ((covered_[k] & ~open_) != 0 &&
+        type_allowed(mask, c.node(c.node_of_gpu(gpus_[k])).gpu_type)) {
+      sum += kMilliPerGpu;
+    }
   }
   return sum;
 }
 
-uint32_t ReservedGpus::holding_for(const JobSpec& job, GpuTypeMask mask) const {
-  const uint64_t closed = in_force_ & ~access(job);
+uint32_t ReservedGpus::first_closed(GpuTypeMask mask) const {
   const Cluster& c = scratch_.cluster();
   for (size_t k = 0; k < gpus_.size(); ++k) {
-    if (held_[k] == 0 || (covered_[k] & closed) == 0) continue;
-    if (!type_allowed(mask, c.node(c.node_of_gpu(gpus_[k])).gpu_type)) continue;
-    return static_cast<uint32_t>(std::countr_zero(covered_[k] & closed));
+    const uint64_t closed = covered_[k] & ~open_;
+    if (closed != 0 && type_allowed(mask, c.node(c.node_of_gpu(gpus_[k])).gpu_type)) {
+      return static_cast<uint32_t>(std::countr_zero(closed));
+    }
   }
   return kNoId;
 }

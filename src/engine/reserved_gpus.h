@@ -50,10 +50,12 @@ class ReservedGpus {
   void release_on(const Allocation& a);
   // What is held on GPU g now (0 for a GPU no reservation holds).
   int32_t held_on(GpuId g) const;
-  // Milli-GPU held now on GPUs of the types in `mask`.
-  int64_t held_milli(GpuTypeMask mask) const;
-  // The first reservation (index) holding GPUs of `mask` closed to `job`, or kNoId.
-  uint32_t holding_for(const JobSpec& job, GpuTypeMask mask) const;
+  // Milli-GPU of the reserved GPUs of the types in `mask` not open now (to the job being
+  // considered): their whole capacity, free or taken (they would not be free to it when their
+  // jobs end either).
+  int64_t closed_milli(GpuTypeMask mask) const;
+  // The first reservation (index) with GPUs of `mask` not open now, or kNoId.
+  uint32_t first_closed(GpuTypeMask mask) const;
 
  private:
   void hold(size_t k);
