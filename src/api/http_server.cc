@@ -31,18 +31,8 @@ bool is_mutating(const std::string& method) {
 
 // POST /v1/reservations's body: every key known and of its type, or a FieldError naming it.
 Service::ReservationRequest reservation_request(const nlohmann::json& j) {
-  static const std::vector<std::string> kKeys = {"name", "tenant", "user", "gpus",       "gpu_type",
-                                                 "node", "start",  "end",  "ignore_jobs"};
-  if (!j.is_object()) {
-    throw FieldError("", "expected {\"name\", \"tenant\", \"gpus\", \"start\", \"end\", ...}");
-  }
-  for (const auto& kv : j.items()) {
-    if (std::find(kKeys.begin(), kKeys.end(), kv.key()) == kKeys.end()) {
-      const std::string guess = closest_match(kv.key(), kKeys);
-      throw FieldError(kv.key(),
-                       "unknown key" + (guess.empty() ? "" : " (did you mean '" + guess + "'?)"));
-    }
-  }
+  object_of(j, "",
+            {"name", "tenant", "user", "gpus", "gpu_type", "node", "start", "end", "ignore_jobs"});
   Service::ReservationRequest r;
   const auto text = [&](const char* key, std::string& out, bool required) {
     if (!j.contains(key)) {
@@ -436,14 +426,9 @@ void ApiServer::routes() {
         guarded([&svc](const httplib::Request& req, httplib::Response& res, const Caller& c) {
           const std::string tenant = req.matches[1];
           const nlohmann::json j = json_body(req);
-          if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+          object_of(j, "", {"name", "role"});
+          if (!j.contains("name") || !j["name"].is_string()) {
             throw FieldError("name", "expected {\"name\": \"USER\", \"role\": \"member\"}");
-          }
-          for (const auto& kv : j.items()) {
-            if (kv.key() != "name" && kv.key() != "role") {
-              throw FieldError(kv.key(), "unknown key" + did_you_mean(kv.key(), {"name", "role"}) +
-                                             " (known: name, role)");
-            }
           }
           UserRole role = UserRole::kMember;
           if (j.contains("role") &&

@@ -10,9 +10,7 @@
 #include "store/job_request.h"
 
 namespace tessera {
-namespace {
 
-// The object at `field` with only the keys `known`.
 const nlohmann::json& object_of(const nlohmann::json& v, const std::string& field,
                                 std::initializer_list<std::string_view> known) {
   if (!v.is_object()) throw FieldError(field, "expected an object, got " + v.dump());
@@ -27,6 +25,8 @@ const nlohmann::json& object_of(const nlohmann::json& v, const std::string& fiel
   }
   return v;
 }
+
+namespace {
 
 double number_at(const nlohmann::json& obj, const std::string& where, const char* key,
                  bool required) {

@@ -2,11 +2,19 @@
 // server and the tests agree on them.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "control/read_model.h"
 
 namespace tessera {
+
+// `v` if it is an object with no key but those in `known`; else FieldError naming `field` (or,
+// for an unknown key, field.KEY) with a did-you-mean and the known keys.
+const nlohmann::json& object_of(const nlohmann::json& v, const std::string& field,
+                                std::initializer_list<std::string_view> known);
 
 nlohmann::json to_json(const JobView& v);
 nlohmann::json to_json(const QueueView& v);

@@ -792,6 +792,19 @@ void QueueTree::bind(const Interner& tenants, const std::string& where) {
   leaf_of_tenant_ = std::move(leaves);
 }
 
+std::vector<TenantId> QueueTree::tenants_without_leaf(const Interner& tenants) const {
+  const QueueIndex index(queues_);
+  std::vector<TenantId> out;
+  for (TenantId t = 0; t < tenants.size(); ++t) {
+    try {
+      leaf_for_tenant(queues_, index, tenants.name(t), "");
+    } catch (const InputError&) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
 void QueueTree::validate_against(const Cluster& c) const {
   Amounts capacity{int64_t{c.num_gpus()} * 1000, 0, 0};
   for (const Node& node : c.nodes()) {

@@ -199,6 +199,8 @@ class QueueTree {
   // Throws InputError naming the tenant (and `where`, e.g. the workload file) if a tenant
   // names no leaf or an ambiguous one.
   void bind(const Interner& tenants, const std::string& where);
+  // The tenants bind() would refuse (no leaf, or an ambiguous one), all of them.
+  std::vector<TenantId> tenants_without_leaf(const Interner& tenants) const;
   // The leaf of tenant t; kNoId if unbound.
   QueueId leaf_of(TenantId t) const {
     return t < leaf_of_tenant_.size() ? leaf_of_tenant_[t] : kNoId;

@@ -2,6 +2,7 @@
 // spec is derived again from its pods, its PodGroup and the cluster (eligible nodes, its queue,
 // its dataset's nodes, an adaptive group's round size), or why it cannot be offered is said.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -170,18 +171,14 @@ std::string ClusterModel::fill_spec(const Gang& g, const std::vector<const PodIn
   const QueueSpec& q = tree_->queue(leaf == kNoId ? kRootQueue : leaf);
   std::string refused = class_refusal(q, spec.priority);
   if (!refused.empty()) {
-    const ClassMask granted = shared_classes(q);
-    PriorityClass use = spec.priority;
-    bool found = false;
-    for (int c = static_cast<int>(spec.priority); c >= 0 && !found; --c) {
-      use = static_cast<PriorityClass>(c);
-      found = (granted & class_bit(use)) != 0;
+    // Granted classes below the one asked for: the highest set bit; none: the lowest granted.
+    const unsigned granted = shared_classes(q);
+    const unsigned below = granted & ((class_bit(spec.priority) << 1) - 1u);
+    if (below != 0) {
+      spec.priority = static_cast<PriorityClass>(std::bit_width(below) - 1);
+    } else if (granted != 0) {
+      spec.priority = static_cast<PriorityClass>(std::countr_zero(granted));
     }
-    for (int c = 0; c <= static_cast<int>(PriorityClass::kInferenceCritical) && !found; ++c) {
-      use = static_cast<PriorityClass>(c);
-      found = (granted & class_bit(use)) != 0;
-    }
-    spec.priority = use;
   }
   return refused;
 }

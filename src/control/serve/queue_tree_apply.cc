@@ -42,31 +42,24 @@ QueueTreeChange Service::apply_queue_tree(const RequestContext& ctx, const std::
   // Every tenant the server knows must find its leaf: ids are bound for good, and a tenant
   // without a queue could neither run nor be accounted.
   std::vector<std::string> orphans;
-  for (TenantId t = 0; t < tenants_.size(); ++t) {
-    Interner one;
-    one.intern(tenants_.name(t));
-    QueueTree probe = next;
-    try {
-      probe.bind(one, origin);
-    } catch (const InputError&) {
-      std::vector<int64_t> live;
-      for (const auto& [id, j] : jobs_) {
-        if (j->row.tenant == tenants_.name(t) && !is_terminal(j->row.state)) live.push_back(id);
-      }
-      std::sort(live.begin(), live.end());
-      std::string jobs;
-      for (size_t i = 0; i < live.size() && i < 10; ++i) {
-        jobs += (i ? ", " : "") + std::to_string(live[i]);
-      }
-      if (live.size() > 10) jobs += ", ... (" + std::to_string(live.size() - 10) + " more)";
-      const std::string& name = tenants_.name(t);
-      orphans.push_back(name + (live.empty()
-                                    ? deleted_tenants_.contains(name)
-                                          ? std::string(" (deleted; its finished jobs are still "
-                                                        "accounted to its queue)")
-                                          : std::string(" (no job waiting or running)")
-                                    : " (jobs " + jobs + " waiting or running)"));
+  for (const TenantId t : next.tenants_without_leaf(tenants_)) {
+    std::vector<int64_t> live;
+    for (const auto& [id, j] : jobs_) {
+      if (j->row.tenant == tenants_.name(t) && !is_terminal(j->row.state)) live.push_back(id);
     }
+    std::sort(live.begin(), live.end());
+    std::string jobs;
+    for (size_t i = 0; i < live.size() && i < 10; ++i) {
+      jobs += (i ? ", " : "") + std::to_string(live[i]);
+    }
+    if (live.size() > 10) jobs += ", ... (" + std::to_string(live.size() - 10) + " more)";
+    const std::string& name = tenants_.name(t);
+    orphans.push_back(name + (live.empty()
+                                  ? deleted_tenants_.contains(name)
+                                        ? std::string(" (deleted; its finished jobs are still "
+                                                      "accounted to its queue)")
+                                        : std::string(" (no job waiting or running)")
+                                  : " (jobs " + jobs + " waiting or running)"));
   }
   if (!orphans.empty()) {
     std::string list;

@@ -148,8 +148,7 @@ void Service::check_limits_locked(const Caller& caller, const JobRequest& req, T
                              ", --max-pending-per-user or the queue's "
                              "tenant_limits.max_pending_jobs_per_user)");
     }
-    int64_t mine = 0;
-    for (const Job* j : pending_) mine += j->spec.tenant == t && j->row.user == caller.user ? 1 : 0;
+    const int64_t mine = pending_.count_user(user_id_locked(caller.tenant, caller.user));
     if (mine + static_cast<int64_t>(jobs) > lim.max_pending_per_user) {
       throw ServiceError(
           ServiceError::kTooMany, "",

@@ -160,7 +160,8 @@ Service::Service(ServiceOptions opt, std::unique_ptr<Backend> backend)
                                             {std::begin(kCycleBuckets), std::end(kCycleBuckets)},
                                             opt_.goodput_round_seconds}),
       state_(cluster_),
-      pending_([](const Job* j) { return j->spec.tenant; }) {
+      pending_([](const Job* j) { return j->spec.tenant; },
+               [](const Job* j) { return j->spec.user; }) {
   // Every option is checked before anything is made on disk: a server that refuses its flags
   // leaves no database, lock or job folder behind.
   if (policy_.goodput && !(opt_.goodput_round_seconds > 0)) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "model/job.h"
@@ -22,17 +23,20 @@ struct TenantLimits {
   double submission_burst = 1000;       // taken at once before the rate applies
 };
 
-// Waiting items in arrival order, with how many each tenant has: the queue the cycle reads
-// and the count a limit checks, kept together so they cannot disagree.
+// Waiting items in arrival order, with how many each tenant (and each user, by user id) has:
+// the queue the cycle reads and the counts a limit checks, kept together so they cannot
+// disagree. An item's tenant and user do not change while it is queued.
 template <class Item>
 class TenantQueue {
  public:
-  explicit TenantQueue(std::function<TenantId(const Item*)> tenant_of)
-      : tenant_of_(std::move(tenant_of)) {}
+  TenantQueue(std::function<TenantId(const Item*)> tenant_of,
+              std::function<uint32_t(const Item*)> user_of)
+      : tenant_of_(std::move(tenant_of)), user_of_(std::move(user_of)) {}
 
   void push_back(Item* item) {
     items_.push_back(item);
     ++count_slot(tenant_of_(item));
+    if (const uint32_t u = user_of_(item); u != kNoId) ++user_counts_[u];
   }
   void erase(Item* item) {
     erase_if([item](const Item* i) { return i == item; });
@@ -42,10 +46,17 @@ class TenantQueue {
     std::erase_if(items_, [&](Item* i) {
       if (!pred(i)) return false;
       --count_slot(tenant_of_(i));
+      if (const uint32_t u = user_of_(i); u != kNoId && --user_counts_[u] == 0) {
+        user_counts_.erase(u);
+      }
       return true;
     });
   }
   int64_t count(TenantId t) const { return t < counts_.size() ? counts_[t] : 0; }
+  int64_t count_user(uint32_t user) const {
+    const auto it = user_counts_.find(user);
+    return it == user_counts_.end() ? 0 : it->second;
+  }
   size_t size() const { return items_.size(); }
   auto begin() const { return items_.begin(); }
   auto end() const { return items_.end(); }
@@ -56,8 +67,10 @@ class TenantQueue {
     return counts_[t];
   }
   std::function<TenantId(const Item*)> tenant_of_;
+  std::function<uint32_t(const Item*)> user_of_;
   std::vector<Item*> items_;
   std::vector<int64_t> counts_;  // by tenant; invariant: counts_[t] = items of tenant t
+  std::unordered_map<uint32_t, int64_t> user_counts_;  // by user id: items of that user (> 0)
 };
 
 }  // namespace tessera
