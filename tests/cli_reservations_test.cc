@@ -15,15 +15,10 @@ namespace tessera {
 namespace {
 
 using testing::kAdminToken;
+using testing::last_line;
 using testing::run_tessera_env;
 using testing::ServerProcess;
 using testing::TempDir;
-
-std::string last_line(std::string s) {
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  const size_t nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
-}
 
 TEST(CliReservations, TheAdminReservesGpusAndAnotherTenantsJobWaitsForThem) {
   TempDir dir("cli-reservations");

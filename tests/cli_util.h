@@ -48,4 +48,11 @@ inline int audit(const std::string& events, const std::string& json) {
   return std::system(cmd.c_str());
 }
 
+// The last line of a command's output (a token, a job id), without its newline.
+inline std::string last_line(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  const size_t nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
 }  // namespace tessera::testing

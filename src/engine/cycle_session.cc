@@ -60,7 +60,7 @@ int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask,
   return m;
 }
 
-bool fits(const ClusterState& state, const Allocation& a) {
+bool fits(const ClusterState& state, const Allocation& a, const ReservedGpus* held) {
   // Shares of one allocation are on distinct GPUs per member, but two members may share a GPU
   // (fractional gangs), so accumulate per GPU before comparing.
   std::vector<std::pair<GpuId, int32_t>> need;
@@ -70,7 +70,8 @@ bool fits(const ClusterState& state, const Allocation& a) {
     int32_t sum = 0;
     size_t j = i;
     for (; j < need.size() && need[j].first == need[i].first; ++j) sum += need[j].second;
-    if (state.gpu_free(need[i].first) < sum) return false;
+    const GpuId g = need[i].first;
+    if (state.gpu_free(g) + (held != nullptr ? held->held_on(g) : 0) < sum) return false;
     i = j;
   }
   std::vector<std::pair<NodeId, int32_t>> nodes;

@@ -59,8 +59,10 @@ ShapeKey shape_of(const GangShape& g);  // the ShapeKey of the jobs of a gang sh
 int64_t milli_on_types(const Cluster& c, const Allocation& a, GpuTypeMask mask,
                        const NodeSet* only = nullptr);
 
-// Whether every share of `a` fits on `state` right now.
-bool fits(const ClusterState& state, const Allocation& a);
+// Whether every share of `a` fits on `state` right now; with `held`, counting what the reserved
+// GPUs hold as free (a running job's allocation put back: ReservedGpus::release_on lets go of
+// the holds first).
+bool fits(const ClusterState& state, const Allocation& a, const ReservedGpus* held = nullptr);
 
 class CycleSession {
  public:
@@ -135,7 +137,7 @@ class CycleSession {
   void toggle_running(size_t i, const Allocation& a, int sign);
   // Whether `a` (running, released this cycle) could be given back: it fits, counting what the
   // reserved GPUs hold of it as free.
-  bool fits_back(const Allocation& a) const { return fits_with_held(scratch, reserved, a); }
+  bool fits_back(const Allocation& a) const { return fits(scratch, a, &reserved); }
 
   // ---- free capacity ----
   // Free milli-GPU of `types` on the nodes of `only`, on the scratch state now.

@@ -115,23 +115,4 @@ uint32_t ReservedGpus::first_closed(GpuTypeMask mask) const {
   return kNoId;
 }
 
-bool fits_with_held(const ClusterState& state, const ReservedGpus& reserved, const Allocation& a) {
-  if (!reserved.any()) return state.fits(a);
-  std::vector<std::pair<GpuId, int32_t>> need;
-  need.reserve(a.shares.size());
-  for (const GpuShare& s : a.shares) need.emplace_back(s.gpu, s.milli);
-  std::sort(need.begin(), need.end());
-  for (size_t i = 0; i < need.size();) {
-    int32_t sum = 0;
-    size_t j = i;
-    for (; j < need.size() && need[j].first == need[i].first; ++j) sum += need[j].second;
-    if (state.gpu_free(need[i].first) + reserved.held_on(need[i].first) < sum) return false;
-    i = j;
-  }
-  // Holds take no CPU or memory: the nodes' own check is the ledger's.
-  Allocation gpuless = a;
-  for (GpuShare& s : gpuless.shares) s.milli = 0;
-  return state.fits(gpuless);
-}
-
 }  // namespace tessera

@@ -72,8 +72,4 @@ class ReservedGpus {
   uint64_t open_ = 0;              // open() for the job being considered
 };
 
-// Whether `a` fits `state` with what `reserved` holds counted as free: a running job's
-// allocation put back (ReservedGpus::release_on lets go of the holds first).
-bool fits_with_held(const ClusterState& state, const ReservedGpus& reserved, const Allocation& a);
-
 }  // namespace tessera
