@@ -90,6 +90,10 @@ def run(args, out, policy):
            "--series-interval", "0"]
     if args.predictor != "none":
         cmd += ["--predictor", args.predictor]
+    if args.restart_overhead > 0:
+        cmd += ["--restart-overhead", str(args.restart_overhead)]
+    if args.checkpoint_gb > 0:
+        cmd += ["--checkpoint-gb", str(args.checkpoint_gb)]
     t = time.time()
     subprocess.run(cmd, check=True)
     secs = time.time() - t
@@ -100,6 +104,9 @@ def run(args, out, policy):
             "preemptions": r["preemptions"], "lost_gpu_h": r["lost_gpu_hours"],
             "reclaims": r["preemptions_by_cause"]["reclaim"],
             "grace_gpu_h": r["preemption_grace_gpu_hours"],
+            "restart_gpu_h": r["restart_overhead_gpu_hours"],
+            "cost_pct": 100 * r["preemption_cost_gpu_hours"]
+            / max(1e-9, sum(t["gpu_hours"] for t in r["per_tenant"].values())),
             "alloc": r["gpu_allocation"], "seconds": secs}
 
 
@@ -133,14 +140,20 @@ def main():
     p.add_argument("--predictor", default="none",
                    help="simulate --predictor: duration estimates learnt online (mean, quantile, "
                         "gbt) instead of the trace's exact run times")
+    p.add_argument("--restart-overhead", type=float, default=0,
+                   help="simulate --restart-overhead: seconds each restart after a preemption "
+                   "re-initialises")
+    p.add_argument("--checkpoint-gb", type=float, default=0,
+                   help="simulate --checkpoint-gb: checkpoint read back at each such restart")
     p.add_argument("--jobs", type=int, default=2, help="simulations in parallel")
     args = p.parse_args()
     jobs = load(args.trace, args.start, args.days)
     print(f"window {args.start} + {args.days:g} days: {len(jobs)} jobs", file=sys.stderr)
     print("| tenants | jobs | demand GPUs | cluster GPUs | policy | Jain | SLA met | mean JCT h "
-          "| mean wait h | preemptions | of which reclaim | lost GPU-h | grace GPU-h | GPU alloc "
+          "| mean wait h | preemptions | of which reclaim | lost GPU-h | grace GPU-h | restart GPU-h "
+          "| preemption cost (% of GPU-h) | GPU alloc "
           "| sim s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(x) for x in args.tenants.split(",")]:
         out = os.path.join(args.out, f"n{n}")
         info = prepare(jobs, n, args, out)
@@ -152,7 +165,8 @@ def main():
             print(f"| {n} | {info['jobs']} | {info['demand_gpus']:.0f} | {info['cluster_gpus']} "
                   f"| {r['policy']} | {jain} | {sla} | {r['jct_h']:.2f} | {r['wait_h']:.2f} "
                   f"| {r['preemptions']} | {r['reclaims']} | {r['lost_gpu_h']:.1f} "
-                  f"| {r['grace_gpu_h']:.1f} | {100 * r['alloc']:.1f} % "
+                  f"| {r['grace_gpu_h']:.1f} | {r['restart_gpu_h']:.1f} | {r['cost_pct']:.2f} % "
+                  f"| {100 * r['alloc']:.1f} % "
                   f"| {r['seconds']:.1f} |", flush=True)
 
 

@@ -48,8 +48,11 @@ struct SimulateArgs {
   size_t max_jobs = 0;
   bool skip_impossible = false;  // skip (and report) jobs that can never run, instead of failing
   bool quiet = false;
-  std::string queues;                 // queue tree YAML; empty: one equal queue per tenant
-  double checkpoint_grace = -1;       // < 0: the queue tree's, else 30 s
+  std::string queues;            // queue tree YAML; empty: one equal queue per tenant
+  double checkpoint_grace = -1;  // < 0: the queue tree's, else 30 s
+  // The restart model (sim/restart_model.h): --restart-overhead, --checkpoint-gb,
+  // --restore-bandwidth, --checkpoint-bytes-per-param.
+  double restart_overhead = 0, checkpoint_gb = 0, restore_gbps = 1, bytes_per_param = 14;
   double series_interval = 3600;      // share-vs-entitlement series buckets; 0: none
   std::vector<std::string> why;       // job names whose history to print (and put in --json)
   std::string predictor = "none";     // duration predictor: none|mean|quantile|gbt

@@ -150,6 +150,22 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--checkpoint-grace", a.checkpoint_grace,
                 "seconds a preempted job has to checkpoint before its GPUs are handed over "
                 "(default: the queue tree's, else 30)");
+  s->add_option("--restart-overhead", a.restart_overhead,
+                "seconds a job restarted after a preemption spends re-initialising (processes, "
+                "NCCL, data loader, warm-up) before it makes progress again (default 0; "
+                "docs/fairness.md cites measurements)")
+      ->check(non_negative_number());
+  s->add_option("--checkpoint-gb", a.checkpoint_gb,
+                "checkpoint size read back at a restart after a preemption, for jobs whose trace "
+                "does not give their model's size (default 0: none)")
+      ->check(non_negative_number());
+  s->add_option("--restore-bandwidth", a.restore_gbps,
+                "GB/s a restarted job reads its checkpoint at, per node it runs on (default 1)")
+      ->check(CLI::PositiveNumber);
+  s->add_option("--checkpoint-bytes-per-param", a.bytes_per_param,
+                "checkpoint bytes per model parameter where the trace gives the model's size "
+                "(default 14: bf16 weights, fp32 master weights, Adam's two moments)")
+      ->check(CLI::PositiveNumber);
   s->add_option("--series-interval", a.series_interval,
                 "seconds per bucket of the share-vs-entitlement series in --json (0: none)")
       ->check(non_negative_number());
@@ -415,6 +431,10 @@ int run_simulate(const SimulateArgs& a) {
   } else if (queues.settings().checkpoint_grace_seconds >= 0) {
     opt.checkpoint_grace = queues.settings().checkpoint_grace_seconds;
   }
+  opt.restart.overhead_seconds = a.restart_overhead;
+  opt.restart.default_checkpoint_gb = a.checkpoint_gb;
+  opt.restart.restore_gbps_per_node = a.restore_gbps;
+  opt.restart.bytes_per_param = a.bytes_per_param;
   if (!a.events_out.empty()) {
     events.open(a.events_out);
     if (!events) throw std::runtime_error("cannot write " + a.events_out);
@@ -470,6 +490,12 @@ int run_simulate(const SimulateArgs& a) {
   run["comm_model"] = !a.no_comm_model;
   run["tick_seconds"] = opt.tick_seconds;
   run["checkpoint_grace_seconds"] = opt.checkpoint_grace;
+  if (opt.restart.on()) {
+    run["restart_model"] = {{"overhead_seconds", opt.restart.overhead_seconds},
+                            {"checkpoint_gb", opt.restart.default_checkpoint_gb},
+                            {"restore_gbps_per_node", opt.restart.restore_gbps_per_node},
+                            {"bytes_per_param", opt.restart.bytes_per_param}};
+  }
   run["series_interval_seconds"] = opt.series_interval;
   run["reserve_inference"] = opt.reserve_inference;
   run["data"] = {{"pollux_datasets", a.pollux_datasets},

@@ -176,11 +176,15 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   // jobs that started and their waits.
   std::vector<int64_t> t_started(nt, 0);
   std::vector<double> t_wait_hours(nt, 0.0);
+  // Preemption's price per tenant (the victims'): the grace, the lost work and the restarts.
+  std::vector<double> t_restart_gpu(nt, 0.0), t_cost_gpu(nt, 0.0);
   for (JobId j = 0; j < w.jobs.size(); ++j) {
     const JobOutcome& o = r.jobs[j];
     const TenantId t = w.jobs[j].tenant;
     t_preempt[t] += static_cast<size_t>(o.preemptions);
     t_lost_gpu[t] += o.lost_gpu_seconds;
+    t_restart_gpu[t] += o.restart_gpu_seconds;
+    t_cost_gpu[t] += o.grace_gpu_seconds + o.lost_gpu_seconds + o.restart_gpu_seconds;
     if (o.first_start >= 0) {
       ++t_started[t];
       t_wait_hours[t] += (o.first_start - o.submit) / 3600.0;
@@ -251,6 +255,11 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
   }
   j["lost_work_seconds"] = lost;
   j["lost_gpu_hours"] = lost_gpu / 3600.0;
+  double restart_gpu = 0;
+  for (const JobOutcome& o : r.jobs) restart_gpu += o.restart_gpu_seconds;
+  j["restart_overhead_gpu_hours"] = restart_gpu / 3600.0;
+  j["preemption_cost_gpu_hours"] =
+      (r.preemption_grace_gpu_seconds + lost_gpu + restart_gpu) / 3600.0;
   nlohmann::ordered_json why;
   for (size_t k = 0; k < reasons.size(); ++k) {
     // The simulator reserves no GPUs: a code it cannot give is left out.
@@ -267,6 +276,8 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
     pt["gpu_hours"] = r.tenants[t].gpu_seconds / 3600.0;
     pt["preemptions"] = t_preempt[t];
     pt["lost_gpu_hours"] = t_lost_gpu[t] / 3600.0;
+    pt["restart_overhead_gpu_hours"] = t_restart_gpu[t] / 3600.0;
+    pt["preemption_cost_gpu_hours"] = t_cost_gpu[t] / 3600.0;
     if (t_sla_jobs[t] > 0) {
       pt["sla"] = {{"jobs", t_sla_jobs[t]},
                    {"met", t_sla_met[t]},
@@ -393,10 +404,12 @@ std::string format_summary(const nlohmann::ordered_json& j) {
   const auto& jain = j["fairness"]["jain"];
   const auto& sla = j["sla"]["satisfaction"];
   out += fmt::format(
-      "fairness (Jain) {}   SLA met {}   preemptions {}   lost {:.1f} GPU-h\n",
+      "fairness (Jain) {}   SLA met {}   preemptions {}   lost {:.1f} GPU-h   preemption cost "
+      "{:.1f} GPU-h\n",
       jain.is_null() ? std::string("n/a") : fmt::format("{:.3f}", jain.get<double>()),
       sla.is_null() ? std::string("n/a") : fmt::format("{:.1f} %", 100 * sla.get<double>()),
-      j["preemptions"].get<uint64_t>(), j["lost_gpu_hours"].get<double>());
+      j["preemptions"].get<uint64_t>(), j["lost_gpu_hours"].get<double>(),
+      j["preemption_cost_gpu_hours"].get<double>());
   if (j.contains("energy")) {
     const auto& e = j["energy"];
     out += fmt::format(

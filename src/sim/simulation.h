@@ -50,8 +50,13 @@ struct JobState {
   double speed = 1;         // progress rate of the current run
   double run_start = 0;     // when the current run started
   double restart_cost = 0;  // no progress for this long after run_start
-  double attained = 0;      // GPU-seconds before the current run
-  double ran = 0;           // productive seconds over all runs (what a predictor observes)
+  // Of restart_cost, what a restart after a preemption costs and the run has not yet spent
+  // (accounted as preemption's cost as it is spent); and whether it was preempted since it last
+  // started (its next start is such a restart).
+  double restart_overhead = 0;
+  bool preempted = false;
+  double attained = 0;  // GPU-seconds before the current run
+  double ran = 0;       // productive seconds over all runs (what a predictor observes)
   double queued_since = 0;
   uint32_t generation = 0;
   Allocation alloc;

@@ -164,6 +164,7 @@ void Simulation::resize(Resize& r, bool released) {
   js.generation++;
   js.run_start = now_;
   js.restart_cost = s.restart_cost;
+  js.restart_overhead = 0;  // a resize, not a restart after a preemption
   price_power(j);
   js.speed = run_speed(j) * js.power_speed * js.data_speed;
   if (!(js.speed > 0)) throw std::logic_error("execution model gave speed <= 0 for " + s.name);

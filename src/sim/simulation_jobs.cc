@@ -72,6 +72,10 @@ double Simulation::account_run(JobId j) {
   const double gpus = run_gpus(js);
   const double productive = std::max(0.0, elapsed - js.restart_cost);
   JobOutcome& o = result_.jobs[j];
+  // The part of a restart after a preemption spent on this run: preemption's cost.
+  const double restarting = std::min(elapsed, js.restart_overhead);
+  o.restart_gpu_seconds += gpus * restarting;
+  js.restart_overhead -= restarting;
   // The progress rate per GPU held, relative to the reference placement's: a gang below its
   // full size progresses slower as a job but not per GPU.
   const JobSpec& s = w_.jobs[j];
@@ -173,6 +177,8 @@ void Simulation::preempt(JobId j, JobId for_job, PreemptionCause cause) {
   js.grace_gpus = was_begun ? run_gpus(js) : 0.0;
   ++result_.preemptions_by_cause[static_cast<size_t>(cause)];
   result_.preemption_grace_gpu_seconds += js.grace_gpus * opt_.checkpoint_grace;
+  result_.jobs[j].grace_gpu_seconds += js.grace_gpus * opt_.checkpoint_grace;
+  js.preempted = true;
   js.grace_amounts = was_begun ? fair_.held(w_.jobs[j], js.alloc) : kZeroAmounts;
   js.grace_alloc = was_begun ? js.alloc : Allocation{};
   if (for_job != j) ++result_.tenants[w_.jobs[for_job].tenant].preemptor;
@@ -243,6 +249,14 @@ void Simulation::start(JobId j, Allocation alloc, double delay, double limit_w) 
   js.restart_cost = s.restart_cost;
   // Its dataset reaches its nodes first (GPUs held, no progress), or is streamed.
   if (data_ && s.dataset != kNoId) js.restart_cost += stage_data(j, delay);
+  // A restart after a preemption re-initialises and reads its checkpoint back: all of its
+  // restart is preemption's cost.
+  js.restart_overhead = 0;
+  if (js.preempted) {
+    js.restart_cost += opt_.restart.seconds(s, static_cast<int>(js.alloc.nodes().size()));
+    js.restart_overhead = js.restart_cost;
+    js.preempted = false;
+  }
   js.limit_w = limit_w;
   price_power(j);
   js.data_speed = data_ && s.dataset != kNoId ? join_stream(j) : 1.0;

@@ -24,6 +24,7 @@
 #include "sim/fairness_tracker.h"
 #include "sim/pollux_profile.h"
 #include "sim/recovery_policy.h"
+#include "sim/restart_model.h"
 
 namespace tessera {
 
@@ -64,6 +65,9 @@ struct SimOptions {
   // its checkpoint is written. Jobs that checkpoint on request (checkpoint_interval 0) lose
   // nothing; others lose the work since their last periodic checkpoint.
   double checkpoint_grace = 30;
+  // What a restart after a preemption costs besides the job's own restart_cost (re-initialising,
+  // reading the checkpoint back; sim/restart_model.h). Off by default.
+  RestartModel restart;
   // Buckets of the share-vs-entitlement time series; <= 0: none.
   double series_interval = 3600;
   // Jobs whose history (submit, each change of pending reason, start, preemption, finish) is
@@ -152,6 +156,10 @@ struct JobOutcome {
   double effective_gpu_seconds = 0;  // allocated time weighted by the progress rate achieved
   double lost_work_seconds = 0;      // reference-seconds of work lost to preemption
   double lost_gpu_seconds = 0;       // GPU-seconds of allocated time whose work was lost
+  // Preemption's other costs: GPU-seconds it held its GPUs checkpointing (the grace), and spent
+  // restarting after one (its restart_cost and the restart model's), making no progress.
+  double grace_gpu_seconds = 0;
+  double restart_gpu_seconds = 0;
   double gpu_energy_j = 0;           // its GPUs' estimated draw over the time it held them
   double gpu_carbon_g = 0;           // ... and its carbon (SimOptions::carbon)
   bool has_first_reason = false;
