@@ -461,3 +461,39 @@ TEST_F(ServiceTest, DependenciesHoldJobsBackAndAFailedOneCancelsItsDependents) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A job placed on GPUs its victims still hold (they run out their checkpoint grace) and then
+// cancelled: the GPUs stay held until the victims are gone, so no third job lands on GPUs that
+// a process still uses.
+TEST_F(ServiceTest, ACancelledPreemptorKeepsItsGpusUntilItsVictimsAreGone) {
+  auto s = make(8);
+  backend_->ignore_term_of.insert("big");  // runs out its grace
+  const int64_t big = submit_and_tick(*s, "team-a", "big", 8);
+  ASSERT_EQ(state(*s, big), JobState::kRunning);
+  const int64_t b = submit_and_tick(*s, "team-b", "b", 4);  // reclaims from big
+  s->tick();
+  ASSERT_EQ(state(*s, big), JobState::kPreempted);
+  s->cancel(as("team-b"), b, false);
+  now_ += 1;
+  s->tick();
+  s->tick();
+  EXPECT_EQ(state(*s, b), JobState::kCancelled);
+  EXPECT_EQ(free_gpus(*s), 4) << "big still runs on the GPUs b was given";
+  const int64_t c = submit_and_tick(*s, "team-c", "c", 8);
+  EXPECT_EQ(state(*s, c), JobState::kPending);
+  // big's processes end: its GPUs and the cancelled b's go back, and an 8-GPU job (big again,
+  // first in the queue, or c) takes them all.
+  backend_->exit(static_cast<uint64_t>(big), 0, 143);
+  now_ += 1;
+  s->tick();
+  s->tick();
+  s->tick();
+  EXPECT_TRUE(state(*s, big) == JobState::kRunning || state(*s, c) == JobState::kRunning);
+  EXPECT_EQ(free_gpus(*s), 0);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -110,6 +110,27 @@ TEST_F(ServiceReservations, BeforeTheWindowOnlyJobsWhoseTimeLimitEndsByItsStart)
   EXPECT_EQ(state(*s, bounded), JobState::kRunning);
 }
 
+TEST_F(ServiceReservations, AJobsStopGraceCountsAndATimeLimitSetLaterReachesTheScheduler) {
+  auto s = make(4);
+  submit_and_tick(*s, "nlp", "warmup", 0);
+  submit_and_tick(*s, "cv", "warmup", 0);
+  s->create_reservation(admin(), request("later", "nlp", 4, now_ + 3600, now_ + 7200));
+  // 30 min of run and 40 min of grace after it would reach 10 min into the window.
+  const int64_t slow = submit(*s, as("cv"), "slow", 4, "time_limit: 30m\ncheckpoint_grace: 40m\n");
+  now_ += 1;
+  s->tick();
+  EXPECT_EQ(state(*s, slow), JobState::kPending);
+  EXPECT_EQ(s->job(Caller{true, ""}, slow).reason_code, "ReservedGpus");
+  // Its time limit cut to 10 min (50 min with its grace), it ends before the window: it starts.
+  JobUpdate u;
+  u.time_limit_seconds = 600;
+  s->update(RequestContext{Caller{false, "cv"}, "PATCH", "/v1/jobs"}, slow, u);
+  now_ += 1;
+  s->tick();
+  s->tick();
+  EXPECT_EQ(state(*s, slow), JobState::kRunning);
+}
+
 TEST_F(ServiceReservations, AUsersReservationIsTheirsAlone) {
   auto s = make(4);
   submit_and_tick(*s, "nlp", "warmup", 0);

@@ -249,7 +249,9 @@ TEST_F(ServiceTest, AJobsHistoryTellsItsLifeFromSubmissionToItsEnd) {
   EXPECT_EQ(message(b, "Submitted"), "by team-b to queue team-b");
   EXPECT_EQ(types(big1), (std::vector<std::string>{"Submitted", "Started", "Preempted", "Requeued",
                                                    "Pending", "Started"}));
-  EXPECT_EQ(message(big1, "Preempted"), "preempted by job " + std::to_string(b) + " (team-b)");
+  // team-a reads it: team-b is not named.
+  EXPECT_EQ(message(big1, "Preempted"),
+            "preempted by job " + std::to_string(b) + " of another tenant");
   const std::vector<JobEvent> h1 = s->job_events(admin, big1);
   EXPECT_NE(h1.back().message.find("attempt 2"), std::string::npos);
   for (size_t i = 1; i < h1.size(); ++i) EXPECT_LE(h1[i - 1].at, h1[i].at);

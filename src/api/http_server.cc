@@ -44,7 +44,10 @@ Service::ReservationRequest reservation_request(const nlohmann::json& j) {
   };
   const auto number = [&](const char* key) {
     if (!j.contains(key)) throw FieldError(key, "required (unix seconds)");
-    if (!j[key].is_number()) throw FieldError(key, "expected a number (unix seconds)");
+    // Up to the year 5000: beyond, no calendar the server prints it in reaches.
+    if (!j[key].is_number() || !(j[key].get<double>() >= 0 && j[key].get<double>() <= 1e11)) {
+      throw FieldError(key, "expected unix seconds, from 0 to 1e11");
+    }
     return j[key].get<double>();
   };
   text("name", r.name, true);
@@ -54,7 +57,7 @@ Service::ReservationRequest reservation_request(const nlohmann::json& j) {
   text("node", r.node, false);
   if (!j.contains("gpus") || !j["gpus"].is_number_integer() || j["gpus"].get<int64_t>() < 1 ||
       j["gpus"].get<int64_t>() > 1'000'000) {
-    throw FieldError("gpus", "expected a number of GPUs, at least 1");
+    throw FieldError("gpus", "expected a whole number of GPUs, from 1 to 1000000");
   }
   r.gpus = static_cast<int32_t>(j["gpus"].get<int64_t>());
   r.start = number("start");

@@ -48,9 +48,10 @@ int create(ApiClient& c, const ClientArgs& a) {
   }
   std::string gpus;
   for (const auto& g : j["gpus"]) gpus += (gpus.empty() ? "" : " ") + g.get<std::string>();
-  std::cout << fmt::format("reservation {}: {} GPUs for {}{}, {} to {}: {}\n", a.name,
-                           j["gpus"].size(), a.user.empty() ? "" : a.user + "@", a.tenant,
-                           local_time(j["start"]), local_time(j["end"]), gpus);
+  std::cout << fmt::format("reservation {}: {} GPU{} for {}{}, {} to {}: {}\n", a.name,
+                           j["gpus"].size(), j["gpus"].size() == 1 ? "" : "s",
+                           a.user.empty() ? "" : a.user + "@", a.tenant, local_time(j["start"]),
+                           local_time(j["end"]), gpus);
   return 0;
 }
 
@@ -127,7 +128,7 @@ void add_reservation_commands(CLI::App& app, ClientArgs& a, ClientCommands& c) {
   c.reservation_create->add_option("--user", a.user, "only this user of the tenant");
   c.reservation_create->add_option("--gpus", a.gpus, "how many GPUs")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000));
   c.reservation_create->add_option("--gpu-type", a.gpu_type, "of this GPU type");
   c.reservation_create->add_option("--node", a.node, "on this node");
   c.reservation_create->add_option("--start", a.start, std::string("when it begins: ") + kWhenHelp)

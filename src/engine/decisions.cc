@@ -164,8 +164,8 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
     case PendingCode::kReservedGpus:
       return fmt::format(
           "reserved GPUs: needs {:g}, {:g} free; {:g} more are reserved for someone else{} over "
-          "a window it would run into (a job with a time limit that ends before the window "
-          "begins may use them)",
+          "a window it would run into (before a window begins, a job whose time limit and stop "
+          "grace end by then may use its GPUs)",
           need, free, static_cast<double>(r.reserved_gpu_milli) / 1000.0,
           blocker_name.empty() ? std::string() : " (reservation " + blocker_name + ")");
   }

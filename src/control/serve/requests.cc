@@ -478,8 +478,8 @@ void Service::cancel_locked(const std::vector<Job*>& jobs, const RequestContext&
     if (was == JobState::kPending) pending_.erase(&j);
     if (j.members.empty()) {
       // Nothing runs. GPUs it holds (placed, waiting for its victims to exit) are released by
-      // the scheduler thread: the ledger changes only there, as the unlocked cycle requires.
-      j.waits_for.clear();
+      // the scheduler thread once those victims are gone (poll_processes): the ledger changes
+      // only there, as the unlocked cycle requires.
     } else if (force) {
       j.stopping = true;
       j.kill_at = -1;  // sent now
@@ -680,7 +680,8 @@ JobView Service::update(const RequestContext& ctx, int64_t id, const JobUpdate& 
   write_job_locked(next, audit,
                    JobEvent{0, id, audit.at, "Updated", changes + " by " + ctx.caller.actor()});
   j.row = std::move(next);
-  if (u.priority_class) {
+  // What the scheduler reads of it changed: its class, or its time limit (reservations).
+  if (u.priority_class || u.time_limit_seconds) {
     j.next_spec = std::move(spec);
     spec_updates_.push_back(id);
   }

@@ -22,7 +22,7 @@ namespace {
 
 // In force at once: the engine honours at most this many (ReservedGpus::kMax).
 constexpr size_t kMaxReservationsInForce = 64;
-// The longest window: a year and a day.
+// The longest window, and the farthest ahead one may begin: a year and a day.
 constexpr double kMaxWindowSeconds = 366.0 * 24 * 3600;
 
 bool overlaps(double a0, double a1, double b0, double b1) {
@@ -136,6 +136,7 @@ ReservationView Service::reservation_view_locked(const StoredReservation& r,
                      std::to_string(gpu_index_[g]));
   }
   for (const auto& [id, jp] : active_) {
+    if (t >= r.end) break;  // an ended reservation has no one in its way
     if (jp->row.tenant == r.tenant && (r.user.empty() || jp->row.user == r.user)) continue;
     for (const GpuShare& s : jp->alloc.shares) {
       if (std::binary_search(ids.begin(), ids.end(), s.gpu)) {
@@ -176,6 +177,11 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
     throw ServiceError(ServiceError::kInvalid, "end",
                        "the window must end after it begins (and after now): " + when(start) +
                            " to " + when(req.end));
+  }
+  if (start - t > kMaxWindowSeconds) {
+    throw ServiceError(ServiceError::kInvalid, "start",
+                       "a window begins at most 366 days ahead (before it, only jobs with a time "
+                       "limit could use its GPUs)");
   }
   if (req.end - start > kMaxWindowSeconds) {
     throw ServiceError(ServiceError::kInvalid, "end", "a window is at most 366 days");

@@ -293,7 +293,10 @@ void Service::run_cycle() {
       v.row.state = JobState::kPreempted;
       ++v.row.preemptions;
       ++preempted;
-      v.row.message = "preempted by job " + std::to_string(s.job) + " (" + j.row.tenant + ")";
+      // The victim's tenant reads this: another tenant is not named (as in the node view).
+      v.row.message = "preempted by job " + std::to_string(s.job) +
+                      (j.row.tenant == v.row.tenant ? " (" + j.row.tenant + ")"
+                                                    : std::string(" of another tenant"));
       v.preempted_by = static_cast<int64_t>(s.job);
       v.preempted_by_tenant = j.row.tenant;
       release_locked(v);  // its GPUs pass to the preemptor, which starts once it has exited

@@ -372,7 +372,9 @@ JobSpec Service::to_spec_locked(const JobRequest& req, TenantId tenant, const st
   if (!req.span.empty()) parse_level(req.span, s.max_span);  // validated with the request
   s.sla_max_queueing = req.sla_max_queueing_seconds;
   s.duration_estimate = req.duration_estimate_seconds;
-  s.time_limit = req.time_limit_seconds >= 0 ? req.time_limit_seconds : kUnknown;
+  // What reservations go by: how long it may hold its GPUs, its stop grace after its limit too.
+  s.time_limit =
+      req.time_limit_seconds >= 0 ? req.time_limit_seconds + stop_grace_locked(req) : kUnknown;
   const QueueId leaf = tree_->leaf_of(tenant);
   const QueueSpec& q = tree_->queue(leaf == kNoId ? kRootQueue : leaf);
   if (!req.priority_class.empty()) {

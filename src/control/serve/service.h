@@ -570,6 +570,11 @@ class Service final : public ReadModel {
   RunRecord run_record_locked(const Job& j) const;
   void end_run_locked(Job& j, double ended, const std::string& outcome);
   // SIGTERM to every member now, SIGKILL once its checkpoint grace has passed.
+  // Whether the jobs `j` preempted (Job::waits_for) have no process left on its GPUs.
+  bool victims_gone_locked(const Job& j) const;
+  // How long a job asked to stop may take before SIGKILL: its own grace, else the queue
+  // tree's, else the server's, at most --max-checkpoint-grace.
+  double stop_grace_locked(const JobRequest& spec) const;
   void ask_to_stop_locked(Job& j, double t);
   void launch_locked(Job& j, std::vector<const JobRow*>& dirty);
   // Writes rows the scheduler thread changed, with those an earlier failure left unsaved.

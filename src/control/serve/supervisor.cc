@@ -108,7 +108,12 @@ void Service::poll_processes() {
   for (auto& [id, jp] : active_) {
     Job& j = *jp;
     if (j.members.empty()) {
-      if (is_terminal(j.row.state)) release_locked(j);  // cancelled before it launched
+      // Cancelled before it launched: its GPUs go back once the jobs it preempted have let go
+      // of them (they may still run out their grace on them).
+      if (is_terminal(j.row.state) && victims_gone_locked(j)) {
+        j.waits_for.clear();
+        release_locked(j);
+      }
       continue;
     }
     const auto st =
@@ -238,17 +243,20 @@ void Service::poll_processes() {
   if (!dirty.empty()) apply_gpu_power_limits_locked();  // the ended jobs' GPUs back to default
 }
 
-void Service::ask_to_stop_locked(Job& j, double t) {
+double Service::stop_grace_locked(const JobRequest& spec) const {
   // The job's own grace, else the queue tree's, else the server's.
   double grace = opt_.checkpoint_grace_seconds;
   if (tree_ && tree_->settings().checkpoint_grace_seconds >= 0) {
     grace = tree_->settings().checkpoint_grace_seconds;
   }
-  if (j.row.spec.checkpoint_grace_seconds >= 0) grace = j.row.spec.checkpoint_grace_seconds;
+  if (spec.checkpoint_grace_seconds >= 0) grace = spec.checkpoint_grace_seconds;
   // Also for jobs stored before the limit was lowered.
-  grace = std::min(grace, opt_.max_checkpoint_grace_seconds);
+  return std::min(grace, opt_.max_checkpoint_grace_seconds);
+}
+
+void Service::ask_to_stop_locked(Job& j, double t) {
   j.stopping = true;
-  j.kill_at = t + grace;
+  j.kill_at = t + stop_grace_locked(j.row.spec);
   j.signal(*backend_, SIGTERM);
 }
 
@@ -397,6 +405,13 @@ void Service::end_run_locked(Job& j, double ended, const std::string& outcome) {
   j.run_joules = 0;
 }
 
+bool Service::victims_gone_locked(const Job& j) const {
+  return std::all_of(j.waits_for.begin(), j.waits_for.end(), [&](int64_t v) {
+    auto it = jobs_.find(v);
+    return it == jobs_.end() || it->second->members.empty();
+  });
+}
+
 void Service::launch_ready() {
   std::lock_guard lock(mu_);
   // No process starts that the database could not record.
@@ -408,11 +423,7 @@ void Service::launch_ready() {
     // Placed, and waiting for its victims to exit or its dataset to be staged.
     if (j.row.state != JobState::kPending || j.alloc.empty()) continue;
     if (j.waits_for.empty() && !j.staging) continue;
-    const bool clear = std::all_of(j.waits_for.begin(), j.waits_for.end(), [&](int64_t v) {
-      auto it = jobs_.find(v);
-      return it == jobs_.end() || it->second->members.empty();
-    });
-    if (!clear) continue;
+    if (!victims_gone_locked(j)) continue;
     j.waits_for.clear();
     if (j.staging || needs_staging_locked(j)) {
       j.staging = true;
