@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -159,6 +161,15 @@ class ServiceTest : public ::testing::Test {
     return RequestContext{Caller{false, tenant}, "POST", "/v1/jobs"};
   }
   static JobRequest job(const std::string& yaml) { return parse_job_request(yaml); }
+  // The ServiceError `f` raises, as "FIELD: message" ("" for none); "" if it raises none.
+  static std::string field_error_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const ServiceError& e) {
+      return e.field() + ": " + e.what();
+    }
+    return "";
+  }
   static JobState state(Service& s, int64_t id) { return s.job(Caller{true, ""}, id).row.state; }
   // Submits a job of `gpus` GPUs (a 5 s checkpoint grace) for `tenant`, a second later runs a
   // cycle; its id.

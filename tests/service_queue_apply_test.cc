@@ -15,14 +15,7 @@ namespace {
 class ServiceQueueApply : public ServiceTest {
  protected:
   static RequestContext admin() { return RequestContext{Caller{true, ""}, "POST", "/v1/queues"}; }
-  static std::string error_of(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const ServiceError& e) {
-      return e.field() + ": " + e.what();
-    }
-    return "";
-  }
+  static std::string error_of(const std::function<void()>& f) { return field_error_of(f); }
   static std::map<std::string, double> weights(const Service& s) {
     std::map<std::string, double> out;
     for (const QueueView& q : s.queues(Caller{true, ""})) out[q.path] = q.weight;

@@ -19,14 +19,7 @@ class ServiceReservations : public ServiceTest {
   static RequestContext admin() {
     return RequestContext{Caller{true, ""}, "POST", "/v1/reservations"};
   }
-  static std::string error_of(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const ServiceError& e) {
-      return e.field() + ": " + e.what();
-    }
-    return "";
-  }
+  static std::string error_of(const std::function<void()>& f) { return field_error_of(f); }
   Service::ReservationRequest request(const std::string& name, const std::string& tenant, int gpus,
                                       double start, double end) const {
     Service::ReservationRequest r;

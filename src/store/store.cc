@@ -675,16 +675,33 @@ std::vector<TenantRow> Store::tenants() {
   return out;
 }
 
-void Store::append_history(double t, std::string_view sample, double drop_before) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  Statement add = db_->prepare("INSERT OR REPLACE INTO history (t, sample) VALUES (?1, ?2)");
+namespace {
+
+// One sample into `table` (history or history_hourly), and those before `drop_before` out, in
+// one transaction.
+void append_sample(Db& db, const char* table, double t, std::string_view sample,
+                   double drop_before) {
+  Transaction tx(db);
+  Statement add =
+      db.prepare(std::string("INSERT OR REPLACE INTO ") + table + " (t, sample) VALUES (?1, ?2)");
   add.bind(1, t).bind(2, sample);
   add.run();
-  Statement drop = db_->prepare("DELETE FROM history WHERE t < ?1");
+  Statement drop = db.prepare(std::string("DELETE FROM ") + table + " WHERE t < ?1");
   drop.bind(1, drop_before);
   drop.run();
   tx.commit();
+}
+
+}  // namespace
+
+void Store::append_history(double t, std::string_view sample, double drop_before) {
+  std::lock_guard lock(mu_);
+  append_sample(*db_, "history", t, sample, drop_before);
+}
+
+void Store::append_history_hourly(double t, std::string_view sample, double drop_before) {
+  std::lock_guard lock(mu_);
+  append_sample(*db_, "history_hourly", t, sample, drop_before);
 }
 
 std::vector<std::pair<double, std::string>> Store::history(double since) {
@@ -694,18 +711,6 @@ std::vector<std::pair<double, std::string>> Store::history(double since) {
   std::vector<std::pair<double, std::string>> out;
   while (s.step()) out.emplace_back(s.real(0), s.text(1));
   return out;
-}
-
-void Store::append_history_hourly(double t, std::string_view sample, double drop_before) {
-  std::lock_guard lock(mu_);
-  Transaction tx(*db_);
-  Statement add = db_->prepare("INSERT OR REPLACE INTO history_hourly (t, sample) VALUES (?1, ?2)");
-  add.bind(1, t).bind(2, sample);
-  add.run();
-  Statement drop = db_->prepare("DELETE FROM history_hourly WHERE t < ?1");
-  drop.bind(1, drop_before);
-  drop.run();
-  tx.commit();
 }
 
 std::vector<std::pair<double, std::string>> Store::history_hourly(double since, double until) {
