@@ -57,6 +57,7 @@ void Service::load_reservations_locked() {
     for (const auto& g : e.value("gpus", nlohmann::json::array())) {
       if (g.is_object()) r.gpus.emplace_back(g.value("node", ""), g.value("index", -1));
     }
+    r.ids = gpu_ids_locked(r);
     if (!r.name.empty()) reservations_[r.name] = std::move(r);
   }
 }
@@ -81,7 +82,7 @@ void Service::save_reservations_locked(std::map<std::string, StoredReservation> 
   dirty_ = true;  // the next cycle honours it
 }
 
-std::vector<GpuId> Service::reserved_gpu_ids_locked(const StoredReservation& r) const {
+std::vector<GpuId> Service::gpu_ids_locked(const StoredReservation& r) const {
   std::vector<GpuId> out;
   for (const auto& [node, index] : r.gpus) {
     for (NodeId n = 0; n < cluster_.nodes().size(); ++n) {
@@ -109,7 +110,7 @@ std::vector<GpuReservation> Service::gpu_reservations_locked(double t) {
     g.user = user_id_locked(r.tenant, r.user);
     g.start = r.start;
     g.end = r.end;
-    g.gpus = reserved_gpu_ids_locked(r);
+    g.gpus = r.ids;
     out.push_back(std::move(g));
   }
   return out;
@@ -129,7 +130,7 @@ ReservationView Service::reservation_view_locked(const StoredReservation& r,
   const double t = now();
   v.state = t >= r.end ? "ended" : t >= r.start ? "active" : "upcoming";
   v.created_at = r.created_at;
-  const std::vector<GpuId> ids = reserved_gpu_ids_locked(r);
+  const std::vector<GpuId>& ids = r.ids;
   v.missing_gpus = static_cast<int32_t>(r.gpus.size() - ids.size());
   for (GpuId g : ids) {
     v.gpus.push_back(cluster_.node(cluster_.node_of_gpu(g)).name + "/" +
@@ -225,7 +226,7 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
   std::map<GpuId, std::string> other_reservation;
   for (const auto& [name, r] : reservations_) {
     if (!overlaps(r.start, r.end, start, req.end)) continue;
-    for (GpuId g : reserved_gpu_ids_locked(r)) other_reservation.emplace(g, name);
+    for (GpuId g : r.ids) other_reservation.emplace(g, name);
   }
   std::map<GpuId, int64_t> busy;  // GPU -> a job holding it past the start
   for (const auto& [id, jp] : active_) {
@@ -240,7 +241,7 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
   std::set<GpuId> reserved_later;
   for (const auto& [name, r] : reservations_) {
     if (t >= r.end) continue;
-    for (GpuId g : reserved_gpu_ids_locked(r)) reserved_later.insert(g);
+    for (GpuId g : r.ids) reserved_later.insert(g);
   }
   // Candidates per node: free ones in no other reservation first, then free ones in one, then
   // (ignore_jobs) busy ones; nodes with the most of the first kind first, so that a
@@ -326,6 +327,7 @@ ReservationView Service::create_reservation(const RequestContext& ctx,
   for (GpuId g : chosen) {
     r.gpus.emplace_back(cluster_.node(cluster_.node_of_gpu(g)).name, gpu_index_[g]);
   }
+  r.ids = chosen;
   r.created_by = ctx.caller.actor();
   r.created_at = t;
   const std::string what =

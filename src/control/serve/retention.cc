@@ -52,7 +52,6 @@ void Service::evict_finished_locked(double t) {
     if (!r.idempotency_key.empty()) idempotency_.erase({r.tenant, r.idempotency_key});
     if (r.array_id != 0) arrays.insert(r.array_id);
     reasons_.erase(id);
-    reserved_reason_.erase(id);
     unqueue_locked(id);  // cancelled since the last cycle: its spec goes with it
     jobs_.erase(it);
   }

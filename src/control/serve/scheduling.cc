@@ -151,7 +151,6 @@ void Service::sync_queue_locked() {
       queue.remove(id);
       j->queued_spec = nullptr;
       reasons_.erase(j->row.id);
-      reserved_reason_.erase(j->row.id);
     }
     if (spec == nullptr) continue;
     queue.add(PendingJob{id, spec, j->attained, j->queued_since, true});
@@ -255,11 +254,10 @@ void Service::run_cycle() {
   std::lock_guard lock(mu_);
   // A job keeps its reason until a cycle gives it another.
   for (const PendingReason& r : d.pending) {
-    reasons_.insert_or_assign(static_cast<int64_t>(r.job), r);
-    if (r.code == PendingCode::kReservedGpus && r.reservation < reservations.size()) {
-      reserved_reason_.insert_or_assign(static_cast<int64_t>(r.job),
-                                        reservations[r.reservation].name);
-    }
+    const bool reserved =
+        r.code == PendingCode::kReservedGpus && r.reservation < reservations.size();
+    reasons_.insert_or_assign(static_cast<int64_t>(r.job),
+                              KeptReason{r, reserved ? reservations[r.reservation].name : ""});
   }
   driver_.settle(outcome);
   const double t = now();
@@ -364,7 +362,6 @@ void Service::run_cycle() {
     for (const int64_t id : started) {
       unqueue_locked(id);
       reasons_.erase(id);
-      reserved_reason_.erase(id);
     }
   }
   for (Job* v : requeued) {

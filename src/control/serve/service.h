@@ -643,21 +643,22 @@ class Service final : public ReadModel {
     std::vector<std::pair<std::string, int32_t>> gpus;
     std::string created_by;
     double created_at = 0;
+    // Those GPUs in this server's cluster, sorted (found once: the cluster is fixed while it
+    // runs; after a restart on another host some may be missing).
+    std::vector<GpuId> ids;
   };
   std::map<std::string, StoredReservation> reservations_;
   Interner user_ids_;  // "tenant/user" -> JobSpec::user, for reservations for one user
   uint32_t user_id_locked(const std::string& tenant, const std::string& user);
   // The reservations not over at `t`, for a cycle's snapshot.
   std::vector<GpuReservation> gpu_reservations_locked(double t);
-  std::vector<GpuId> reserved_gpu_ids_locked(const StoredReservation& r) const;
+  std::vector<GpuId> gpu_ids_locked(const StoredReservation& r) const;
   ReservationView reservation_view_locked(const StoredReservation& r, const Caller& caller) const;
   void load_reservations_locked();
   void save_reservations_locked(std::map<std::string, StoredReservation> next,
                                 const AuditEntry& audit);
   // Marks the GPUs of `nodes` that a reservation in force holds (nodes_locked).
   void mark_reserved_gpus_locked(std::vector<NodeView>& nodes) const;
-  // The reservation each job waiting for reserved GPUs waits for (its reason's), by job id.
-  std::unordered_map<int64_t, std::string> reserved_reason_;
   void apply_drains_locked();
   void hold_drained_node_locked(NodeId n);
   // Refused calls without a token write at most this many audit rows (burst, then per minute).
@@ -706,8 +707,13 @@ class Service final : public ReadModel {
   // Why each pending job waits, as of the cycle that last gave it a reason. A cycle gives one
   // only to jobs without one (new, or back in the queue) and, every reason_refresh_seconds, to
   // every job (a full walk): in between, a job that cannot start keeps its reason, as
-  // kube-scheduler keeps an unschedulable pod's condition until it retries it.
-  std::unordered_map<int64_t, PendingReason> reasons_;
+  // kube-scheduler keeps an unschedulable pod's condition until it retries it. With it, for a
+  // job kept from reserved GPUs, the reservation's name (the reason's index is its cycle's).
+  struct KeptReason {
+    PendingReason reason;
+    std::string reservation;
+  };
+  std::unordered_map<int64_t, KeptReason> reasons_;
   std::map<std::pair<std::string, std::string>, int64_t> idempotency_;  // (tenant, key) -> id
   double last_decay_saved_ = 0;  // long-term usage is saved at most once a minute
   ServiceMetrics counters_;

@@ -89,13 +89,11 @@ std::pair<std::string, std::string> Service::why_pending_locked(const Job& j, bo
   }
   const auto it = reasons_.find(j.row.id);
   if (it == reasons_.end()) return {};
-  const PendingReason& r = it->second;
+  const PendingReason& r = it->second.reason;
   if (!text) return {reason_code(r.code), ""};
-  std::string blocker = r.blocker == kNoId ? "" : std::to_string(r.blocker);
-  if (r.code == PendingCode::kReservedGpus) {
-    const auto named = reserved_reason_.find(j.row.id);
-    blocker = named == reserved_reason_.end() ? "" : named->second;
-  }
+  const std::string blocker = r.code == PendingCode::kReservedGpus ? it->second.reservation
+                              : r.blocker == kNoId                 ? ""
+                                                                   : std::to_string(r.blocker);
   const std::string queue =
       r.queue != kNoId && tree_ && r.queue < tree_->size() ? tree_->queue(r.queue).path : "";
   return {reason_code(r.code), describe(r, blocker, queue)};
