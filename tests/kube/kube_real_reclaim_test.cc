@@ -107,8 +107,7 @@ TEST_F(KubeRealReclaim, ThreeNamespacesCompeteAndKubectlSaysWhyEachPodWasEvicted
       10))
       << described;
   EXPECT_NE(described.find("DisruptionTarget"), std::string::npos) << described;
-  EXPECT_NE(described.find("preempted by team-c/c (queue team-c)"), std::string::npos)
-      << described;
+  EXPECT_NE(described.find("preempted by team-c/c (queue team-c)"), std::string::npos) << described;
   // Where it had been bound, said in full.
   EXPECT_NE(described.find("Successfully assigned " + victim + " to gpu-node-"), std::string::npos)
       << described;
@@ -165,14 +164,17 @@ TEST_F(KubeRealReclaim, ThreeNamespacesCompeteAndKubectlSaysWhyEachPodWasEvicted
   EXPECT_TRUE(wait_for(
       [&] {
         why = kubectl_text("describe pod a9-0 -n team-a");
+        // The event and the pod's condition are two writes: wait for both.
         return why.find("FailedScheduling") != std::string::npos &&
-               why.find("gang team-a/a9") != std::string::npos;
+               why.find("gang team-a/a9") != std::string::npos &&
+               why.find("PodScheduled") != std::string::npos;
       },
       20))
       << why;
   EXPECT_NE(why.find("PodScheduled"), std::string::npos) << why;
-  const std::string events = kubectl_text("get events -n team-a --field-selector "
-                                          "involvedObject.name=a9-0,reason=FailedScheduling");
+  const std::string events = kubectl_text(
+      "get events -n team-a --field-selector "
+      "involvedObject.name=a9-0,reason=FailedScheduling");
   EXPECT_NE(events.find("gang team-a/a9"), std::string::npos) << events;
 }
 
