@@ -361,6 +361,7 @@ await run([
     check(labels.includes('team-a') && labels.includes('team-b'), `GPUs by tenant: ${labels}`);
     await page.click('button.seg[data-range="24h"]');
     await page.waitForFunction(() => location.hash === '#/overview?range=24h');
+    await page.waitForSelector('#page .chart-grid[data-drawn="24h"]');
     await chartsDrawn(page, 4);
     // A month: asked of the server over 30 days (its hourly averages answer for the past).
     const asked = [];
@@ -368,10 +369,13 @@ await run([
     page.on('request', note);
     await page.click('button.seg[data-range="30d"]');
     await page.waitForFunction(() => location.hash === '#/overview?range=30d');
+    await page.waitForSelector('#page .chart-grid[data-drawn="30d"]');
     await chartsDrawn(page, 4);
     page.off('request', note);
     check(asked.includes(30 * 86400), `a month's history asked for: ${asked}`);
+    // The month's charts stay up until the next refresh draws the hour's: wait for those.
     await page.click('button.seg[data-range="1h"]');
+    await page.waitForSelector('#page .chart-grid[data-drawn="1h"]');
     await chartsDrawn(page, 4);
     await checkStepped(page);
   }],

@@ -36,11 +36,14 @@ export function mount(root, route, ctx) {
   const cQueue = chartCard('Queue depth');
   const cDecisions = chartCard('Scheduling decisions per second');
   const cFinished = chartCard('Jobs finished per minute');
+  // The grid says which range its charts show, once drawn (a click redraws on the next refresh).
+  const grid = h('div', { class: 'chart-grid' }, h('div', { class: 'span-all' }, cGpus.el), cQueue.el, cDecisions.el, cFinished.el);
+
   fill(root,
     h('div', { class: 'toolbar' }, h('div', { class: 'segmented', role: 'group', 'aria-label': 'Time range' }, buttons),
       h('span', { class: 'toolbar-note', id: 'overview-note' })),
     stats,
-    h('div', { class: 'chart-grid' }, h('div', { class: 'span-all' }, cGpus.el), cQueue.el, cDecisions.el, cFinished.el));
+    grid);
 
   const charts = {
     gpus: timeChart(cGpus.canvas, { stacked: true, yTitle: 'GPUs' }),
@@ -63,7 +66,8 @@ export function mount(root, route, ctx) {
   }
 
   async function refresh() {
-    const r = RANGES[range];
+    const key = range;
+    const r = RANGES[key];
     const [hist, nodes, queues] = await Promise.all([readHistory(r.seconds, r.step), api.get('/v1/nodes'), api.get('/v1/queues')]);
     const samples = hist && hist.samples ? hist.samples : [];
     const until = hist && hist.until ? hist.until : Math.floor(Date.now() / 1000);
@@ -72,7 +76,10 @@ export function mount(root, route, ctx) {
     const noData = samples.length === 0;
     for (const n of notes) n.hidden = !noData;
     for (const c of Object.values(charts)) c.canvas.style.visibility = noData ? 'hidden' : 'visible';
-    if (noData) return;
+    if (noData) {
+      grid.dataset.drawn = key;
+      return;
+    }
 
     // GPUs by tenant, stacked; the GPUs this token cannot attribute as "other tenants"; the
     // cluster's capacity as a dashed line on its own stack.
@@ -106,6 +113,7 @@ export function mount(root, route, ctx) {
     setSeries(charts.finished, [
       series('finished', '#b07aa1', finishedPerMinute(samples, hist.step_s || r.step), { area: true }),
     ], since, until);
+    grid.dataset.drawn = key;
   }
 
   function renderStats(samples, nodes, queues) {
