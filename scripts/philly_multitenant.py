@@ -68,6 +68,8 @@ def prepare(jobs, n, args, out):
             pre.append(f"reclaim_after: {args.reclaim_after:g}s")
         if args.reclaim_tolerance > 0:
             pre.append(f"reclaim_tolerance: {args.reclaim_tolerance:g}")
+        if args.reclaim_cost_ratio > 0:
+            pre.append(f"reclaim_cost_ratio: {args.reclaim_cost_ratio:g}")
         if args.borrow_max_runtime > 0:
             pre.append(f"borrow_max_runtime: {args.borrow_max_runtime:g}s")
         if pre:
@@ -140,6 +142,9 @@ def main():
     p.add_argument("--predictor", default="none",
                    help="simulate --predictor: duration estimates learnt online (mean, quantile, "
                         "gbt) instead of the trace's exact run times")
+    p.add_argument("--reclaim-cost-ratio", type=float, default=0,
+                   help="preemption.reclaim_cost_ratio: reclaim only when the GPU time the "
+                   "queue would go without waiting is at least this x the victims' price")
     p.add_argument("--restart-overhead", type=float, default=0,
                    help="simulate --restart-overhead: seconds each restart after a preemption "
                    "re-initialises")

@@ -42,7 +42,7 @@ constexpr int64_t kGiB = 1024;  // in MiB
 const char* const kTwoLevel = R"(fairness:
   half_life: 24h
 preemption:
-  {checkpoint_grace: 30s, reclaim_min_runtime: 10m, reclaim_after: 30m, reclaim_tolerance: 0.1, borrow_max_runtime: 1h}
+  {checkpoint_grace: 30s, reclaim_min_runtime: 10m, reclaim_after: 30m, reclaim_tolerance: 0.1, borrow_max_runtime: 1h, reclaim_cost_ratio: 2}
 queues:
   - name: research
     weight: 2
@@ -130,6 +130,7 @@ TEST(QueueTreeTest, ParsesTwoLevelTree) {
   EXPECT_DOUBLE_EQ(t.settings().reclaim_min_runtime_seconds, 600);
   EXPECT_DOUBLE_EQ(t.settings().reclaim_after_seconds, 1800);
   EXPECT_DOUBLE_EQ(t.settings().reclaim_tolerance, 0.1);
+  EXPECT_DOUBLE_EQ(t.settings().reclaim_cost_ratio, 2);
   EXPECT_DOUBLE_EQ(t.settings().borrow_max_runtime_seconds, 3600);
   EXPECT_EQ(t.bound_tenants(), 0u);
 }
@@ -142,6 +143,7 @@ TEST(QueueTreeTest, DefaultSettingsAndDurations) {
   EXPECT_DOUBLE_EQ(t.settings().reclaim_min_runtime_seconds, 0);
   EXPECT_DOUBLE_EQ(t.settings().reclaim_after_seconds, 0);
   EXPECT_DOUBLE_EQ(t.settings().reclaim_tolerance, 0);
+  EXPECT_DOUBLE_EQ(t.settings().reclaim_cost_ratio, 0);
   EXPECT_DOUBLE_EQ(t.queue(1).default_sla_seconds, 1.5 * 86400);
   EXPECT_FALSE(t.queue(1).has_default_class);
   EXPECT_EQ(t.queue(1).allowed_classes, kAllClasses);
@@ -271,6 +273,9 @@ TEST(QueueTreeTest, ValidationErrorsNameFileLineAndField) {
       {"reclaim tolerance above 1",
        "preemption: {reclaim_tolerance: 2}\nqueues: [{name: a}]\n",
        {"queues.yaml:1: field preemption.reclaim_tolerance: expected a number in [0, 1], got 2"}},
+      {"negative reclaim cost ratio",
+       "preemption: {reclaim_cost_ratio: -1}\nqueues: [{name: a}]\n",
+       {"queues.yaml:1: field preemption.reclaim_cost_ratio"}},
       {"zero weight",
        "queues:\n  - name: a\n    weight: 0\n",
        {"queues.yaml:3: field queues[0].weight: expected a positive number, got 0"}},

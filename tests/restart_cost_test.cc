@@ -3,8 +3,11 @@
 // sim/restart_model.h), accounted per job as the victim pays them.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "engine/policy.h"
 #include "model/cluster_spec.h"
+#include "model/queue_tree.h"
 #include "sim/simulator.h"
 #include "sim_test_util.h"
 
@@ -86,6 +89,68 @@ TEST(RestartCost, AModelSizeIsReadFromTheCheckpointDefaultWhereTheTraceGivesNone
   known.model_params = 7e9;
   EXPECT_DOUBLE_EQ(m.checkpoint_gb(known), 98);           // 7e9 x 14 bytes
   EXPECT_DOUBLE_EQ(RestartModel{}.seconds(known, 1), 0);  // off: nothing
+}
+
+// Reclaim weighed against its price (preemption.reclaim_cost_ratio) in a replay: tenant a
+// borrows all 4 GPUs with 1-GPU jobs that end at 1000 s; tenant b asks for 2 at `arrival`.
+// With a 600 s restart, taking back its share costs 630 GPU-s per victim: worth it when b
+// would otherwise wait 900 s for 2 GPUs, not when it would wait 100 s.
+struct Borrowed {
+  SimResult run(double arrival, double ratio) {
+    Workload w;
+    const TenantId a = w.tenants.intern("a");
+    const TenantId b = w.tenants.intern("b");
+    for (int i = 0; i < 6; ++i) {
+      JobSpec j;
+      j.name = (i < 4 ? "a" : "b") + std::to_string(i);
+      j.tenant = i < 4 ? a : b;
+      j.min_members = j.max_members = 1;
+      j.demand.gpus = 1;
+      j.submit_time = i < 4 ? 0 : arrival;
+      j.work_seconds = i < 4 ? 1000 : 100;
+      j.duration_estimate = j.work_seconds;
+      j.source = "test";
+      w.jobs.push_back(j);
+    }
+    sort_by_submit(w);
+    QueueTree t = QueueTree::flat(w.tenants);
+    t.settings().reclaim_cost_ratio = ratio;
+    SimOptions opt;
+    opt.checkpoint_grace = 30;
+    opt.restart.overhead_seconds = 600;
+    opt.queues = &t;
+    for (JobId j = 0; j < w.jobs.size(); ++j) opt.explain.push_back(j);
+    return simulate(w, cluster, make_policy("fair", 1), model, opt);
+  }
+  Cluster cluster = make_uniform_cluster(1, 1, 1, 4);
+  testing::UnitSpeed model;
+};
+
+std::string history(const SimResult& r, JobId j) {
+  std::string out;
+  for (const HistoryEntry& e : r.histories[j].entries) out += e.what + "\n";
+  return out;
+}
+
+TEST(ReclaimCostReplay, ReclaimsOnlyWhereWaitingCostsMoreThanTheRestart) {
+  Borrowed b;
+  // Cost-blind: b takes its 2 GPUs back at once, either way.
+  EXPECT_EQ(b.run(900, 0).preemptions, 2u);
+  EXPECT_EQ(b.run(100, 0).preemptions, 2u);
+  // Weighed: at 900 s b waits the 100 s for a's jobs to end; nobody is stopped.
+  const SimResult late = b.run(900, 1);
+  EXPECT_EQ(late.preemptions, 0u);
+  EXPECT_DOUBLE_EQ(late.jobs[4].first_start, 1000);
+  EXPECT_NE(history(late, 4).find("not reclaiming"), std::string::npos) << history(late, 4);
+  // At 100 s waiting would cost 2 x 900 GPU-s: reclaim, and the victims' history says its price.
+  const SimResult early = b.run(100, 1);
+  ASSERT_EQ(early.preemptions, 2u);
+  EXPECT_DOUBLE_EQ(early.jobs[4].first_start, 130);  // after the victims' checkpoint grace
+  bool priced = false;
+  for (JobId v = 0; v < 4; ++v) {
+    priced |= history(early, v).find("reclaim costs 10 GPU-minutes") != std::string::npos;
+  }
+  EXPECT_TRUE(priced);
 }
 
 }  // namespace

@@ -219,6 +219,10 @@ class Cycle {
         report(*refused);
         return;
       }
+      if (auto priced = preemption_.take_cost_refusal()) {
+        reason.reclaim_price_gpu_seconds = priced->first;
+        reason.reclaim_deficit_gpu_seconds = priced->second;
+      }
     }
     reason.code = reason.free_gpu_milli < reason.need_gpu_milli ? PendingCode::kInsufficientGpus
                                                                 : PendingCode::kGangCannotFit;

@@ -79,8 +79,10 @@ const char* to_string(PendingCode c) {
   return "unknown";
 }
 
-std::string describe(const PendingReason& r, const std::string& blocker_name,
-                     const std::string& queue_path) {
+namespace {
+
+std::string describe_code(const PendingReason& r, const std::string& blocker_name,
+                          const std::string& queue_path) {
   const double need = static_cast<double>(r.need_gpu_milli) / 1000.0;
   const double free = static_cast<double>(r.free_gpu_milli) / 1000.0;
   switch (r.code) {
@@ -170,6 +172,41 @@ std::string describe(const PendingReason& r, const std::string& blocker_name,
           blocker_name.empty() ? std::string() : " (reservation " + blocker_name + ")");
   }
   return "pending";
+}
+
+// GPU-seconds as GPU-hours, or GPU-minutes under one GPU-hour.
+std::string gpu_time(double gpu_seconds) {
+  return gpu_seconds >= 3600 ? fmt::format("{:.1f} GPU-hours", gpu_seconds / 3600)
+                             : fmt::format("{:.0f} GPU-minutes", gpu_seconds / 60);
+}
+
+}  // namespace
+
+std::string describe(const PendingReason& r, const std::string& blocker_name,
+                     const std::string& queue_path) {
+  std::string out = describe_code(r, blocker_name, queue_path);
+  if (r.reclaim_price_gpu_seconds > 0) {
+    out += fmt::format(
+        "; not reclaiming: stopping the jobs that would make room wastes {} (checkpoint, restart, "
+        "lost work), more than the {} its queue goes without until running jobs are expected to "
+        "free its GPUs (preemption.reclaim_cost_ratio)",
+        gpu_time(r.reclaim_price_gpu_seconds), gpu_time(r.reclaim_deficit_gpu_seconds));
+  }
+  return out;
+}
+
+std::string describe_price(const Preemption& p) {
+  if (p.cause != PreemptionCause::kReclaim || p.price_gpu_seconds <= 0) return "";
+  if (p.deficit_gpu_seconds < 0) {
+    return fmt::format(
+        "reclaim costs {} of its checkpoint, restart and lost work; no running job "
+        "was expected to free the GPUs",
+        gpu_time(p.price_gpu_seconds));
+  }
+  return fmt::format(
+      "reclaim costs {} of its checkpoint, restart and lost work; the preempting queue would "
+      "otherwise have gone without {} waiting for running jobs to end",
+      gpu_time(p.price_gpu_seconds), gpu_time(p.deficit_gpu_seconds));
 }
 
 }  // namespace tessera

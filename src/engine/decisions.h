@@ -70,6 +70,10 @@ struct PendingReason {
   // use, and how much of its GPU types the reservations closed to it reserve (milli-GPU).
   uint32_t reservation = kNoId;
   int64_t reserved_gpu_milli = 0;
+  // Victims were found but reclaim was not worth it (FairnessSettings::reclaim_cost_ratio):
+  // what stopping them would waste, and what its queue goes without while it waits (GPU-s).
+  double reclaim_price_gpu_seconds = 0;
+  double reclaim_deficit_gpu_seconds = 0;
 };
 
 std::string describe(const PendingReason& r, const std::string& blocker_name = "",
@@ -111,7 +115,15 @@ struct Preemption {
   JobId job = 0;  // the victim
   JobId for_job = 0;
   PreemptionCause cause = PreemptionCause::kPriority;
+  // For a reclaim: what stopping this victim wastes (its GPUs x RunningJob::preemption_seconds
+  // plus work lost since its checkpoint), and the GPU time the preempting job's queue would
+  // have gone without waiting for running jobs to end (what it lacks of its share x the
+  // expected wait; < 0: unknown, no expected ends), both in GPU-seconds.
+  double price_gpu_seconds = 0;
+  double deficit_gpu_seconds = 0;
 };
+// For a reclaim victim with a price: what it cost and against what ("" otherwise), for its event.
+std::string describe_price(const Preemption& p);
 
 // A running elastic gang (min_members < max_members) changes size: shrunk towards its minimum
 // to make room for a pending job instead of being preempted whole, or grown into capacity no

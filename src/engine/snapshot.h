@@ -46,7 +46,12 @@ struct RunningJob {
   double expected_end = kUnknown;      // from the duration estimate; kUnknown if none
   double last_checkpoint = 0;          // time of the last checkpoint (start if none yet)
   double reclaim_protected_until = 0;  // not reclaimed before this time (a starving gang's turn)
-  double power_limit_w = 0;            // its GPUs' power limit now; 0: their default (TDP)
+  // Seconds its GPUs would produce nothing if it were preempted now, beyond the work lost since
+  // its last checkpoint: the checkpoint grace and its restart (re-initialising, reading the
+  // checkpoint back). The caller's estimate; 0: nothing known. Prices a reclaim
+  // (FairnessSettings::reclaim_cost_ratio).
+  double preemption_seconds = 0;
+  double power_limit_w = 0;  // its GPUs' power limit now; 0: their default (TDP)
 
   double attained_at(double now) const {
     return attained_gpu_seconds + attaining_gpus * std::max(0.0, now - start_time);

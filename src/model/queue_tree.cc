@@ -422,7 +422,7 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
   if (const YAML::Node pre = root["preemption"]) {
     check_keys(origin_, pre, "preemption",
                {"checkpoint_grace", "starving_after", "min_runtime", "reclaim_min_runtime",
-                "reclaim_after", "reclaim_tolerance", "borrow_max_runtime"});
+                "reclaim_after", "reclaim_tolerance", "borrow_max_runtime", "reclaim_cost_ratio"});
     if (pre["starving_after"]) {
       f.starving_after_seconds = duration(pre["starving_after"], "preemption.starving_after");
     }
@@ -439,6 +439,9 @@ FairnessSettings QueueYamlReader::settings(const YAML::Node& root) const {
         yaml_fail(origin_, tol, "preemption.reclaim_tolerance",
                   "expected a number in [0, 1], got " + tol.Scalar());
       }
+    }
+    if (const YAML::Node ratio = pre["reclaim_cost_ratio"]) {
+      f.reclaim_cost_ratio = yaml_number(origin_, ratio, "preemption.reclaim_cost_ratio", false);
     }
     if (pre["borrow_max_runtime"]) {
       f.borrow_max_runtime_seconds =

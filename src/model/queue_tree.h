@@ -179,6 +179,13 @@ struct FairnessSettings {
   // estimate; a job without one is not lent to): what is lent comes back by itself, so the
   // owner rarely has to reclaim it. 0: no bound.
   double borrow_max_runtime_seconds = 0;
+  // Reclaim above guarantees only when it is worth its price: the GPU time the job's queue
+  // would go without while waiting instead (what it lacks of its share x the expected wait for
+  // the jobs that could give way to end and free the job's GPUs; unknown ends: forever) must be
+  // at least this times what stopping the victims wastes (their GPUs x
+  // RunningJob::preemption_seconds, plus work lost since their checkpoints). A guarantee is
+  // always taken back. 0: reclaim whatever it costs.
+  double reclaim_cost_ratio = 0;
 };
 
 class QueueTree {

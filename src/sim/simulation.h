@@ -117,7 +117,8 @@ class Simulation {
   void account_held(JobId j, double gpu_seconds, const Allocation& alloc, double seconds);
   void stop_run(JobId j, bool keep_usage);
   void finish(JobId j);
-  void preempt(JobId j, JobId for_job, PreemptionCause cause);
+  // why: what the reclaim cost and against what (describe_price), for the job's history.
+  void preempt(JobId j, JobId for_job, PreemptionCause cause, const std::string& why = "");
   void requeue(JobId j);
   void start(JobId j, Allocation alloc, double delay, double limit_w);
   void begin(JobId j);

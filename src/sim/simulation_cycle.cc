@@ -30,6 +30,10 @@ RunningJob Simulation::running_entry(JobId j) const {
   }
   r.last_checkpoint = js.run_start;
   r.reclaim_protected_until = js.reclaim_protected_until;
+  // Stopped now, it would checkpoint for the grace, then restart: its own restart cost and the
+  // restart model's re-initialisation and checkpoint read.
+  r.preemption_seconds = opt_.checkpoint_grace + s.restart_cost +
+                         opt_.restart.seconds(s, static_cast<int>(js.alloc.nodes().size()));
   r.power_limit_w = js.limit_w;
   return r;
 }
@@ -103,7 +107,7 @@ void Simulation::cycle() {
   }
   preemptors_.clear();
   for (const Preemption& p : d.preemptions) {
-    preempt(p.job, p.for_job, p.cause);
+    preempt(p.job, p.for_job, p.cause, describe_price(p));
     preemptors_.push_back(p.for_job);
   }
   for (Resize& r : d.resizes) {

@@ -157,7 +157,7 @@ void Simulation::finish(JobId j) {
 // that preempted it at once on the ledger (so no other job takes them), but the victim holds
 // them for the checkpoint grace in the metrics (allocation, fair shares), and the other job
 // begins only then.
-void Simulation::preempt(JobId j, JobId for_job, PreemptionCause cause) {
+void Simulation::preempt(JobId j, JobId for_job, PreemptionCause cause, const std::string& why) {
   JobState& js = jobs_[j];
   const JobSpec& s = w_.jobs[j];
   const double done = account_run(j);
@@ -193,9 +193,9 @@ void Simulation::preempt(JobId j, JobId for_job, PreemptionCause cause) {
          js.planned == kNoGpuType ? "suspended" : "moved to another GPU type",
          opt_.checkpoint_grace, lost_h);
   } else {
-    note(j, "preempted for {} (queue {}): checkpointing for {:g} s, {:g} GPU-hours of work lost",
+    note(j, "preempted for {} (queue {}): checkpointing for {:g} s, {:g} GPU-hours of work lost{}",
          w_.jobs[for_job].name, tree_.queue(tree_.leaf_of(w_.jobs[for_job].tenant)).path,
-         opt_.checkpoint_grace, lost_h);
+         opt_.checkpoint_grace, lost_h, why.empty() ? why : "; " + why);
   }
   js.phase = Phase::kCheckpointing;
   if (opt_.checkpoint_grace > 0) {

@@ -208,9 +208,12 @@ TEST_P(KubeE2E, SharesConvergeToTheQueueTreesAsTheFirstTenantsPodsFinish) {
   SchedulerOptions opt = scheduler_options(kWeights211);
   opt.policy = "drf";
   start_scheduler(opt);
-  // team-a alone fills the cluster with pods that end 4-6 s after they start, and has more
-  // waiting.
-  for (int i = 0; i < 128; ++i) create_pod("team-a", "short" + std::to_string(i), 1, "", 4 + i % 3);
+  // team-a alone fills the cluster with pods that end 15-17 s after they start, and has more
+  // waiting. They must outlast the 384 creates below: a GPU freed before team-a's next pods
+  // exist goes to team-b or team-c past their share, and without reclaim stays theirs.
+  for (int i = 0; i < 128; ++i) {
+    create_pod("team-a", "short" + std::to_string(i), 1, "", 15 + i % 3);
+  }
   ASSERT_TRUE(wait_for([&] { return binds_by_pod().size() == 128; }, 30));
   // team-b and team-c arrive, and team-a asks for more: each GPU team-a frees goes to whoever
   // is furthest below its share, until the cluster is held 2 : 1 : 1. Created in turn, so
@@ -232,7 +235,7 @@ TEST_P(KubeE2E, SharesConvergeToTheQueueTreesAsTheFirstTenantsPodsFinish) {
         running();
         return held["team-a"] == 64 && held["team-b"] == 32 && held["team-c"] == 32;
       },
-      40))
+      60))
       << held["team-a"] << " : " << held["team-b"] << " : " << held["team-c"];
   // And it stays there: nobody is preempted or over-served once the shares are met.
   std::this_thread::sleep_for(std::chrono::seconds(2));

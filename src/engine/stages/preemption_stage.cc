@@ -8,6 +8,18 @@
 
 namespace tessera {
 
+namespace {
+
+// Work a victim loses since its last checkpoint (milli-GPU-seconds); none when it checkpoints
+// on request (no periodic checkpoints).
+double work_lost(const RunningJob& r, double now) {
+  return r.spec->checkpoint_interval > 0
+             ? static_cast<double>(r.alloc->gpu_milli()) * std::max(0.0, now - r.last_checkpoint)
+             : 0.0;
+}
+
+}  // namespace
+
 size_t PreemptionStage::KeyHash::operator()(const Key& k) const {
   return ShapeHash()(k.shape) * 131 +
          std::hash<int64_t>()(k.rank * 65599 + k.leaf * 2 + (k.may_reclaim ? 1 : 0) +
@@ -159,7 +171,10 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
                            job.priority == PriorityClass::kInferenceCritical;
   if (rank <= min_running_rank_ && !cross_queue) return std::nullopt;  // outranks nobody
   const Key key{s_.shape(job), s_.current_leaf, rank, may_reclaim, starving_};
-  if (failed_.contains(key)) return std::nullopt;  // nothing changed since it last failed
+  if (failed_.contains(key)) {  // nothing changed since it last failed
+    if (auto it = priced_.find(key); it != priced_.end()) cost_refusal_ = it->second;
+    return std::nullopt;
+  }
   rank_running();
   struct Candidate {
     int64_t rank;
@@ -175,6 +190,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
   const NodeSet* only = job.eligible_nodes.get();
   int64_t available = only == nullptr ? s_.scratch.free_milli_matching(place_as->allowed_types)
                                       : s_.free_on_nodes(place_as->allowed_types, *only);
+  const int64_t free_now = available;
   for (size_t i = 0; i < s_.snap.running.size(); ++i) {
     if (s_.evicted(i) || s_.resized(i) != 0) continue;
     const Kind kind = victim_kind(job, rank, may_reclaim, need, i);
@@ -183,11 +199,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
     const int64_t m = milli_on_types(s_.cluster, *r.alloc, place_as->allowed_types, only);
     if (m == 0) continue;
     available += m;
-    const double lost = r.spec->checkpoint_interval > 0
-                            ? static_cast<double>(r.alloc->gpu_milli()) *
-                                  std::max(0.0, s_.snap.now - r.last_checkpoint)
-                            : 0.0;
-    cands.push_back({running_rank_[i], lost, r.start_time, r.id, i, kind});
+    cands.push_back({running_rank_[i], work_lost(r, s_.snap.now), r.start_time, r.id, i, kind});
   }
   if (cands.empty() || available < job.gpu_milli_per_gang(job.min_members)) {
     failed_.insert(key);
@@ -253,6 +265,20 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
     failed_.insert(key);
     return std::nullopt;
   }
+  std::vector<uint8_t> reclaimed(needed.size());
+  for (size_t k = 0; k < needed.size(); ++k) reclaimed[k] = kinds[needed[k]] == Kind::kReclaim;
+  std::vector<double> prices;
+  double deficit = -1;
+  std::vector<size_t> givers;
+  givers.reserve(cands.size());
+  for (const Candidate& c : cands) givers.push_back(c.index);
+  if (!worth_it(*place_as, needed, reclaimed, free_now, givers, prices, deficit)) {
+    s_.scratch.release(alloc);
+    for (size_t v : needed) evict(v, +1);
+    failed_.insert(key);
+    priced_[key] = *cost_refusal_;
+    return std::nullopt;
+  }
   if (power_ != nullptr) {
     // The victims' power frees with their GPUs; the start must still fit under the caps.
     for (size_t v : needed) power_->set_active(v, false);
@@ -269,15 +295,77 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
       return std::nullopt;
     }
   }
-  for (size_t v : needed) {
+  for (size_t k = 0; k < needed.size(); ++k) {
+    const size_t v = needed[k];
     s_.set_evicted(v);
     const PreemptionCause cause = kinds[v] == Kind::kReclaim       ? PreemptionCause::kReclaim
                                   : kinds[v] == Kind::kTypeReclaim ? PreemptionCause::kTypeReclaim
                                                                    : PreemptionCause::kPriority;
-    s_.out.preemptions.push_back(Preemption{s_.snap.running[v].id, pj.id, cause});
+    s_.out.preemptions.push_back(Preemption{s_.snap.running[v].id, pj.id, cause,
+                                            reclaimed[k] ? prices[k] : 0.0,
+                                            reclaimed[k] ? deficit : 0.0});
   }
   s_.capacity_freed();
   return alloc;
+}
+
+// A reclaim above guarantees is worth it when the GPU time the job's queue would go without
+// while it waits (what the queue lacks of its share x expected_deficit's wait) is at least
+// reclaim_cost_ratio x what stopping the victims wastes. A guarantee, a starving gang's turn
+// and a job whose wait is unknown reclaim anyway.
+bool PreemptionStage::worth_it(const JobSpec& place_as, const std::vector<size_t>& needed,
+                               const std::vector<uint8_t>& reclaimed, int64_t free_now,
+                               const std::vector<size_t>& givers, std::vector<double>& prices,
+                               double& deficit) {
+  if (std::find(reclaimed.begin(), reclaimed.end(), 1) == reclaimed.end()) return true;
+  double price = 0;
+  prices.assign(needed.size(), 0.0);
+  for (size_t k = 0; k < needed.size(); ++k) {
+    const RunningJob& r = s_.snap.running[needed[k]];
+    prices[k] = (static_cast<double>(r.alloc->gpu_milli()) * r.preemption_seconds +
+                 work_lost(r, s_.snap.now)) /
+                kMilliPerGpu;
+    price += prices[k];
+  }
+  const int64_t need = place_as.gpu_milli_per_gang(place_as.min_members);
+  deficit = expected_deficit(place_as, need, free_now, givers);
+  // The whole queue goes without while it waits: its jobs behind this one wait too.
+  if (deficit > 0) {
+    const int64_t short_of =
+        s_.shares.entitled[s_.current_leaf][kGpuDim] - s_.live()[s_.current_leaf][kGpuDim];
+    deficit *= static_cast<double>(std::max(need, short_of)) / static_cast<double>(need);
+  }
+  const double ratio = s_.tree.settings().reclaim_cost_ratio;
+  if (ratio <= 0 || within_guarantee_ || starving_ || deficit < 0 || deficit >= ratio * price) {
+    return true;
+  }
+  cost_refusal_ = std::make_pair(price, deficit);
+  return false;
+}
+
+// Waiting instead of reclaiming means waiting for the jobs that could give way (the borrowers'
+// and lower classes') to end: GPUs others free go to their own queues' waiting work as often.
+double PreemptionStage::expected_deficit(const JobSpec& place_as, int64_t need, int64_t free_now,
+                                         const std::vector<size_t>& givers) const {
+  if (free_now >= need) return -1;  // room is there but the gang does not fit: waiting may not help
+  std::vector<std::pair<double, int64_t>> ends;
+  ends.reserve(givers.size());
+  for (size_t i : givers) {
+    const RunningJob& r = s_.snap.running[i];
+    // Past its expected end it has run slower than estimated: when it ends is not known.
+    if (r.expected_end == kUnknown || r.expected_end <= s_.snap.now) continue;
+    ends.emplace_back(r.expected_end, milli_on_types(s_.cluster, *r.alloc, place_as.allowed_types,
+                                                     place_as.eligible_nodes.get()));
+  }
+  std::sort(ends.begin(), ends.end());
+  int64_t room = free_now;
+  for (const auto& [end, milli] : ends) {
+    room += milli;
+    if (room >= need) {
+      return static_cast<double>(need) / kMilliPerGpu * std::max(0.0, end - s_.snap.now);
+    }
+  }
+  return -1;
 }
 
 // Ranks are fixed for the cycle (attained service is as of the snapshot): computed once.
