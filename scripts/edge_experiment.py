@@ -106,6 +106,9 @@ def main():
     ap.add_argument("--out", default="/tmp/edge")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--edge-gpus", type=int, default=4, help="T4 GPUs at each edge site")
+    ap.add_argument("--pack", action="store_true",
+                    help="also run edge-first with services packed as GPU shares (edge --pack)")
+    ap.add_argument("--pack-headroom", type=float, default=1.5)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for k, e in enumerate(EDGES):
@@ -124,6 +127,16 @@ def main():
                     "--workload", os.path.join(args.out, "jobs.jsonl"), "--json", result,
                     "--quiet"], check=True)
     runs = json.load(open(result))["runs"]
+    if args.pack:
+        packed = os.path.join(args.out, "edge-packed.json")
+        subprocess.run([args.tessera, "edge", "--sites", os.path.join(args.out, "sites.yaml"),
+                        "--workload", os.path.join(args.out, "jobs.jsonl"), "--json", packed,
+                        "--quiet", "--placement", "edge-first", "--pack", "--pack-headroom",
+                        str(args.pack_headroom)], check=True)
+        for r in json.load(open(packed))["runs"]:
+            r["placement"] += f" packed (headroom {args.pack_headroom:g}, slowdown " \
+                f"{r['pack']['colocation_slowdown']:.2f})"
+            runs.append(r)
 
     def pct(x):
         return f"{100 * x:.1f}"

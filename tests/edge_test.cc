@@ -224,6 +224,65 @@ TEST(EdgeSimulation, WithTheLinkDownAServiceWaitsAtItsEdgeInsteadOfStartingOutOf
   EXPECT_DOUBLE_EQ(edge.degraded.served, 5 * 300 + 5 * 200);
 }
 
+TEST(EdgePacking, AServiceAsksForItsBusyFractionWithHeadroomInEighths) {
+  // 5 requests/s x 25 ms = 1/8 of a GPU busy; twice that: 250 milli.
+  InferenceService sv{"east", 300, 5, 50, 2, 25};
+  EXPECT_EQ(packed_service_milli(sv, 2, 0), 250);
+  // 50 % slower beside others: 0.1875 busy, 0.375 with headroom: 3 eighths.
+  EXPECT_EQ(packed_service_milli(sv, 2, 0.5), 375);
+  sv.request_rate = 8;  // 0.2 busy, 0.4 with headroom: rounded up to 4 eighths
+  EXPECT_EQ(packed_service_milli(sv, 2, 0), 500);
+  sv.request_rate = 0.1;  // at least an eighth
+  EXPECT_EQ(packed_service_milli(sv, 2, 0), 125);
+  sv.request_rate = 100;  // at most the whole GPU
+  EXPECT_EQ(packed_service_milli(sv, 2, 0), 1000);
+}
+
+TEST(EdgePacking, PackedServicesShareTheEdgeGpuAndPayForItInLatency) {
+  // The link is down throughout; the edge site has 1 GPU; four services arrive at once.
+  const Sites s = two_sites(1, "0,0,0\n");
+  std::string lines;
+  for (const char* n : {"a", "b", "c", "d"}) lines += service_line(n, 0, 100);
+  const Workload w = jobs(lines);
+  EdgeOptions opt;
+  opt.placement = SitePolicy::kEdgeFirst;
+  const EdgeResult whole = run_edge_simulation(s, w, opt);
+  // Whole GPUs: one runs, the others wait for a link that never comes.
+  EXPECT_EQ(whole.starts_at_edge, 1);
+  EXPECT_DOUBLE_EQ(whole.total.served, 5 * 100);
+  // Packed: 1/8 x 1.25 x 1.5 of a GPU each, rounded up to 2 eighths: all four fit.
+  opt.pack = true;
+  opt.pack_headroom = 1.5;
+  opt.colocation_slowdown = 0.25;
+  const EdgeResult packed = run_edge_simulation(s, w, opt);
+  EXPECT_EQ(packed.starts_at_edge, 4);
+  EXPECT_DOUBLE_EQ(packed.total.served, 4 * 5 * 100);
+  EXPECT_DOUBLE_EQ(packed.total.within_slo, 4 * 5 * 100);
+  // Each computes 25 ms x 1.25 beside the others, on a GPU busy 4 x 5/s x 31.25 ms = 62.5 %:
+  // 20 ms access + 31.25 / (1 - 0.625).
+  EXPECT_NEAR(packed.total.mean_latency_ms(), 20 + 31.25 / 0.375, 1e-9);
+  EXPECT_DOUBLE_EQ(to_json(packed)["pack"]["colocation_slowdown"].get<double>(), 0.25);
+  // Alone on its GPU a service pays its own queueing only: 20 + 25 / (1 - 0.125).
+  const EdgeResult alone = run_edge_simulation(s, jobs(service_line("a", 0, 100)), opt);
+  EXPECT_NEAR(alone.total.mean_latency_ms(), 20 + 25 / 0.875, 1e-9);
+  // Headroom 2 asks for 3 eighths each: two fit, the others wait.
+  opt.pack_headroom = 2;
+  EXPECT_EQ(run_edge_simulation(s, w, opt).starts_at_edge, 2);
+}
+
+TEST(EdgePacking, AServiceBusierThanItsGpuAnswersOnlyWhatItCanCompute) {
+  // 50 requests/s of 25 ms: 125 % of a GPU. Alone on a whole one, it answers 80 %, late.
+  const Sites s = two_sites(1, "0,0,0\n");
+  std::string line = service_line("hot", 0, 100);
+  line.replace(line.find("\"request_rate\":5"), 16, "\"request_rate\":50");
+  EdgeOptions opt;
+  opt.pack = true;
+  const EdgeResult r = run_edge_simulation(s, jobs(line), opt);
+  EXPECT_EQ(r.starts_at_edge, 1);
+  EXPECT_NEAR(r.total.served_fraction(), 0.8, 1e-9);
+  EXPECT_DOUBLE_EQ(r.total.within_slo, 0);
+}
+
 TEST(EdgeSimulation, AServiceAtMainMovesToItsEdgeWhenItsUsersLoseTheLink) {
   // The link goes down at 400 s. a holds the edge until 200 s; b runs at the main site.
   const Sites s = two_sites(1, "0,1,10\n400,0,0\n");
@@ -316,6 +375,18 @@ TEST(EdgeCommand, ComparesPlacementsAndRecordsItsInputs) {
   EXPECT_EQ(doc["runs"].size(), 2u);
   EXPECT_TRUE(doc["connectivity"][0].contains("sha256"));
   EXPECT_TRUE(doc["sites"].contains("sha256"));
+  // Packed, with the slowdown measured in the interference data (recorded with the result).
+  const auto packed =
+      testing::run_tessera("edge --sites " + dir + "/sites.yaml --workload " + dir +
+                           "/jobs.jsonl --placement edge-first --pack --json " + dir + "/p.json");
+  ASSERT_EQ(packed.status, 0) << packed.output;
+  std::ifstream pin(dir + "/p.json");
+  const auto pdoc = nlohmann::json::parse(pin);
+  EXPECT_NE(pdoc["colocation_slowdown_from"].get<std::string>().find("interference"),
+            std::string::npos);
+  const double slowdown = pdoc["runs"][0]["pack"]["colocation_slowdown"].get<double>();
+  EXPECT_GT(slowdown, 0.05);
+  EXPECT_LT(slowdown, 2);
   const auto bad = testing::run_tessera("edge --sites " + dir + "/sites.yaml --workload " + dir +
                                         "/jobs.jsonl --placement nearest");
   EXPECT_NE(bad.status, 0);

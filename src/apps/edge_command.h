@@ -15,6 +15,10 @@ struct EdgeArgs {
   std::string policy = "fair";
   uint64_t seed = 1;
   double degraded_mbps = 0.5;
+  bool pack = false;  // services as GPU shares (EdgeOptions::pack)
+  double pack_headroom = 1.5;
+  double colocation_slowdown = -1;  // < 0: the mean measured in data_dir's interference pairs
+  std::string data_dir;             // ../shared/data unless given (apps/data_dir.h)
   std::string json_out;
   bool quiet = false;
 };

@@ -51,10 +51,6 @@ std::optional<size_t> find_site(std::span<const SiteView> sites, std::string_vie
   return std::nullopt;
 }
 
-// The queue on a link past full utilisation grows without bound; the requests that get through
-// are charged this many transfer times (1 / (1 - 0.99)).
-constexpr double kSaturatedFactor = 100;
-
 }  // namespace
 
 RequestOutcome request_outcome(const InferenceService& s, std::span<const SiteView> sites,

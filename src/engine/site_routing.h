@@ -54,6 +54,10 @@ std::vector<SiteView> site_views(const Sites& sites, double t);
 double request_mbps(const InferenceService& s);
 double response_mbps(const InferenceService& s);
 
+// What a saturated queue (a link, or with packing a GPU, at 99 % or more) charges an answered
+// request: this many transfer (or compute) times (1 / (1 - 0.99)), the queue being unbounded.
+inline constexpr double kSaturatedFactor = 100;
+
 struct RequestOutcome {
   bool reachable = false;      // false: the link is down (no request is answered)
   double served_fraction = 0;  // of the requests sent, those answered (< 1 on a saturated link)

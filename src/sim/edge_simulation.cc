@@ -1,6 +1,8 @@
 #include "sim/edge_simulation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -20,6 +22,12 @@ void RequestTally::add(const RequestTally& o) {
   served += o.served;
   within_slo += o.within_slo;
   latency_ms_sum += o.latency_ms_sum;
+}
+
+int32_t packed_service_milli(const InferenceService& s, double headroom, double slowdown) {
+  const double busy = s.request_rate * s.service_ms / 1000.0 * (1 + slowdown) * headroom;
+  const double eighths = std::clamp(std::ceil(busy * 8.0 - 1e-9), 1.0, 8.0);
+  return static_cast<int32_t>(eighths) * (kMilliPerGpu / 8);
 }
 
 namespace {
@@ -68,6 +76,9 @@ class EdgeSim {
       result_.sites.push_back(s.name);
     }
     result_.placement = std::string(to_string(opt.placement));
+    result_.pack = opt.pack;
+    result_.pack_headroom = opt.pack ? opt.pack_headroom : 0;
+    result_.colocation_slowdown = opt.pack ? opt.colocation_slowdown : 0;
     result_.degraded_mbps = opt.degraded_mbps;
     result_.policy = opt.policy;
     jobs_.reserve(w.jobs.size());
@@ -84,6 +95,13 @@ class EdgeSim {
       if (!j.site.empty() && !sites_.find(j.site)) fail("site", "no site named " + j.site);
       if (j.service != kNoId) {
         e.service = &w.services[j.service];
+        if (opt_.pack && j.min_members == 1 && j.max_members == 1 && j.demand.gpus == 1 &&
+            j.demand.gpu_milli == kMilliPerGpu) {
+          packed_.push_back(j);
+          packed_.back().demand.gpu_milli =
+              packed_service_milli(*e.service, opt_.pack_headroom, opt_.colocation_slowdown);
+          e.spec = &packed_.back();
+        }
         e.origin = sites_.find(e.service->region);
         if (!e.origin) fail("service.region", "no site named " + e.service->region);
         e.result = result_.services.size();
@@ -157,10 +175,56 @@ class EdgeSim {
     return o.reachable && o.served_fraction >= 1.0 && o.latency_ms <= j.service->latency_slo_ms;
   }
 
+  // With packing: each GPU's services and utilisation (site << 32 | GPU), for the queueing.
+  struct GpuLoad {
+    int services = 0;
+    double utilisation = 0;
+  };
+  static uint64_t gpu_key(int site, GpuId g) { return (static_cast<uint64_t>(site) << 32) | g; }
+  double compute_slowdown(int sharing) const {
+    return sharing > 1 ? 1.0 + opt_.colocation_slowdown : 1.0;
+  }
+  std::unordered_map<uint64_t, GpuLoad> gpu_loads() const {
+    std::unordered_map<uint64_t, GpuLoad> load;
+    for (const EJob& j : jobs_) {
+      if (j.st != St::kRunning || j.service == nullptr) continue;
+      for (const GpuShare& g : j.alloc.shares) ++load[gpu_key(j.site, g.gpu)].services;
+    }
+    for (const EJob& j : jobs_) {
+      if (j.st != St::kRunning || j.service == nullptr) continue;
+      for (const GpuShare& g : j.alloc.shares) {
+        GpuLoad& l = load[gpu_key(j.site, g.gpu)];
+        // A service on several GPUs spreads its requests over them.
+        l.utilisation += j.service->request_rate * j.service->service_ms / 1000.0 *
+                         compute_slowdown(l.services) / static_cast<double>(j.alloc.shares.size());
+      }
+    }
+    return load;
+  }
+  // A packed service's compute on its (busiest) GPU: slowed by its neighbours, and queued
+  // behind every request on it (processor sharing: compute / (1 - utilisation)).
+  void charge_sharing(const EJob& j, const std::unordered_map<uint64_t, GpuLoad>& load,
+                      RequestOutcome& o) const {
+    GpuLoad worst;
+    for (const GpuShare& g : j.alloc.shares) {
+      const GpuLoad& l = load.at(gpu_key(j.site, g.gpu));
+      if (l.utilisation >= worst.utilisation) worst = l;
+    }
+    const double compute = j.service->service_ms * compute_slowdown(worst.services);
+    o.latency_ms -= j.service->service_ms;
+    if (worst.utilisation < 0.99) {
+      o.latency_ms += compute / (1.0 - worst.utilisation);
+    } else {
+      o.latency_ms += compute * kSaturatedFactor;
+      o.served_fraction *= 1.0 / worst.utilisation;
+    }
+  }
+
   // Requests over [a, b): the links hold over it.
   void account(double a, double b) {
     if (b <= a) return;
     const std::vector<SiteView> v = views(a);
+    const auto load = opt_.pack ? gpu_loads() : std::unordered_map<uint64_t, GpuLoad>{};
     for (EJob& j : jobs_) {
       if (j.st == St::kWaiting && j.reason) {
         result_.wait_seconds[static_cast<size_t>(*j.reason)] += b - a;
@@ -175,8 +239,9 @@ class EdgeSim {
       RequestTally add;
       add.requests = j.service->request_rate * (hi - lo);
       if (j.st == St::kRunning) {
-        const RequestOutcome o =
+        RequestOutcome o =
             request_outcome(*j.service, v, *j.origin, static_cast<size_t>(j.site), true);
+        if (o.reachable && opt_.pack) charge_sharing(j, load, o);
         if (o.reachable) {
           add.served = add.requests * o.served_fraction;
           add.latency_ms_sum = add.served * o.latency_ms;
@@ -415,6 +480,7 @@ class EdgeSim {
   std::vector<ClusterState> states_;
   std::vector<QueueTree> trees_;
   std::vector<EJob> jobs_;
+  std::deque<JobSpec> packed_;  // services' specs as GPU shares (EdgeOptions::pack); stable
   uint64_t cycle_ = 0;
   EdgeResult result_;
 };
@@ -438,6 +504,9 @@ nlohmann::ordered_json to_json(const EdgeResult& r) {
   nlohmann::ordered_json j;
   j["placement"] = r.placement;
   j["policy"] = r.policy;
+  if (r.pack) {
+    j["pack"] = {{"headroom", r.pack_headroom}, {"colocation_slowdown", r.colocation_slowdown}};
+  }
   j["sites"] = r.sites;
   j["requests"] = tally_json(r.total);
   for (const auto& [name, t] : r.regions) {

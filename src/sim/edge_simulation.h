@@ -24,6 +24,7 @@
 
 #include "engine/decisions.h"
 #include "engine/site_routing.h"
+#include "model/inference_service.h"
 #include "model/job.h"
 #include "model/sites.h"
 
@@ -36,7 +37,21 @@ struct EdgeOptions {
   // Requests sent while their region's link is down or below this (Mbit/s) are also tallied
   // apart (EdgeResult::degraded): how the placement holds up when the link fails its users.
   double degraded_mbps = 0.5;
+  // Services as GPU shares (docs/edge.md, "Packing services"): a 1-GPU service asks for
+  // packed_service_milli of a GPU instead of the whole GPU. Services sharing a GPU run
+  // colocation_slowdown slower (IndSD: 0.25 = 25 %), and each service's requests queue behind
+  // all of that GPU's (processor sharing: the compute time over 1 - the GPU's utilisation; a
+  // GPU at 99 % or more answers 1 / utilisation of its requests).
+  bool pack = false;
+  double pack_headroom = 1.5;
+  double colocation_slowdown = 0;
 };
+
+// The GPU share (milli) a packed service asks for: the fraction of a GPU it keeps busy beside
+// others (rate x compute time x (1 + slowdown)) x headroom, in eighths of a GPU, at least one
+// eighth and at most the whole GPU. So a GPU shared by services of at most a whole GPU each is
+// never busier than 1 / headroom.
+int32_t packed_service_milli(const InferenceService& s, double headroom, double slowdown);
 
 // Requests of a set of services: sent, answered, answered within the SLO.
 struct RequestTally {
@@ -71,6 +86,9 @@ struct EdgeJobResult {  // jobs that are not services
 struct EdgeResult {
   std::string placement;
   std::string policy;
+  bool pack = false;
+  double pack_headroom = 0;
+  double colocation_slowdown = 0;
   std::vector<std::string> sites;
   std::vector<EdgeServiceResult> services;
   std::vector<EdgeJobResult> jobs;
