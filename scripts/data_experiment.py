@@ -51,6 +51,8 @@ CONFIGS = [
     ("locality + pre-staging", ["--data-locality", "--prestage", "--prestage-gbs", "0.5"]),
     ("locality + pre-staging, queue-aware eviction",
      ["--data-locality", "--prestage", "--prestage-gbs", "0.5", "--cache-eviction", "queue"]),
+    ("locality + pre-staging + residency",
+     ["--data-locality", "--prestage", "--prestage-gbs", "0.5", "--residency"]),
 ]
 
 APP_DATASET = {"bert": "squad", "cifar10": "cifar10", "deepspeech2": "librispeech",
@@ -113,7 +115,8 @@ def row(name, d, extra):
     nvme = d.get("nvme_hit_rate") or 0
     cache = d.get("cache_hit_rate") or 0
     return (f"| {name} | {extra} | {d['staging_gpu_hours']:.1f} | "
-            f"{d['unqueued_staging_gpu_hours']:.1f} | {100 * nvme:.0f} % | "
+            f"{d['unqueued_staging_gpu_hours']:.1f} | {d['cold_staging_gpu_hours']:.1f} | "
+            f"{100 * nvme:.0f} % | "
             f"{100 * cache:.0f} % | {d['object_gb'] / 1000:.2f} | {d['cache_gb'] / 1000:.2f} | "
             f"{d['prestaged_gb'] / 1000:.2f} |")
 
@@ -149,15 +152,17 @@ def main():
         b = {k: v.result() for k, v in b.items()}
         c_runs = {k: v.result() for k, v in c_runs.items()}
 
-    head = ("| placement | {} | GPU-h lost to staging | of which unqueued | NVMe hits | cache hits "
-            "| object TB | cache TB | of which pre-staged TB |\n|---|---|---|---|---|---|---|---|---|")
+    head = ("| placement | {} | GPU-h lost to staging | of which unqueued | of which unhideable | NVMe hits "
+            "| cache hits | object TB | cache TB | of which pre-staged TB |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
     print("A. Pollux workloads 1-8 at load 1.0, 64 V100s, each application's published dataset\n")
     print(head.format("mean JCT s"))
     for c, _ in CONFIGS:
         runs = [a[(c, i)] for i in range(1, 9)]
         jct = sum(r["jct"]["mean"] * r["finished"] for r in runs) / sum(r["finished"] for r in runs)
         d = {k: sum((r["data"][k] or 0) for r in runs) for k in
-             ("staging_gpu_hours", "unqueued_staging_gpu_hours", "object_gb", "cache_gb",
+             ("staging_gpu_hours", "unqueued_staging_gpu_hours", "cold_staging_gpu_hours",
+              "object_gb", "cache_gb",
               "prestaged_gb", "node_reads")}
         reads = d["node_reads"]
         d["nvme_hit_rate"] = sum(r["data"]["nvme_hit_rate"] * r["data"]["node_reads"]

@@ -335,6 +335,7 @@ TEST(SimulateSurface, OptionsThatCannotApplyWarnOrAreRefused) {
        "warning: --data-locality, --locality-wait, --prestage* and "
        "--cache-eviction have no effect: the cluster declares no storage"},
       {"--prestage", 2, "error: --prestage: --prestage and --prestage-gbs go together"},
+      {"--residency", 2, "error: --residency: --residency copies home datasets"},
   };
   for (const Case& c : cases) {
     const CmdResult r = run("simulate --quiet " + c.args);

@@ -333,6 +333,58 @@ TEST(DataStagingSim, PrestagingHidesStagingForWaitingJobs) {
   EXPECT_DOUBLE_EQ(plain.data.unqueued_staging_gpu_seconds, 4 * (40 + 40 + 60 + 80.0));
   EXPECT_DOUBLE_EQ(pre.data.unqueued_staging_gpu_seconds, 4 * (40 + 40 + 60 + 80.0));
   EXPECT_GT(plain.data.staging_gpu_seconds, plain.data.unqueued_staging_gpu_seconds);
+  // Each of the first wave's datasets was read for the first time: all of it is a cold start.
+  EXPECT_DOUBLE_EQ(plain.data.cold_staging_gpu_seconds, plain.data.unqueued_staging_gpu_seconds);
+}
+
+TEST(DataStaging, ANodeKeepsItsHomeDatasetAgainstEviction) {
+  // NVMe of 110 GB holds imagenet (100 GB) or coco (20 GB) and little else.
+  const Cluster c = storage_cluster(1, 1, 110);
+  for (const bool home : {false, true}) {
+    DataStaging d(c, CacheEviction::kLru);
+    if (home) d.set_home(0, 0);
+    d.start(0, kImagenet, on_node(0, c), 0, 1);
+    d.release(0, on_node(0, c));
+    // coco needs room: without a home, imagenet goes; with it, coco is read but not kept.
+    EXPECT_GT(d.start(1, kCoco, on_node(0, c), 1000, 1), 0);
+    d.release(1, on_node(0, c));
+    EXPECT_EQ(d.on_node(0, 0), home);
+    EXPECT_EQ(d.on_node(1, 0), !home);
+  }
+}
+
+TEST(DataStagingSim, ResidencyGivesIdleNodesTheDatasetsInDemandAndKeepsThem) {
+  // Four nodes whose NVMe holds one of two 100 GB datasets. Two jobs of each run first (one node
+  // each); later, two more of each arrive. Residency gives each dataset two home nodes and
+  // pre-stages the idle ones: the later jobs find their data on their nodes.
+  const Cluster c = storage_cluster(2, 2, 150);
+  Workload w;
+  w.tenants.intern("t");
+  const uint32_t x = w.add_dataset(Dataset{"x", 100, 10});
+  const uint32_t y = w.add_dataset(Dataset{"y", 100, 10});
+  for (int i = 0; i < 6; ++i) {
+    JobSpec j;
+    j.name = "job-" + std::to_string(i);
+    j.demand.gpus = 4;
+    j.work_seconds = 2000;
+    j.duration_estimate = 2000;
+    j.submit_time = i < 2 ? 0 : 5000;
+    j.dataset = i % 2 == 0 ? x : y;
+    w.jobs.push_back(j);
+  }
+  const UnitSpeed model;
+  SimOptions o;
+  o.data_locality = true;
+  o.prestage = true;
+  o.prestage_gbs = 0.5;
+  const SimResult pre = simulate(w, c, make_policy("fifo", 1), model, o);
+  o.residency = true;
+  const SimResult res = simulate(w, c, make_policy("fifo", 1), model, o);
+  // The first two runs' reads are cold in both; with residency the four later runs wait for
+  // nothing.
+  EXPECT_DOUBLE_EQ(res.data.staging_gpu_seconds, res.data.cold_staging_gpu_seconds);
+  EXPECT_LT(res.data.staging_gpu_seconds, pre.data.staging_gpu_seconds);
+  EXPECT_EQ(res.data.nvme_hits, 4);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct SimulateArgs {
   bool prestage = false;
   double prestage_gbs = 0;
   int prestage_jobs = 4;
+  bool residency = false;            // --residency (SimOptions::residency)
   double mtbf_hours = 0;             // per node; 0: no generated failures
   double mttr_minutes = 30;          // mean repair time of generated failures
   std::string failures;              // failure list CSV (time,node,repair_seconds)

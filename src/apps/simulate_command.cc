@@ -108,6 +108,9 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateArgs& a) {
   s->add_option("--prestage-gbs", a.prestage_gbs,
                 "with --prestage: the object-store bandwidth (GB/s) pre-staging may use in all")
       ->check(CLI::Range(0.0, 1e6));
+  s->add_flag("--residency", a.residency,
+              "with --prestage: give every node a home dataset, by the GPUs waiting and running "
+              "jobs want of each, kept on its NVMe against eviction and pre-staged when idle");
   s->add_option("--prestage-jobs", a.prestage_jobs,
                 "with --prestage: how many of the first waiting jobs are pre-staged for")
       ->capture_default_str()
@@ -357,6 +360,11 @@ int run_simulate(const SimulateArgs& a) {
   if (a.locality_wait > 0 && !a.data_locality) {
     warnings.push_back("--locality-wait has no effect without --data-locality");
   }
+  if (a.residency && !a.prestage) {
+    throw CLI::ValidationError("--residency",
+                               "--residency copies home datasets with pre-staging's bandwidth: "
+                               "give --prestage and --prestage-gbs too");
+  }
   if (a.prestage != (a.prestage_gbs > 0)) {
     throw CLI::ValidationError("--prestage",
                                "--prestage and --prestage-gbs go together (how much of the object "
@@ -461,6 +469,7 @@ int run_simulate(const SimulateArgs& a) {
   opt.prestage = a.prestage;
   opt.prestage_gbs = a.prestage_gbs;
   opt.prestage_jobs = a.prestage_jobs;
+  opt.residency = a.residency;
   const std::unique_ptr<RecoveryPolicy> recovery = make_recovery_policy(a.recovery);
   if (!recovery) {
     throw std::invalid_argument("--recovery: unknown policy '" + a.recovery +
@@ -504,7 +513,8 @@ int run_simulate(const SimulateArgs& a) {
                  {"locality_wait_seconds", a.locality_wait},
                  {"prestage", a.prestage},
                  {"prestage_gbs", a.prestage_gbs},
-                 {"prestage_jobs", a.prestage_jobs}};
+                 {"prestage_jobs", a.prestage_jobs},
+                 {"residency", a.residency}};
   run["failures"] = {
       {"mtbf_hours", a.mtbf_hours},
       {"mttr_minutes", a.mttr_minutes},

@@ -11,7 +11,8 @@ DataStaging::DataStaging(const Cluster& c, CacheEviction eviction)
       s_(c.storage()),
       eviction_(eviction),
       nvme_(c.nodes().size()),
-      cache_(s_.cache_per_rack ? std::max<size_t>(1, c.racks().size()) : 1) {}
+      cache_(s_.cache_per_rack ? std::max<size_t>(1, c.racks().size()) : 1),
+      home_(c.nodes().size(), -1) {}
 
 DataStaging::Copy* DataStaging::find(Tier& tier, uint32_t d) {
   for (Copy& c : tier) {
@@ -31,7 +32,18 @@ size_t DataStaging::cache_of(NodeId n) const {
   return s_.cache_per_rack ? std::min<size_t>(c_.node(n).rack, cache_.size() - 1) : 0;
 }
 
-bool DataStaging::make_room(Tier& tier, double capacity, double gb, double t) {
+void DataStaging::read_out(uint32_t d, double t) {
+  if (first_read_.size() <= d) {
+    first_read_.resize(d + 1, std::numeric_limits<double>::infinity());
+  }
+  first_read_[d] = std::min(first_read_[d], t);
+}
+
+double DataStaging::first_read(uint32_t d) const {
+  return d < first_read_.size() ? first_read_[d] : std::numeric_limits<double>::infinity();
+}
+
+bool DataStaging::make_room(Tier& tier, double capacity, double gb, double t, int64_t keep) {
   if (gb > capacity) return false;
   double used = 0;
   for (const Copy& c : tier) used += c.gb;
@@ -44,7 +56,7 @@ bool DataStaging::make_room(Tier& tier, double capacity, double gb, double t) {
     };
     for (size_t i = 0; i < tier.size(); ++i) {
       const Copy& c = tier[i];
-      if (c.in_use > 0 || c.ready_at > t) continue;
+      if (c.in_use > 0 || c.ready_at > t || static_cast<int64_t>(c.d) == keep) continue;
       if (victim == tier.size()) {
         victim = i;
         continue;
@@ -107,13 +119,14 @@ double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, do
       stats_.cache_gb += gb;
     } else {
       ++stats_.object_reads;
+      read_out(d, t);
       ready = t + object_transfer(gb, t, s_.per_job_gbs, false);
       if (cached && make_room(cache_[k], s_.cache_gb, gb, t)) {
         cache_[k].push_back(Copy{d, gb, ready, t, 0, false});
         filling[k] = ready;
       }
     }
-    if (make_room(nvme_[n], s_.nvme_gb, gb, t)) {
+    if (make_room(nvme_[n], s_.nvme_gb, gb, t, home_[n])) {
       nvme_[n].push_back(Copy{d, gb, ready, t, 1, false});
     }
     ready_all = std::max(ready_all, ready);
@@ -121,6 +134,7 @@ double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, do
   const double wait = ready_all - t;
   stats_.staging_seconds += wait;
   stats_.staging_gpu_seconds += wait * gpus;
+  last_cold_ = first_read(d) >= t - 1e-9;
   return wait;
 }
 
@@ -195,7 +209,7 @@ double DataStaging::next_prestage_done(double t) const {
 bool DataStaging::prestage(uint32_t d, const Dataset& ds, NodeId n, double t, double gbs) {
   const double gb = ds.size_gb;
   if (s_.nvme_gb <= 0 || gb > s_.nvme_gb || find(nvme_[n], d) != nullptr) return false;
-  if (!make_room(nvme_[n], s_.nvme_gb, gb, t)) return false;
+  if (!make_room(nvme_[n], s_.nvme_gb, gb, t, home_[n])) return false;
   double ready = t;
   const bool cached = s_.cache_gb > 0 && gb <= s_.cache_gb;
   const size_t k = cache_of(n);
@@ -204,6 +218,7 @@ bool DataStaging::prestage(uint32_t d, const Dataset& ds, NodeId n, double t, do
     ready = std::max(t, in_cache->ready_at) + gb / s_.cache_gbs;
     stats_.cache_gb += gb;
   } else {
+    read_out(d, t);
     ready = t + object_transfer(gb, t, std::min(gbs, s_.per_job_gbs), true);
     if (cached && make_room(cache_[k], s_.cache_gb, gb, t)) {
       cache_[k].push_back(Copy{d, gb, ready, t, 0, true});

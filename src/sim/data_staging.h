@@ -47,6 +47,10 @@ struct DataStats {
   // Of staging_gpu_seconds, that of runs that started in the event they were submitted or
   // requeued in: they never waited in the queue, so no pre-staging could have hidden it.
   double unqueued_staging_gpu_seconds = 0;
+  // Of unqueued_staging_gpu_seconds, that of runs whose dataset was first read out of the
+  // object store in the event they started in (a first wave's cold start): they never waited,
+  // and nothing knew the dataset would be wanted before them, so no policy can hide it.
+  double cold_staging_gpu_seconds = 0;
 };
 
 class DataStaging {
@@ -87,9 +91,15 @@ class DataStaging {
   // How many waiting or running jobs want each dataset (queue-aware eviction reads it).
   void set_wanted(std::vector<int32_t> wanted) { wanted_ = std::move(wanted); }
   const DataStats& stats() const { return stats_; }
+  // The last start() was of a run that never waited: its staging could not have been hidden
+  // by pre-staging (and, when its dataset was first read in that event, by anything).
   void add_unqueued_staging(double gpu_seconds) {
     stats_.unqueued_staging_gpu_seconds += gpu_seconds;
+    if (last_cold_) stats_.cold_staging_gpu_seconds += gpu_seconds;
   }
+  // Residency: node n keeps its copy of dataset `d` (its home; -1: none) against eviction.
+  void set_home(NodeId n, int64_t d) { home_[n] = d; }
+  int64_t home(NodeId n) const { return home_[n]; }
 
  private:
   struct Copy {
@@ -105,7 +115,10 @@ class DataStaging {
   const Copy* find(const Tier& tier, uint32_t d) const;
   // Makes room for `gb` in `tier` of `capacity` at `t`, evicting by the policy; false when the
   // copies that may not go leave too little.
-  bool make_room(Tier& tier, double capacity, double gb, double t);
+  bool make_room(Tier& tier, double capacity, double gb, double t, int64_t keep = -1);
+  // Notes d read out of the object store at t; when it was first read (infinity: never).
+  void read_out(uint32_t d, double t);
+  double first_read(uint32_t d) const;
   // Seconds to read `gb` out of the object store starting at `t` (recorded as in flight, a
   // pre-staging transfer or not), with at most `cap` GB/s.
   double object_transfer(double gb, double t, double cap, bool prestaging);
@@ -119,6 +132,9 @@ class DataStaging {
   std::vector<double> object_until_;    // when each object-store transfer in flight ends
   std::vector<double> prestage_until_;  // the same, for pre-staging transfers
   std::vector<int32_t> wanted_;         // by dataset
+  std::vector<int64_t> home_;           // by NodeId: the dataset its NVMe keeps (-1: none)
+  std::vector<double> first_read_;      // by dataset: first read out of the object store
+  bool last_cold_ = false;              // the last start()'s dataset was first read in its event
   DataStats stats_;
 };
 

@@ -320,6 +320,7 @@ nlohmann::ordered_json make_report(const Workload& w, const Cluster& c, const Si
                  {"staging_hours", d.staging_seconds / 3600},
                  {"staging_gpu_hours", d.staging_gpu_seconds / 3600},
                  {"unqueued_staging_gpu_hours", d.unqueued_staging_gpu_seconds / 3600},
+                 {"cold_staging_gpu_hours", d.cold_staging_gpu_seconds / 3600},
                  {"node_reads", d.node_reads},
                  {"nvme_hit_rate", share(d.nvme_hits)},
                  {"cache_hit_rate", share(d.cache_hits)},

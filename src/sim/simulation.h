@@ -214,6 +214,8 @@ class Simulation {
   // speed and its finish moves. `change` sets the new speed.
   void rerate(JobId j, const std::function<void()>& change);
   void prestage_more();
+  // Residency (SimOptions::residency): the nodes' home datasets, and their copies pre-staged.
+  void keep_resident(int slots, double per_transfer);
   double prestage_tick_ = -1;  // the latest tick pushed for a pre-staging transfer's end
   // Node failures: which nodes are down, what holds each down node's capacity, and per failure
   // that hit jobs, when it happened and how many of them have not run again yet.

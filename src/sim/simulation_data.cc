@@ -107,6 +107,7 @@ void Simulation::prestage_more() {
   const int slots = std::max(1, static_cast<int>(std::lround(opt_.prestage_gbs / st.per_job_gbs)));
   if (data_->prestaging(now_) >= slots) return;
   const double per_transfer = opt_.prestage_gbs / slots;
+  if (opt_.residency) keep_resident(slots, per_transfer);
   // Where a waiting job is expected to go: nodes with the most whole GPUs free now, then those
   // whose running jobs are expected to end first (what the scheduler believes: estimates).
   std::vector<double> frees_at(c_.nodes().size(), 0);
@@ -158,6 +159,85 @@ void Simulation::prestage_more() {
       if (data_->prestaging(now_) >= slots) return;
       if (data_->prestage(d, w_.datasets[d], n, now_, per_transfer)) break;
     }
+  }
+}
+
+// Each dataset wanted by waiting and running jobs gets as many home nodes as its share of their
+// GPUs (largest remainders; at least one while wanted). Homes move as little as they can: a
+// node keeps its home while that dataset still has room for it, and a dataset takes first the
+// nodes that hold it already, then idle ones. Homes' copies are pre-staged on idle nodes (a busy
+// node's NVMe is its running jobs').
+void Simulation::keep_resident(int slots, double per_transfer) {
+  const double nvme_gb = c_.storage().nvme_gb;
+  std::vector<double> demand(w_.datasets.size(), 0);
+  const auto want = [&](JobId j, double gpus) {
+    const uint32_t d = w_.jobs[j].dataset;
+    if (d != kNoId && w_.datasets[d].size_gb <= nvme_gb) demand[d] += gpus;
+  };
+  for (const PendingJob& p : pending_.jobs()) {
+    const JobSpec& s = w_.jobs[p.id];
+    want(p.id, static_cast<double>(std::max(1, s.demand.gpus) * s.min_members));
+  }
+  for (const RunningJob& r : running_.jobs()) {
+    want(r.id, static_cast<double>(r.alloc->gpu_milli()) / kMilliPerGpu);
+  }
+  double total = 0;
+  for (const double g : demand) total += g;
+  std::vector<NodeId> up;
+  for (NodeId n = 0; n < c_.nodes().size(); ++n) {
+    if (!down_[n]) up.push_back(n);
+  }
+  if (total <= 0 || up.empty()) return;
+  // Targets: largest remainders of the nodes' share by demand, at least one while wanted.
+  const size_t nodes = up.size();
+  std::vector<size_t> target(demand.size(), 0);
+  std::vector<std::pair<double, uint32_t>> rest;
+  size_t given = 0;
+  for (uint32_t d = 0; d < demand.size(); ++d) {
+    if (demand[d] <= 0) continue;
+    const double exact = static_cast<double>(nodes) * demand[d] / total;
+    target[d] = std::max<size_t>(1, static_cast<size_t>(exact));
+    given += target[d];
+    rest.emplace_back(exact - std::floor(exact), d);
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < nodes && k < rest.size(); ++k, ++given) ++target[rest[k].second];
+  // Keep homes that still fit their dataset's target; free the others.
+  std::vector<size_t> have(demand.size(), 0);
+  std::vector<NodeId> free_nodes;
+  for (const NodeId n : up) {
+    const int64_t h = data_->home(n);
+    if (h >= 0 && have[static_cast<size_t>(h)] < target[static_cast<size_t>(h)]) {
+      ++have[static_cast<size_t>(h)];
+    } else {
+      data_->set_home(n, -1);
+      free_nodes.push_back(n);
+    }
+  }
+  // Datasets short of their target take nodes that hold them, then idle nodes, then any.
+  const auto score = [&](uint32_t d, NodeId n) {
+    return (data_->on_node(d, n) ? 2 : 0) +
+           (state_.node_free_whole(n) == c_.node(n).num_gpus ? 1 : 0);
+  };
+  for (uint32_t d = 0; d < demand.size(); ++d) {
+    while (have[d] < target[d] && !free_nodes.empty()) {
+      const auto best =
+          std::max_element(free_nodes.begin(), free_nodes.end(),
+                           [&](NodeId a, NodeId b) { return score(d, a) < score(d, b); });
+      data_->set_home(*best, d);
+      ++have[d];
+      free_nodes.erase(best);
+    }
+  }
+  // Idle homes without their copy get it ahead.
+  for (const NodeId n : up) {
+    const int64_t h = data_->home(n);
+    if (h < 0 || data_->on_node(static_cast<uint32_t>(h), n)) continue;
+    if (state_.node_free_whole(n) < c_.node(n).num_gpus) continue;
+    if (data_->prestaging(now_) >= slots) return;
+    data_->prestage(static_cast<uint32_t>(h), w_.datasets[static_cast<size_t>(h)], n, now_,
+                    per_transfer);
   }
 }
 

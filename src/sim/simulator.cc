@@ -168,6 +168,8 @@ SimResult Simulation::run() {
     if (changed && opt_.round_seconds <= 0 &&
         (!pending_.empty() || growable || throttled_gpus_ > 1e-9)) {
       cycle();
+    } else if (changed && data_ && opt_.prestage && opt_.residency) {
+      prestage_waiting();  // homes are filled while nothing waits too
     }
     if (policy_.order->time_dependent() && !pending_.empty() && !running_.empty() &&
         !tick_pending_) {

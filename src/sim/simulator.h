@@ -136,6 +136,10 @@ struct SimOptions {
   bool prestage = false;
   double prestage_gbs = 0;
   int prestage_jobs = 4;
+  // Residency (with pre-staging's bandwidth): every node gets a home dataset, each dataset
+  // wanted by waiting and running jobs as many nodes as its share of their GPUs; a node keeps
+  // its home's copy against eviction, and an idle one is given it ahead.
+  bool residency = false;
 };
 
 struct HistoryEntry {
@@ -160,8 +164,8 @@ struct JobOutcome {
   // restarting after one (its restart_cost and the restart model's), making no progress.
   double grace_gpu_seconds = 0;
   double restart_gpu_seconds = 0;
-  double gpu_energy_j = 0;           // its GPUs' estimated draw over the time it held them
-  double gpu_carbon_g = 0;           // ... and its carbon (SimOptions::carbon)
+  double gpu_energy_j = 0;  // its GPUs' estimated draw over the time it held them
+  double gpu_carbon_g = 0;  // ... and its carbon (SimOptions::carbon)
   bool has_first_reason = false;
   PendingCode first_reason = PendingCode::kInsufficientGpus;
 };
