@@ -171,8 +171,8 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
                            job.priority == PriorityClass::kInferenceCritical;
   if (rank <= min_running_rank_ && !cross_queue) return std::nullopt;  // outranks nobody
   const Key key{s_.shape(job), s_.current_leaf, rank, may_reclaim, starving_};
-  if (failed_.contains(key)) {  // nothing changed since it last failed
-    if (auto it = priced_.find(key); it != priced_.end()) cost_refusal_ = it->second;
+  if (auto it = failed_.find(key); it != failed_.end()) {  // nothing changed since it failed
+    cost_refusal_ = it->second;
     return std::nullopt;
   }
   rank_running();
@@ -202,7 +202,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
     cands.push_back({running_rank_[i], work_lost(r, s_.snap.now), r.start_time, r.id, i, kind});
   }
   if (cands.empty() || available < job.gpu_milli_per_gang(job.min_members)) {
-    failed_.insert(key);
+    failed_.emplace(key, std::nullopt);
     return std::nullopt;
   }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
@@ -238,7 +238,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
   }
   if (!placed) {
     for (size_t v : victims) evict(v, +1);
-    failed_.insert(key);
+    failed_.emplace(key, std::nullopt);
     return std::nullopt;
   }
   // Keep back victims that were not needed, last chosen first.
@@ -262,21 +262,22 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
   if (!placer_.try_place(*place_as, alloc)) {
     // A randomised scorer may miss a placement that exists; undo everything.
     for (size_t v : needed) evict(v, +1);
-    failed_.insert(key);
+    failed_.emplace(key, std::nullopt);
     return std::nullopt;
   }
   std::vector<uint8_t> reclaimed(needed.size());
   for (size_t k = 0; k < needed.size(); ++k) reclaimed[k] = kinds[needed[k]] == Kind::kReclaim;
   std::vector<double> prices;
   double deficit = -1;
-  std::vector<size_t> givers;
-  givers.reserve(cands.size());
-  for (const Candidate& c : cands) givers.push_back(c.index);
-  if (!worth_it(*place_as, needed, reclaimed, free_now, givers, prices, deficit)) {
+  std::vector<size_t> givers;  // who could give way: only a reclaim is priced
+  if (std::find(reclaimed.begin(), reclaimed.end(), 1) != reclaimed.end()) {
+    givers.reserve(cands.size());
+    for (const Candidate& c : cands) givers.push_back(c.index);
+  }
+  if (!givers.empty() && !worth_it(*place_as, needed, free_now, givers, prices, deficit)) {
     s_.scratch.release(alloc);
     for (size_t v : needed) evict(v, +1);
-    failed_.insert(key);
-    priced_[key] = *cost_refusal_;
+    failed_.emplace(key, cost_refusal_);
     return std::nullopt;
   }
   if (power_ != nullptr) {
@@ -290,7 +291,7 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
       for (size_t v : needed) power_->set_active(v, true);
       s_.scratch.release(alloc);
       for (size_t v : needed) evict(v, +1);
-      failed_.insert(key);
+      failed_.emplace(key, std::nullopt);
       power_reason_ = why;
       return std::nullopt;
     }
@@ -314,10 +315,8 @@ std::optional<Allocation> PreemptionStage::try_preempt(const PendingJob& pj) {
 // reclaim_cost_ratio x what stopping the victims wastes. A guarantee, a starving gang's turn
 // and a job whose wait is unknown reclaim anyway.
 bool PreemptionStage::worth_it(const JobSpec& place_as, const std::vector<size_t>& needed,
-                               const std::vector<uint8_t>& reclaimed, int64_t free_now,
-                               const std::vector<size_t>& givers, std::vector<double>& prices,
-                               double& deficit) {
-  if (std::find(reclaimed.begin(), reclaimed.end(), 1) == reclaimed.end()) return true;
+                               int64_t free_now, const std::vector<size_t>& givers,
+                               std::vector<double>& prices, double& deficit) {
   double price = 0;
   prices.assign(needed.size(), 0.0);
   for (size_t k = 0; k < needed.size(); ++k) {

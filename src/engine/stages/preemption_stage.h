@@ -10,7 +10,6 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -43,16 +42,14 @@ class PreemptionStage {
   }
   // Of the last try_preempt that found victims but found the reclaim not worth their price
   // (FairnessSettings::reclaim_cost_ratio), once: {price, deficit} in GPU-seconds.
-  std::optional<std::pair<double, double>> take_cost_refusal() {
+  using CostRefusal = std::pair<double, double>;
+  std::optional<CostRefusal> take_cost_refusal() {
     auto r = cost_refusal_;
     cost_refusal_.reset();
     return r;
   }
   // Usage changed (a start): a queue may now be over its share, so failed attempts may succeed.
-  void usage_changed() {
-    failed_.clear();
-    priced_.clear();
-  }
+  void usage_changed() { failed_.clear(); }
   size_t failures() const { return failed_.size(); }
 
   // For the walk's bound: the lowest running rank and whether a best-effort job runs (ranks
@@ -80,9 +77,8 @@ class PreemptionStage {
   // (unknown ends, or room lacking is not the cause).
   double expected_deficit(const JobSpec& place_as, int64_t need, int64_t free_now,
                           const std::vector<size_t>& givers) const;
-  // Whether reclaiming `needed` is worth its price; fills the victims' prices and the deficit.
-  bool worth_it(const JobSpec& place_as, const std::vector<size_t>& needed,
-                const std::vector<uint8_t>& reclaimed, int64_t free_now,
+  // Whether a reclaim of `needed` is worth its price; fills the victims' prices and the deficit.
+  bool worth_it(const JobSpec& place_as, const std::vector<size_t>& needed, int64_t free_now,
                 const std::vector<size_t>& givers, std::vector<double>& prices, double& deficit);
 
   CycleSession& s_;
@@ -106,9 +102,8 @@ class PreemptionStage {
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
-  std::unordered_set<Key, KeyHash> failed_;
-  // Of those, the ones refused as not worth their price, with it (for the reason of the next).
-  std::unordered_map<Key, std::pair<double, double>, KeyHash> priced_;
+  // With, for an attempt refused as not worth its price, that price (the next one's reason).
+  std::unordered_map<Key, std::optional<CostRefusal>, KeyHash> failed_;
   // Of the job being considered: whether it is a starving gang, whether it stays within its
   // leaf's guarantee, and, when it reclaims by a per-GPU-type guarantee, the types and the
   // guaranteed queue.
@@ -117,7 +112,7 @@ class PreemptionStage {
   GpuTypeMask type_room_ = 0;
   QueueId guarantor_ = kNoId;
   std::optional<PendingReason> power_reason_;
-  std::optional<std::pair<double, double>> cost_refusal_;
+  std::optional<CostRefusal> cost_refusal_;
 };
 
 }  // namespace tessera
