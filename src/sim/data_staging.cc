@@ -82,8 +82,8 @@ double DataStaging::object_transfer(double gb, double t, double cap, bool presta
   return secs;
 }
 
-double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, double t,
-                          double gpus) {
+double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, double t, double gpus,
+                          bool unqueued) {
   ++stats_.starts;
   const std::vector<NodeId> nodes = a.nodes();
   const double gb = ds.size_gb;
@@ -134,7 +134,11 @@ double DataStaging::start(uint32_t d, const Dataset& ds, const Allocation& a, do
   const double wait = ready_all - t;
   stats_.staging_seconds += wait;
   stats_.staging_gpu_seconds += wait * gpus;
-  last_cold_ = first_read(d) >= t - 1e-9;
+  if (unqueued) {
+    stats_.unqueued_staging_gpu_seconds += wait * gpus;
+    // Its dataset first read in this event: a cold start nothing could have foreseen.
+    if (first_read(d) >= t - 1e-9) stats_.cold_staging_gpu_seconds += wait * gpus;
+  }
   return wait;
 }
 

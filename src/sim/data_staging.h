@@ -59,7 +59,10 @@ class DataStaging {
 
   // A run of `gpus` GPUs with dataset `d` starts on `a` at `t`: copies what its nodes lack and
   // returns the seconds until it can run; its copies are held in use until release().
-  double start(uint32_t d, const Dataset& ds, const Allocation& a, double t, double gpus);
+  // `unqueued`: the run never waited (started in the event it was submitted or requeued in), so
+  // no pre-staging could have hidden its staging (DataStats::unqueued_staging_gpu_seconds).
+  double start(uint32_t d, const Dataset& ds, const Allocation& a, double t, double gpus,
+               bool unqueued = false);
   // The run ended: its copies are no longer in use.
   void release(uint32_t d, const Allocation& a);
   // Where a run reads `ds` while it runs: a copy on its nodes' NVMe, or streamed (too large for
@@ -91,12 +94,6 @@ class DataStaging {
   // How many waiting or running jobs want each dataset (queue-aware eviction reads it).
   void set_wanted(std::vector<int32_t> wanted) { wanted_ = std::move(wanted); }
   const DataStats& stats() const { return stats_; }
-  // The last start() was of a run that never waited: its staging could not have been hidden
-  // by pre-staging (and, when its dataset was first read in that event, by anything).
-  void add_unqueued_staging(double gpu_seconds) {
-    stats_.unqueued_staging_gpu_seconds += gpu_seconds;
-    if (last_cold_) stats_.cold_staging_gpu_seconds += gpu_seconds;
-  }
   // Residency: node n keeps its copy of dataset `d` (its home; -1: none) against eviction.
   void set_home(NodeId n, int64_t d) { home_[n] = d; }
   int64_t home(NodeId n) const { return home_[n]; }
@@ -134,7 +131,6 @@ class DataStaging {
   std::vector<int32_t> wanted_;         // by dataset
   std::vector<int64_t> home_;           // by NodeId: the dataset its NVMe keeps (-1: none)
   std::vector<double> first_read_;      // by dataset: first read out of the object store
-  bool last_cold_ = false;              // the last start()'s dataset was first read in its event
   DataStats stats_;
 };
 

@@ -12,8 +12,8 @@ double Simulation::stage_data(JobId j, double delay) {
   const JobSpec& s = w_.jobs[j];
   const JobState& js = jobs_[j];
   const double wait =
-      data_->start(s.dataset, w_.datasets[s.dataset], js.alloc, now_ + delay, run_gpus(js));
-  if (wait > 0 && js.queued_since >= now_) data_->add_unqueued_staging(wait * run_gpus(js));
+      data_->start(s.dataset, w_.datasets[s.dataset], js.alloc, now_ + delay, run_gpus(js),
+                   /*unqueued=*/js.queued_since >= now_);
   if (js.history >= 0 && wait > 0) {
     note(j, "waits {:.0f} s for its dataset {} to reach its nodes", wait,
          w_.datasets[s.dataset].name);
