@@ -110,6 +110,8 @@ class Simulation {
   void predict_duration(JobId j);
   void submit(JobId j);
   void add_pending(JobId j);
+  // No GPU of node n is held: where pre-staging may copy without disturbing a run's reads.
+  bool node_idle(NodeId n) const { return state_.node_free_whole(n) == c_.node(n).num_gpus; }
   double run_gpus(const JobState& js) const {
     return static_cast<double>(js.alloc.gpu_milli()) / kMilliPerGpu;
   }

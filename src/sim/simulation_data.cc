@@ -154,7 +154,7 @@ void Simulation::prestage_more() {
                    [&](uint32_t a, uint32_t b) { return data_wanted_[a] > data_wanted_[b]; });
   for (const uint32_t d : popular) {
     for (const NodeId n : order) {
-      if (down_[n] || state_.node_free_whole(n) < c_.node(n).num_gpus) continue;
+      if (down_[n] || !node_idle(n)) continue;
       if (data_->on_node(d, n)) continue;
       if (data_->prestaging(now_) >= slots) return;
       if (data_->prestage(d, w_.datasets[d], n, now_, per_transfer)) break;
@@ -217,8 +217,7 @@ void Simulation::keep_resident(int slots, double per_transfer) {
   }
   // Datasets short of their target take nodes that hold them, then idle nodes, then any.
   const auto score = [&](uint32_t d, NodeId n) {
-    return (data_->on_node(d, n) ? 2 : 0) +
-           (state_.node_free_whole(n) == c_.node(n).num_gpus ? 1 : 0);
+    return (data_->on_node(d, n) ? 2 : 0) + (node_idle(n) ? 1 : 0);
   };
   for (uint32_t d = 0; d < demand.size(); ++d) {
     while (have[d] < target[d] && !free_nodes.empty()) {
@@ -234,7 +233,7 @@ void Simulation::keep_resident(int slots, double per_transfer) {
   for (const NodeId n : up) {
     const int64_t h = data_->home(n);
     if (h < 0 || data_->on_node(static_cast<uint32_t>(h), n)) continue;
-    if (state_.node_free_whole(n) < c_.node(n).num_gpus) continue;
+    if (!node_idle(n)) continue;
     if (data_->prestaging(now_) >= slots) return;
     data_->prestage(static_cast<uint32_t>(h), w_.datasets[static_cast<size_t>(h)], n, now_,
                     per_transfer);
